@@ -1,0 +1,125 @@
+/* Case files: read with libyaml, overridden with --set KEY=VALUE, validated in full.
+ *
+ * Every problem is reported as "FILE:LINE:COL: KEY: message" (for an override,
+ * "--set KEY=VALUE: KEY: message"), all problems of a case at once, one per line. Expressions
+ * are kept as text with their position; io/expr compiles them (tsr_case_check_expressions). */
+#ifndef TSR_CASE_H
+#define TSR_CASE_H
+
+#include <stdint.h>
+
+#include "decomp/layout.h"
+#include "io/error.h"
+#include "kernels/models.h"
+
+#define TSR_MAX_PARAMS 64
+#define TSR_NFACE 6 /* xlo, xhi, ylo, yhi, zlo, zhi */
+
+/* Where a value came from: a file position, or an override ("--set time.end=2", line 0). */
+typedef struct {
+  const char *file; /* borrowed from the case (its path or the override text) */
+  int line, col;    /* 1-based; 0 when unknown */
+} tsr_loc;
+
+/* An expression as written: text NULL when the case gives none. */
+typedef struct {
+  char *text;
+  tsr_loc loc;   /* position of the first character of the expression text itself */
+  char *key;     /* dotted key, e.g. "boundary.xlo.value.u" */
+} tsr_case_expr;
+
+typedef enum { TSR_METHOD_EXPLICIT = 0 } tsr_method;  /* implicit, pinn, parareal: later */
+typedef enum { TSR_BACKEND_AUTO = 0, TSR_BACKEND_HOST } tsr_backend; /* cuda: next issue */
+typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_type;
+typedef enum { TSR_SCHEME_EULER = 0, TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_RK4 } tsr_scheme;
+typedef enum { TSR_PROGRESS_AUTO = 0, TSR_PROGRESS_BAR, TSR_PROGRESS_LINES, TSR_PROGRESS_NONE } tsr_progress_mode;
+
+typedef struct {
+  tsr_bc_type type;
+  tsr_case_expr value[TSR_MAX_COMP]; /* per component; Dirichlet: u on the face; Neumann: du/dn
+                                        (outward normal) on the face. Unused for periodic. */
+} tsr_case_bc;
+
+typedef struct {
+  /* provenance */
+  char *path;          /* case file path as given */
+  char *name;          /* `name:` or the file's stem */
+  char *text;          /* the file's text, verbatim */
+  char **overrides;    /* the --set strings, as given */
+  int noverride;
+  uint64_t hash;       /* FNV-1a 64 of the text and the overrides, in order */
+
+  tsr_method method;
+  tsr_backend backend;
+  tsr_model_id model;
+  int ncomp;           /* tsr_models[model].ncomp */
+
+  /* grid: cell-centred, cell (i,j,k) has centre lo + (i + 1/2) h */
+  int dim;             /* 2 or 3, from the length of grid.cells */
+  int cells[3];        /* 1 on unused axes */
+  double lo[3], hi[3]; /* 0 and 1 on unused axes */
+  int periodic[3];
+
+  /* params: every name usable in expressions; the model's own params first, in the model's
+   * order, with their defaults when the case does not give them */
+  int nparam;
+  char *param_name[TSR_MAX_PARAMS];
+  double param_value[TSR_MAX_PARAMS];
+  tsr_loc param_loc[TSR_MAX_PARAMS]; /* line 0 for defaults */
+
+  tsr_case_expr initial[TSR_MAX_COMP]; /* required for every component */
+  tsr_case_expr source[TSR_MAX_COMP];  /* optional */
+  tsr_case_expr exact[TSR_MAX_COMP];   /* optional */
+  tsr_case_bc bc[TSR_NFACE];           /* periodic axes have TSR_BC_PERIODIC on both faces */
+
+  struct {
+    tsr_scheme scheme;
+    int dt_auto;       /* 1: dt = cfl * stability limit */
+    double dt;         /* when !dt_auto */
+    double cfl;        /* default 0.9 */
+    int has_end;
+    double end;        /* stop at this time (dt shrunk so a whole number of steps lands on it) */
+    int has_steps;
+    long steps;        /* or after this many steps */
+  } time;
+
+  struct {
+    tsr_part_kind partition; /* rcb (default), slabs, grid (given by ranks:) */
+    int ranks[3];            /* for grid; 1 on unused axes */
+    int nweights;            /* optional rcb/slabs weights, one per rank */
+    double *weights;
+    int time_slices;         /* 1 (parareal later) */
+  } decomp;
+
+  struct {
+    char *dir;               /* default "out/<name>" */
+    int monitor_every;       /* steps between monitor lines; default: about 20 lines per run */
+    tsr_progress_mode progress;
+  } output;
+} tsr_case;
+
+/* Reads and validates the case file at path with the overrides applied in order. On success
+ * *out is a new case owned by the caller (tsr_case_destroy). Errors: TSR_ERR_INPUT with every
+ * problem found, one per line; TSR_ERR_IO when the file cannot be read (message names it). */
+tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, tsr_case **out);
+
+/* As tsr_case_load, for a case held in memory; name stands for the file in messages. */
+tsr_err tsr_case_load_string(const char *name, const char *text, int noverride,
+                             char *const *overrides, tsr_case **out);
+
+/* Compiles every expression of the case with io/expr and reports, all at once, each that does
+ * not compile as FILE:LINE:COL (column of the offending character). Also refuses params that
+ * are neither the model's nor used by any expression (likely typos). Errors: TSR_ERR_INPUT. */
+tsr_err tsr_case_check_expressions(const tsr_case *c);
+
+/* Value of the parameter called name (model params always exist). Returns 0 if absent. */
+double tsr_case_param(const tsr_case *c, const char *name);
+
+/* Face index 0..5 from "xlo".."zhi", or -1. */
+int tsr_case_face(const char *name);
+extern const char *const tsr_case_face_names[TSR_NFACE];
+
+/* Frees the case and sets *c to NULL; accepts NULL. */
+void tsr_case_destroy(tsr_case **c);
+
+#endif

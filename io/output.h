@@ -1,0 +1,53 @@
+/* Final fields on disk: HDF5 with global datasets that do not depend on the decomposition,
+ * and an XDMF sidecar that ParaView opens.
+ *
+ * Layout of the file: datasets /fields/<name>, float64, C order [ny][nx] (2D) or [nz][ny][nx]
+ * (3D), owned cells only; attributes on the root group: lo, hi (float64[dim]), cells
+ * (int64[dim]), time (float64), step (int64), tessera_version (string). */
+#ifndef TSR_OUTPUT_H
+#define TSR_OUTPUT_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "decomp/box.h"
+#include "io/error.h"
+
+typedef struct {
+  int dim;
+  int cells[3];
+  double lo[3], hi[3];
+  double time;
+  int64_t step;
+} tsr_grid_meta;
+
+typedef struct {
+  int force_serial; /* 1: ranks write their hyperslabs in turn even where HDF5 is parallel */
+} tsr_output_opts;
+
+/* Writes nfield fields into path. Collective over comm. Rank r passes its owned box and, for
+ * each field, its owned cells contiguous in x-fastest order (tsr_box_cells(owned) values).
+ * The file is written as path + ".tmp" and renamed to path only when complete and closed, so
+ * path never holds a partial file. Collective HDF5 hyperslab writes when the library is
+ * parallel and !force_serial; otherwise ranks take turns. Errors: TSR_ERR_IO (message names
+ * the path), TSR_ERR_HDF5; every rank returns the same code. */
+tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_meta *meta,
+                                const tsr_box *owned, int nfield, const char *const *names,
+                                const double *const *data, const tsr_output_opts *opts);
+
+/* Writes the XDMF (3.0) sidecar at xmf_path describing h5_name's fields as cell data on a
+ * uniform grid (ORIGIN_DXDYDZ topology). h5_name is written as given (relative to the XDMF
+ * file). Not collective: call on one rank. Atomic like the HDF5 file. Errors: TSR_ERR_IO. */
+tsr_err tsr_output_write_xdmf(const char *xmf_path, const char *h5_name,
+                              const tsr_grid_meta *meta, int nfield, const char *const *names);
+
+/* Reads the owned hyperslab of field name from path into data (tsr_box_cells(owned) values,
+ * x fastest) and, if meta is not NULL, the grid attributes. Collective over comm.
+ * Errors: TSR_ERR_IO (missing file), TSR_ERR_INPUT (no such field, wrong shape), TSR_ERR_HDF5. */
+tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
+                              const tsr_box *owned, double *data, tsr_grid_meta *meta);
+
+/* 1 when this build's HDF5 has parallel (MPI-IO) support. */
+int tsr_output_parallel_available(void);
+
+#endif

@@ -1,0 +1,48 @@
+/* The models tessera knows: names, components, parameters with defaults and ranges, and the
+ * explicit stability limit. Host-only metadata; the per-cell physics lives in
+ * kernels/models/<model>.h (host + device). */
+#ifndef TSR_MODELS_H
+#define TSR_MODELS_H
+
+#define TSR_MAX_COMP 4
+#define TSR_MAX_MODEL_PARAMS 8
+
+typedef enum {
+  TSR_MODEL_HEAT = 0,
+  TSR_MODEL_ADVECTION_DIFFUSION,
+  TSR_MODEL_WAVE,
+  TSR_MODEL_GRAY_SCOTT,
+  TSR_MODEL_ALLEN_CAHN,
+  TSR_MODEL_COUNT
+} tsr_model_id;
+
+typedef struct {
+  const char *name;  /* key under params: */
+  double def;        /* value when the case does not give one */
+  double min;        /* smallest accepted value */
+  int min_open;      /* 1: the value must be > min; 0: >= min */
+  const char *doc;   /* one line for the README and messages */
+} tsr_param_spec;
+
+typedef struct {
+  const char *name;            /* as written in case files: model: <name> */
+  const char *equation;        /* the PDE, for messages and `tessera check` */
+  int ncomp;                   /* number of solution components */
+  const char *comp[TSR_MAX_COMP]; /* component names: keys of initial:, exact:, source:, ... */
+  int nparam;
+  tsr_param_spec param[TSR_MAX_MODEL_PARAMS];
+  int ghost;                   /* stencil radius = ghost width */
+  int transcendental;          /* 1 when the per-cell update calls libm (GPU vs host tolerance) */
+} tsr_model_info;
+
+/* The table, indexed by tsr_model_id. */
+extern const tsr_model_info tsr_models[TSR_MODEL_COUNT];
+
+/* The model called name, or NULL. */
+const tsr_model_info *tsr_model_find(const char *name);
+
+/* The largest stable forward-Euler-like time step of the explicit scheme for these parameter
+ * values (in the model's param order) and cell sizes h[0..dim-1]; before the cfl factor. */
+double tsr_model_dt_limit(tsr_model_id id, const double *param, const double h[3], int dim);
+
+#endif
