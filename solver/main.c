@@ -1,3 +1,154 @@
+/* The tessera command: parses the command line, loads and validates the case, and runs or
+ * checks it. The only place that decides how the process ends. */
+#include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/case.h"
+#include "solver/run.h"
 #include "tsr_version.h"
-int main(void) { printf("tessera %s\n", TSR_VERSION); return 0; }
+
+enum { EXIT_RUN_FAILED = 1, EXIT_BAD_INPUT = 2 };
+
+static const char usage[] =
+    "usage: tessera run CASE.yaml [--set KEY=VALUE]... [--out DIR]\n"
+    "       tessera check CASE.yaml [--ranks N] [--set KEY=VALUE]...\n"
+    "       tessera --help | --version\n"
+    "\n"
+    "commands:\n"
+    "  run     run the case; under `mpirun -np N` the grid is split over N ranks.\n"
+    "          Writes final.h5, final.xmf and report.json into the output directory.\n"
+    "  check   validate the case and print the plan for N ranks (default: the ranks it is\n"
+    "          launched on) without running: box per rank, cells, neighbours, halo bytes\n"
+    "          per step, memory per rank.\n"
+    "\n"
+    "options:\n"
+    "  --set KEY=VALUE  override a case key, e.g. --set time.end=0.5 --set grid.cells=[64,64]\n"
+    "                   (validated like the file; may be repeated)\n"
+    "  --out DIR        output directory (default: the case's output.dir, else out/<name>)\n"
+    "  --ranks N        (check) the rank count to plan for\n"
+    "  -h, --help       this text\n"
+    "  --version        print the version\n"
+    "\n"
+    "The case-file reference is in README.md.\n";
+
+typedef struct {
+  const char *command, *case_path, *out_dir;
+  int ranks;
+  int nset;
+  char **sets;
+} cli;
+
+static int say(int rank, int code, const char *fmt, const char *a, const char *b) {
+  if (rank == 0) {
+    fprintf(stderr, "tessera: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n");
+  }
+  return code;
+}
+
+/* Returns -1 when parsed, else the exit code (0 for --help/--version). */
+static int parse(int argc, char **argv, int rank, cli *o) {
+  memset(o, 0, sizeof *o);
+  o->sets = calloc((size_t)argc + 1, sizeof(char *));
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help")) {
+      if (rank == 0) fputs(usage, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--version")) {
+      if (rank == 0) printf("tessera %s\n", TSR_VERSION);
+      return 0;
+    }
+    if (!strcmp(a, "--set") || !strcmp(a, "--out") || !strcmp(a, "--ranks")) {
+      if (i + 1 >= argc)
+        return say(rank, EXIT_BAD_INPUT, "option %s needs a value (see tessera --help)%s", a, "");
+      const char *v = argv[++i];
+      if (!strcmp(a, "--set")) o->sets[o->nset++] = (char *)v;
+      else if (!strcmp(a, "--out")) o->out_dir = v;
+      else {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > 1000000)
+          return say(rank, EXIT_BAD_INPUT, "--ranks: expected a positive integer, got '%s'%s", v, "");
+        o->ranks = (int)n;
+      }
+    } else if (!strncmp(a, "--set=", 6)) {
+      o->sets[o->nset++] = (char *)a + 6;
+    } else if (!strncmp(a, "--out=", 6)) {
+      o->out_dir = a + 6;
+    } else if (a[0] == '-' && a[1]) {
+      return say(rank, EXIT_BAD_INPUT, "unknown option '%s' (see tessera --help)%s", a, "");
+    } else if (!o->command) {
+      if (strcmp(a, "run") && strcmp(a, "check"))
+        return say(rank, EXIT_BAD_INPUT, "unknown command '%s': expected run or check (see tessera --help)%s", a, "");
+      o->command = a;
+    } else if (!o->case_path) {
+      o->case_path = a;
+    } else {
+      return say(rank, EXIT_BAD_INPUT, "unexpected argument '%s' (one case file per run)%s", a, "");
+    }
+  }
+  if (!o->command) {
+    if (rank == 0) fputs(usage, stderr);
+    return EXIT_BAD_INPUT;
+  }
+  if (!o->case_path)
+    return say(rank, EXIT_BAD_INPUT, "%s needs a case file: tessera %s CASE.yaml", o->command, o->command);
+  if (o->ranks && strcmp(o->command, "check"))
+    return say(rank, EXIT_BAD_INPUT, "--ranks is an option of check; run takes its ranks from mpirun -np N%s", "", "");
+  if (o->out_dir && !*o->out_dir)
+    return say(rank, EXIT_BAD_INPUT, "--out: expected a directory, got an empty string%s", "", "");
+  return -1;
+}
+
+static int fail(int rank, tsr_err err) {
+  if (rank == 0) {
+    const char *m = tsr_err_message();
+    fprintf(stderr, "tessera: %s: %s\n", tsr_err_name(err), *m ? m : "(no message)");
+  }
+  return err == TSR_ERR_INPUT ? EXIT_BAD_INPUT : EXIT_RUN_FAILED;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  cli o;
+  int code = parse(argc, argv, rank, &o);
+  tsr_case *c = NULL;
+  if (code < 0) {
+    tsr_err err = tsr_case_load(o.case_path, o.nset, o.sets, &c);
+    if (!err) err = tsr_case_check_expressions(c);
+    err = tsr_run_agree(MPI_COMM_WORLD, err);
+    if (err) {
+      code = fail(rank, err);
+    } else if (!strcmp(o.command, "check")) {
+      err = rank == 0 ? tsr_run_check(c, o.ranks ? o.ranks : size, stdout) : TSR_OK;
+      err = tsr_run_agree(MPI_COMM_WORLD, err);
+      code = err ? fail(rank, err) : 0;
+    } else {
+      tsr_run_opts ro = tsr_run_opts_default();
+      ro.out_dir = o.out_dir;
+      tsr_run_result res;
+      err = tsr_run(c, MPI_COMM_WORLD, &ro, &res);
+      if (err) {
+        code = fail(rank, err);
+      } else {
+        if (rank == 0)
+          printf("done: %lld steps to t=%.6g in %.3f s (%.4g cells/s) on %d rank%s; output in %s\n",
+                 (long long)res.steps, res.t_final, res.wall, res.cells_per_s, size,
+                 size == 1 ? "" : "s", o.out_dir ? o.out_dir : c->output.dir);
+        code = 0;
+      }
+    }
+  }
+  tsr_case_destroy(&c);
+  free(o.sets);
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,96 @@
+#include "io/case_expr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+tsr_expr_env tsr_case_env(const tsr_case *c) {
+  return (tsr_expr_env){c->nparam, (const char *const *)c->param_name, c->param_value};
+}
+
+tsr_err tsr_case_compile(const tsr_case *c, const tsr_case_expr *e, tsr_expr **out) {
+  *out = NULL;
+  tsr_expr_env env = tsr_case_env(c);
+  int col = 0;
+  tsr_err err = tsr_expr_compile(e->text, &env, out, &col);
+  if (!err) return TSR_OK;
+  if (err != TSR_ERR_INPUT) return err;
+  char msg[2048];
+  snprintf(msg, sizeof msg, "%s", tsr_err_message());
+  if (e->loc.line > 0)
+    return tsr_err_set(err, __FILE__, __LINE__, "%s:%d:%d: %s: %s", e->loc.file, e->loc.line,
+                       e->loc.col + col, e->key, msg);
+  return tsr_err_set(err, __FILE__, __LINE__, "%s: %s: %s (at column %d of \"%s\")",
+                     e->loc.file ? e->loc.file : "?", e->key, msg, col + 1, e->text);
+}
+
+static int edit_distance(const char *a, const char *b) {
+  int la = (int)strlen(a), lb = (int)strlen(b);
+  if (la > 63 || lb > 63) return 99;
+  int d[64][64];
+  for (int i = 0; i <= la; ++i) d[i][0] = i;
+  for (int j = 0; j <= lb; ++j) d[0][j] = j;
+  for (int i = 1; i <= la; ++i)
+    for (int j = 1; j <= lb; ++j) {
+      int s = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      int x = d[i - 1][j] + 1, y = d[i][j - 1] + 1;
+      d[i][j] = s < x ? (s < y ? s : y) : (x < y ? x : y);
+    }
+  return d[la][lb];
+}
+
+/* Appends (or sets, for the first) one problem line. */
+static void report(int *n, const char *line) {
+  if ((*n)++ == 0) tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s", line);
+  else tsr_err_append("%s", line);
+}
+
+tsr_err tsr_case_check_expressions(const tsr_case *c) {
+  const tsr_case_expr *all[3 * TSR_MAX_COMP + TSR_NFACE * TSR_MAX_COMP];
+  int n = 0;
+  for (int q = 0; q < c->ncomp; ++q) {
+    all[n++] = &c->initial[q];
+    all[n++] = &c->source[q];
+    all[n++] = &c->exact[q];
+  }
+  for (int f = 0; f < 2 * c->dim; ++f)
+    if (c->bc[f].type != TSR_BC_PERIODIC)
+      for (int q = 0; q < c->ncomp; ++q) all[n++] = &c->bc[f].value[q];
+  int problems = 0;
+  char line[4096];
+  int used[TSR_MAX_PARAMS] = {0};
+  for (int i = 0; i < n; ++i) {
+    if (!all[i]->text) continue;
+    tsr_expr *e = NULL;
+    tsr_err err = tsr_case_compile(c, all[i], &e);
+    if (err == TSR_ERR_INPUT) {
+      snprintf(line, sizeof line, "%s", tsr_err_message());
+      report(&problems, line);
+      continue;
+    }
+    if (err) return err;
+    for (int p = 0; p < c->nparam; ++p) used[p] |= tsr_expr_uses(e, c->param_name[p]);
+    tsr_expr_destroy(&e);
+  }
+  /* a param that neither the model nor any expression reads is almost always a typo */
+  const tsr_model_info *m = &tsr_models[c->model];
+  for (int p = m->nparam; p < c->nparam; ++p) {
+    if (used[p]) continue;
+    const char *best = NULL;
+    for (int k = 0; k < m->nparam; ++k)
+      if (edit_distance(c->param_name[p], m->param[k].name) <= 2) best = m->param[k].name;
+    char hint[128] = "";
+    if (best) snprintf(hint, sizeof hint, " (did you mean '%s'?)", best);
+    snprintf(line, sizeof line,
+             "%s:%d:%d: params.%s: not a parameter of model %s and not used by any "
+             "expression%s; model parameters are:",
+             c->param_loc[p].file ? c->param_loc[p].file : c->path, c->param_loc[p].line,
+             c->param_loc[p].col, c->param_name[p], m->name, hint);
+    for (int k = 0; k < m->nparam; ++k) {
+      size_t w = strlen(line);
+      snprintf(line + w, sizeof line - w, "%s %s", k ? "," : "", m->param[k].name);
+    }
+    report(&problems, line);
+  }
+  return problems ? TSR_ERR_INPUT : TSR_OK;
+}

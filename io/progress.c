@@ -1,0 +1,67 @@
+#include "io/progress.h"
+
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total) {
+  memset(p, 0, sizeof *p);
+  p->out = out;
+  p->total = total > 0 ? total : 1;
+  p->t0 = now();
+  switch (mode) {
+  case 1: p->style = TSR_PROGRESS_STYLE_BAR; break;
+  case 2: p->style = TSR_PROGRESS_STYLE_LINES; break;
+  case 3: p->style = TSR_PROGRESS_STYLE_NONE; break;
+  default: p->style = isatty(fileno(out)) ? TSR_PROGRESS_STYLE_BAR : TSR_PROGRESS_STYLE_LINES;
+  }
+  if (!out) p->style = TSR_PROGRESS_STYLE_NONE;
+}
+
+static void fmt_eta(char *buf, size_t n, double s) {
+  if (s < 0 || s > 1e7) snprintf(buf, n, "--:--");
+  else if (s >= 3600) snprintf(buf, n, "%d:%02d:%02d", (int)(s / 3600), (int)(s / 60) % 60, (int)s % 60);
+  else snprintf(buf, n, "%02d:%02d", (int)(s / 60), (int)s % 60);
+}
+
+static void draw(tsr_progress *p, int64_t step, double t, double cps) {
+  const int width = 30;
+  double frac = (double)step / (double)p->total;
+  int fill = (int)(frac * width + 0.5);
+  char bar[64];
+  for (int i = 0; i < width; ++i) bar[i] = i < fill ? '#' : '.';
+  bar[width] = '\0';
+  double el = now() - p->t0;
+  char eta[32];
+  fmt_eta(eta, sizeof eta, step > 0 ? el * (double)(p->total - step) / (double)step : -1.0);
+  fprintf(p->out, "\r[%s] %3d%% step %lld/%lld t=%.4e ETA %s %.3g cells/s\033[K", bar,
+          (int)(100.0 * frac), (long long)step, (long long)p->total, t, eta, cps);
+  fflush(p->out);
+  p->bar_shown = 1;
+  p->last_draw = now();
+}
+
+void tsr_progress_step(tsr_progress *p, int64_t step, double t, double cps) {
+  if (p->style != TSR_PROGRESS_STYLE_BAR) return;
+  if (step < p->total && now() - p->last_draw < 0.1) return;
+  draw(p, step, t, cps);
+}
+
+void tsr_progress_line(tsr_progress *p, const char *text) {
+  if (p->style == TSR_PROGRESS_STYLE_NONE) return;
+  if (p->bar_shown) fprintf(p->out, "\r\033[K");
+  fprintf(p->out, "%s\n", text);
+  fflush(p->out);
+  p->bar_shown = 0;
+}
+
+void tsr_progress_finish(tsr_progress *p) {
+  if (p->style == TSR_PROGRESS_STYLE_BAR && p->bar_shown) fprintf(p->out, "\n");
+  p->bar_shown = 0;
+}

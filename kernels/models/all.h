@@ -1,0 +1,55 @@
+/* Dispatch over the models and the time-integration stage update, host + device. */
+#ifndef TSR_MODELS_ALL_H
+#define TSR_MODELS_ALL_H
+
+#include "kernels/models.h"
+#include "kernels/models/advection_diffusion.h"
+#include "kernels/models/allen_cahn.h"
+#include "kernels/models/gray_scott.h"
+#include "kernels/models/heat.h"
+#include "kernels/models/wave.h"
+
+/* Right-hand side of model m at the cell u points to (component 0), into r[0..ncomp-1].
+ * Kernels call it with a compile-time m so that the switch folds away. */
+TSR_HD static inline void tsr_model_rhs(int m, const double *u, const tsr_cell_coef *k, double *r) {
+  switch (m) {
+  case TSR_MODEL_HEAT: tsr_heat_rhs(u, k, r); break;
+  case TSR_MODEL_ADVECTION_DIFFUSION: tsr_advection_diffusion_rhs(u, k, r); break;
+  case TSR_MODEL_WAVE: tsr_wave_rhs(u, k, r); break;
+  case TSR_MODEL_GRAY_SCOTT: tsr_gray_scott_rhs(u, k, r); break;
+  case TSR_MODEL_ALLEN_CAHN: tsr_allen_cahn_rhs(u, k, r); break;
+  default: break;
+  }
+}
+
+/* The stage kinds of the explicit schemes (Shu-Osher form for the SSP schemes; classic RK4
+ * with an accumulator). `base` is u^n, `in` the stage input at this cell, `r` its
+ * right-hand side, `acc` RK4's running sum. */
+typedef enum {
+  TSR_STAGE_EULER = 0, /* out = in + dt r                               (also SSP stage 1) */
+  TSR_STAGE_SSP2_2,    /* out = 1/2 base + 1/2 (in + dt r)                                 */
+  TSR_STAGE_SSP3_2,    /* out = 3/4 base + 1/4 (in + dt r)                                 */
+  TSR_STAGE_SSP3_3,    /* out = 1/3 base + 2/3 (in + dt r)                                 */
+  TSR_STAGE_RK4_1,     /* acc = base + dt r / 6;  out = base + dt r / 2                    */
+  TSR_STAGE_RK4_2,     /* acc = acc + dt r / 3;   out = base + dt r / 2                    */
+  TSR_STAGE_RK4_3,     /* acc = acc + dt r / 3;   out = base + dt r                        */
+  TSR_STAGE_RK4_4      /* out = acc + dt r / 6                                             */
+} tsr_stage_kind;
+
+TSR_HD static inline double tsr_stage_update(int kind, double dt, double base, double in,
+                                             double r, double *acc) {
+  double k = dt * r;
+  switch (kind) {
+  case TSR_STAGE_EULER: return in + k;
+  case TSR_STAGE_SSP2_2: return 0.5 * base + 0.5 * (in + k);
+  case TSR_STAGE_SSP3_2: return 0.75 * base + 0.25 * (in + k);
+  case TSR_STAGE_SSP3_3: return (1.0 / 3.0) * base + (2.0 / 3.0) * (in + k);
+  case TSR_STAGE_RK4_1: *acc = base + k / 6.0; return base + k / 2.0;
+  case TSR_STAGE_RK4_2: *acc = *acc + k / 3.0; return base + k / 2.0;
+  case TSR_STAGE_RK4_3: *acc = *acc + k / 3.0; return base + k;
+  case TSR_STAGE_RK4_4: return *acc + k / 6.0;
+  default: return in;
+  }
+}
+
+#endif

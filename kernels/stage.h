@@ -1,0 +1,30 @@
+/* One explicit time-integration stage over a region of cells: r = rhs(in) + source, then the
+ * scheme's update (kernels/models/all.h) into out (and RK4's accumulator). The host version
+ * runs OpenMP threads over rows; the CUDA version (GPU issue) calls the same per-cell code. */
+#ifndef TSR_STAGE_H
+#define TSR_STAGE_H
+
+#include "kernels/field.h"
+#include "kernels/models/all.h"
+
+typedef struct {
+  int model;            /* tsr_model_id */
+  int ncomp;
+  tsr_stage_kind kind;
+  double dt;
+  tsr_cell_coef coef;   /* strides must be those of the fields below */
+} tsr_stage_desc;
+
+/* Fills the coefficients for model with parameter values p (model order) on a field's
+ * strides and the grid spacing h. */
+void tsr_stage_coef_init(tsr_cell_coef *k, int model, const double *p, const double h[3],
+                         const tsr_field *shape);
+
+/* Applies the stage to the cells of region (inside the owned box). in, base, acc, src and out
+ * share one geometry; in must hold valid ghosts for the cells region's stencil reads. base is
+ * read by SSP stages 2-3 and RK4; acc by RK4 (NULL otherwise); src may be NULL (no source).
+ * out may not alias in. Host memory; no errors (shapes are the caller's contract). */
+void tsr_stage_host(const tsr_stage_desc *s, const tsr_box *region, const tsr_field *in,
+                    const tsr_field *base, tsr_field *acc, const tsr_field *src, tsr_field *out);
+
+#endif

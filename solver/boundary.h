@@ -1,0 +1,33 @@
+/* Physical boundary conditions on the faces of this rank's box that lie on the domain's
+ * boundary (non-periodic axes): ghost layers from Dirichlet or Neumann values given by case
+ * expressions of (x, y, z, t), evaluated at the face centres of the boundary cells.
+ * Cell-centred: Dirichlet sets the ghost so that the face value is the mean of the ghost and
+ * its mirror; Neumann (du/dn outward) so that the one-sided difference across the face is it. */
+#ifndef TSR_BOUNDARY_H
+#define TSR_BOUNDARY_H
+
+#include "io/case.h"
+#include "kernels/field.h"
+
+typedef struct tsr_bc tsr_bc;
+
+/* Prepares this rank's faces for fields over box with the given ghost width: compiles the
+ * expressions and evaluates time-independent values once. Not collective. Destroy with
+ * tsr_bc_destroy. Errors: TSR_ERR_INPUT (expression), TSR_ERR_MEMORY. */
+tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, int ghost, tsr_bc **bc);
+
+/* Fills the boundary ghost layers of f (all components) for time t. Returns the seconds spent
+ * evaluating expressions (0 when all values are cached). */
+double tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t);
+
+/* Number of this rank's faces on the physical boundary. */
+int tsr_bc_nfaces(const tsr_bc *bc);
+
+/* Frees and sets *bc to NULL; accepts NULL. */
+void tsr_bc_destroy(tsr_bc **bc);
+
+/* Centre of cell i along axis d (0 on unused axes). One formula everywhere, so every rank
+ * computes the same coordinates bit for bit. */
+double tsr_cell_center(const tsr_case *c, int d, int i);
+
+#endif

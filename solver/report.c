@@ -1,0 +1,147 @@
+/* report.json at the end of a run, and the plan `tessera check` prints. */
+#include <stdio.h>
+#include <string.h>
+
+#include "io/json.h"
+#include "solver/run_internal.h"
+#include "tsr_version.h"
+
+static void json_box(tsr_json *j, const tsr_box *b, int dim) {
+  tsr_json_object_begin(j, NULL);
+  tsr_json_array_begin(j, "lo");
+  for (int d = 0; d < dim; ++d) tsr_json_int(j, NULL, b->lo[d]);
+  tsr_json_array_end(j);
+  tsr_json_array_begin(j, "hi");
+  for (int d = 0; d < dim; ++d) tsr_json_int(j, NULL, b->hi[d]);
+  tsr_json_array_end(j);
+  tsr_json_int(j, "cells", tsr_box_cells(b));
+  tsr_json_object_end(j);
+}
+
+tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const double *pmax,
+                         const double *pmean) {
+  const tsr_case *c = x->c;
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s/report.json", x->out_dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *fp = fopen(tmp, "w");
+  TSR_CHECK(fp, TSR_ERR_IO, "cannot write '%s'; check that the output directory is writable", tmp);
+  tsr_json j;
+  tsr_json_init(&j, fp);
+  tsr_json_object_begin(&j, NULL);
+  tsr_json_string(&j, "case", c->name);
+  tsr_json_string(&j, "case_file", c->path);
+  char hash[32];
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)c->hash);
+  tsr_json_string(&j, "case_hash", hash);
+  tsr_json_string(&j, "tessera_version", TSR_VERSION);
+  tsr_json_string(&j, "model", tsr_models[c->model].name);
+  tsr_json_string(&j, "method", "explicit");
+  tsr_json_string(&j, "backend", "host");
+  tsr_json_string(&j, "scheme", x->scheme.name);
+  tsr_json_int(&j, "ranks", x->size);
+  tsr_json_int(&j, "dim", c->dim);
+  tsr_json_array_begin(&j, "cells");
+  for (int d = 0; d < c->dim; ++d) tsr_json_int(&j, NULL, c->cells[d]);
+  tsr_json_array_end(&j);
+  tsr_json_array_begin(&j, "boxes");
+  for (int b = 0; b < x->layout.nbox; ++b) json_box(&j, &x->layout.boxes[b], c->dim);
+  tsr_json_array_end(&j);
+  tsr_json_int(&j, "steps", res->steps);
+  tsr_json_number(&j, "dt", res->dt);
+  tsr_json_number(&j, "dt_stable", x->dt_stable);
+  tsr_json_number(&j, "final_time", res->t_final);
+  tsr_json_number(&j, "wall_time", res->wall);
+  tsr_json_number(&j, "cells_per_second", res->cells_per_s);
+  tsr_json_object_begin(&j, "phases_max_over_ranks");
+  for (int p = 0; p < PH_COUNT; ++p) tsr_json_number(&j, tsr_run_phase_names[p], pmax[p]);
+  tsr_json_object_end(&j);
+  tsr_json_object_begin(&j, "phases_mean_over_ranks");
+  for (int p = 0; p < PH_COUNT; ++p) tsr_json_number(&j, tsr_run_phase_names[p], pmean[p]);
+  tsr_json_object_end(&j);
+  tsr_json_object_begin(&j, "fields");
+  for (int q = 0; q < c->ncomp; ++q) {
+    tsr_json_object_begin(&j, tsr_models[c->model].comp[q]);
+    tsr_json_number(&j, "min", res->min[q]);
+    tsr_json_number(&j, "max", res->max[q]);
+    tsr_json_number(&j, "l2", res->l2[q]);
+    tsr_json_number(&j, "integral", res->sum[q]);
+    if (c->exact[q].text) {
+      tsr_json_number(&j, "error_l2", res->err_l2[q]);
+      tsr_json_number(&j, "error_linf", res->err_linf[q]);
+    }
+    tsr_json_object_end(&j);
+  }
+  tsr_json_object_end(&j);
+  tsr_json_object_end(&j);
+  fputc('\n', fp);
+  int bad = ferror(fp);
+  bad |= fclose(fp) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    remove(tmp);
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s' (disk full?)", path);
+  }
+  return TSR_OK;
+}
+
+tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
+  tsr_part_opts po = {0};
+  po.kind = c->decomp.partition;
+  po.min_width = tsr_models[c->model].ghost;
+  for (int d = 0; d < 3; ++d) po.grid[d] = c->decomp.ranks[d] > 0 ? c->decomp.ranks[d] : 1;
+  po.weights = c->decomp.nweights ? c->decomp.weights : NULL;
+  TSR_CHECK(!c->decomp.nweights || c->decomp.nweights == nranks, TSR_ERR_INPUT,
+            "%s: decomposition.weights: %d weights given for %d ranks; give one per rank",
+            c->path, c->decomp.nweights, nranks);
+  tsr_layout L = {0};
+  TSR_CALL(tsr_partition(c->dim, c->cells, c->periodic, nranks, &po, &L));
+  tsr_scheme_plan sp = tsr_integrate_plan(c->time.scheme);
+  double dt, dts;
+  int64_t nsteps;
+  tsr_err err = tsr_integrate_time_plan(c, &dt, &nsteps, &dts);
+  if (err) {
+    tsr_layout_free(&L);
+    return err;
+  }
+  const char *pn[] = {"rcb", "slabs", "grid"};
+  fprintf(out, "case %s (%s): model %s, %dD grid", c->name, c->path, tsr_models[c->model].name,
+          c->dim);
+  for (int d = 0; d < c->dim; ++d) fprintf(out, "%s%d", d ? " x " : " ", c->cells[d]);
+  fprintf(out, ", %s, %lld steps of dt %.6g (stable limit %.6g), %d ranks, partition %s\n",
+          sp.name, (long long)nsteps, dt, dts, nranks, pn[po.kind]);
+  int nfield = 3 + sp.uses_acc;
+  int has_src = 0;
+  for (int q = 0; q < c->ncomp; ++q) has_src |= c->source[q].text != NULL;
+  nfield += has_src;
+  int64_t total = tsr_box_cells(&L.global), maxc = 0;
+  fprintf(out, "%5s  %-28s %12s  %-24s %14s %12s\n", "rank", "box [lo, hi)", "cells",
+          "neighbours", "halo B/step", "memory");
+  for (int r = 0; r < nranks && !err; ++r) {
+    tsr_halo_plan hp = {0};
+    err = tsr_halo_plan_build(&L, r, po.min_width, &hp);
+    if (err) break;
+    const tsr_box *b = &L.boxes[tsr_layout_box_of(&L, r)];
+    char bs[64], nb[256] = "";
+    if (c->dim == 2)
+      snprintf(bs, sizeof bs, "[%d,%d)x[%d,%d)", b->lo[0], b->hi[0], b->lo[1], b->hi[1]);
+    else
+      snprintf(bs, sizeof bs, "[%d,%d)x[%d,%d)x[%d,%d)", b->lo[0], b->hi[0], b->lo[1], b->hi[1],
+               b->lo[2], b->hi[2]);
+    size_t w = 0;
+    for (int p = 0; p < hp.npeer && w < sizeof nb; ++p)
+      w += (size_t)snprintf(nb + w, sizeof nb - w, "%s%d", p ? "," : "", hp.peers[p].peer);
+    if (!hp.npeer) snprintf(nb, sizeof nb, "-");
+    int64_t halo = tsr_halo_bytes_sent(&hp, c->ncomp, (int)sizeof(double)) * sp.nstage;
+    tsr_box g = tsr_box_grow(b, c->dim, po.min_width);
+    double mem = (double)tsr_box_cells(&g) * c->ncomp * sizeof(double) * nfield +
+                 2.0 * (double)tsr_halo_bytes_sent(&hp, c->ncomp, (int)sizeof(double));
+    fprintf(out, "%5d  %-28s %12lld  %-24s %14lld %9.1f MiB\n", r, bs,
+            (long long)tsr_box_cells(b), nb, (long long)halo, mem / 1048576.0);
+    if (tsr_box_cells(b) > maxc) maxc = tsr_box_cells(b);
+    tsr_halo_plan_free(&hp);
+  }
+  if (!err)
+    fprintf(out, "imbalance (max/mean cells): %.4f\n", (double)maxc * nranks / (double)total);
+  tsr_layout_free(&L);
+  return err;
+}

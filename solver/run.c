@@ -1,0 +1,445 @@
+#include "solver/run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/case_expr.h"
+#include "io/output.h"
+#include "io/progress.h"
+#include "solver/run_internal.h"
+
+const char *const tsr_run_phase_names[PH_COUNT] = {
+    "setup", "initial", "compute", "halo_wait", "boundary", "source", "monitor", "output"};
+
+tsr_run_opts tsr_run_opts_default(void) { return (tsr_run_opts){NULL, 0, 1}; }
+
+/* Makes a locally found error collective: every rank returns the code of the lowest failing
+ * rank with its message, so that no rank runs on while another has stopped. */
+tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err) {
+  int rank, size, first;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int mine = err ? rank : size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return TSR_OK;
+  int code = (int)err;
+  MPI_Bcast(&code, 1, MPI_INT, first, comm);
+  char msg[4096];
+  snprintf(msg, sizeof msg, "%s", tsr_err_message());
+  MPI_Bcast(msg, sizeof msg, MPI_CHAR, first, comm);
+  tsr_err_set((tsr_err)code, __FILE__, __LINE__, "%s%s", "", msg);
+  if (first != 0 && size > 1) tsr_err_prefix("rank %d: ", first);
+  return (tsr_err)code;
+}
+
+/* Fills the owned cells of component q of f (or of a plain box buffer when f is NULL) with
+ * expression e at time t. */
+static void eval_owned(const tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int q, double *buf,
+                       double t) {
+  const tsr_box *b = &x->box;
+  int nx = tsr_box_len(b, 0);
+  double *xs = malloc(sizeof(double) * 3 * (size_t)nx), *ys = xs + nx, *zs = ys + nx;
+  for (int i = 0; i < nx; ++i) xs[i] = tsr_cell_center(x->c, 0, b->lo[0] + i);
+  for (int k = b->lo[2]; k < b->hi[2]; ++k)
+    for (int j = b->lo[1]; j < b->hi[1]; ++j) {
+      double yv = tsr_cell_center(x->c, 1, j), zv = tsr_cell_center(x->c, 2, k);
+      for (int i = 0; i < nx; ++i) { ys[i] = yv; zs[i] = zv; }
+      double *row = f ? f->data + tsr_field_at(f, q, b->lo[0], j, k)
+                      : buf + ((int64_t)(k - b->lo[2]) * tsr_box_len(b, 1) + (j - b->lo[1])) * nx;
+      tsr_expr_eval_many(e, (size_t)nx, xs, ys, zs, t, row);
+    }
+  free(xs);
+}
+
+/* The cells of box whose stencil reads no ghost cell, and the shell around them as at most
+ * 2*dim disjoint slabs. */
+static int split_shell(const tsr_box *b, int dim, int g, tsr_box *interior, tsr_box shell[6]) {
+  *interior = tsr_box_grow(b, dim, -g);
+  if (tsr_box_empty(interior)) {
+    shell[0] = *b;
+    *interior = (tsr_box){{0, 0, 0}, {0, 0, 0}};
+    return 1;
+  }
+  int n = 0;
+  tsr_box rest = *b;
+  for (int d = 0; d < dim; ++d) {
+    tsr_box lo = rest, hi = rest;
+    lo.hi[d] = interior->lo[d];
+    hi.lo[d] = interior->hi[d];
+    shell[n++] = lo;
+    shell[n++] = hi;
+    rest.lo[d] = interior->lo[d];
+    rest.hi[d] = interior->hi[d];
+  }
+  return n;
+}
+
+static tsr_err source_eval(tsr_run_ctx *x, double t) {
+  if (!x->src || (x->src_valid && (!x->src_timed || x->src_at == t))) return TSR_OK;
+  double t0 = MPI_Wtime();
+  for (int q = 0; q < x->c->ncomp; ++q)
+    if (x->src_expr[q]) eval_owned(x, x->src_expr[q], x->src, q, NULL, t);
+  x->src_valid = 1;
+  x->src_at = t;
+  x->phase[PH_SOURCE] += MPI_Wtime() - t0;
+  return TSR_OK;
+}
+
+static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
+  const tsr_scheme_plan *sp = &x->scheme;
+  tsr_field *in = x->slot[sp->stage[s].in], *out = x->slot[sp->stage[s].out];
+  double ts = t + sp->stage[s].c * x->dt;
+  double t0 = MPI_Wtime();
+  tsr_bc_fill(x->bc, in, ts);
+  x->phase[PH_BOUNDARY] += MPI_Wtime() - t0;
+  TSR_CALL(tsr_halo_begin(x->halo, in));
+  TSR_CALL(source_eval(x, ts));
+  tsr_stage_desc d = x->desc;
+  d.kind = sp->stage[s].kind;
+  tsr_box interior, shell[6];
+  int nshell = split_shell(&x->box, x->c->dim, x->ghost, &interior, shell);
+  double t2 = MPI_Wtime();
+  tsr_stage_host(&d, &interior, in, x->slot[TSR_SLOT_U], x->acc, x->src, out);
+  double t3 = MPI_Wtime();
+  TSR_CALL(tsr_halo_end(x->halo, in));
+  double t4 = MPI_Wtime();
+  for (int i = 0; i < nshell; ++i) tsr_stage_host(&d, &shell[i], in, x->slot[TSR_SLOT_U], x->acc, x->src, out);
+  double t5 = MPI_Wtime();
+  x->phase[PH_COMPUTE] += (t3 - t2) + (t5 - t4);
+  x->phase[PH_HALO_WAIT] += t4 - t3;
+  return TSR_OK;
+}
+
+typedef struct {
+  double min[TSR_MAX_COMP], max[TSR_MAX_COMP], sum[TSR_MAX_COMP], sq[TSR_MAX_COMP];
+  double esq[TSR_MAX_COMP], emax[TSR_MAX_COMP];
+  int has_exact;
+} norms;
+
+/* Norms of the state (and its error against exact at t), reduced over all ranks. */
+static tsr_err monitor(tsr_run_ctx *x, double t, tsr_expr **exact, norms *nm) {
+  double t0 = MPI_Wtime();
+  const tsr_case *c = x->c;
+  const tsr_field *u = x->slot[TSR_SLOT_U];
+  const tsr_box *b = &x->box;
+  int64_t n = tsr_box_cells(b);
+  int nc = c->ncomp;
+  double *ex = NULL;
+  nm->has_exact = 0;
+  for (int q = 0; q < nc; ++q) nm->has_exact |= exact[q] != NULL;
+  if (nm->has_exact) {
+    ex = malloc(sizeof(double) * (size_t)n);
+    TSR_CHECK(ex, TSR_ERR_MEMORY, "out of memory for the exact solution");
+  }
+  double lmin[TSR_MAX_COMP], lmax[TSR_MAX_COMP], lsum[2 * TSR_MAX_COMP + TSR_MAX_COMP], lemax[TSR_MAX_COMP];
+  for (int q = 0; q < nc; ++q) {
+    if (exact[q]) eval_owned(x, exact[q], NULL, 0, ex, t);
+    double mn = HUGE_VAL, mx = -HUGE_VAL, s = 0.0, sq = 0.0, es = 0.0, em = 0.0;
+    int64_t at = 0;
+    int nonfinite = 0;
+    for (int k = b->lo[2]; k < b->hi[2]; ++k)
+      for (int j = b->lo[1]; j < b->hi[1]; ++j) {
+        const double *row = u->data + tsr_field_at(u, q, b->lo[0], j, k);
+        for (int i = 0; i < tsr_box_len(b, 0); ++i, ++at) {
+          double v = row[i];
+          if (!isfinite(v)) nonfinite = 1;
+          mn = v < mn ? v : mn;
+          mx = v > mx ? v : mx;
+          s += v;
+          sq += v * v;
+          if (exact[q]) {
+            double e = fabs(v - ex[at]);
+            es += e * e;
+            em = e > em ? e : em;
+          }
+        }
+      }
+    lmin[q] = nonfinite ? -HUGE_VAL : mn;
+    lmax[q] = nonfinite ? HUGE_VAL : mx;
+    lsum[3 * q] = s;
+    lsum[3 * q + 1] = sq;
+    lsum[3 * q + 2] = es;
+    lemax[q] = nonfinite ? HUGE_VAL : em;
+  }
+  free(ex);
+  double gsum[3 * TSR_MAX_COMP];
+  MPI_Allreduce(lmin, nm->min, nc, MPI_DOUBLE, MPI_MIN, x->comm);
+  MPI_Allreduce(lmax, nm->max, nc, MPI_DOUBLE, MPI_MAX, x->comm);
+  MPI_Allreduce(lemax, nm->emax, nc, MPI_DOUBLE, MPI_MAX, x->comm);
+  MPI_Allreduce(lsum, gsum, 3 * nc, MPI_DOUBLE, MPI_SUM, x->comm);
+  for (int q = 0; q < nc; ++q) {
+    nm->sum[q] = gsum[3 * q] * x->cellvol;
+    nm->sq[q] = sqrt(gsum[3 * q + 1] * x->cellvol);
+    nm->esq[q] = sqrt(gsum[3 * q + 2] * x->cellvol);
+  }
+  x->phase[PH_MONITOR] += MPI_Wtime() - t0;
+  return TSR_OK;
+}
+
+static void monitor_line(const tsr_run_ctx *x, int64_t step, double t, const norms *nm,
+                         double cps, char *buf, size_t n) {
+  const tsr_case *c = x->c;
+  size_t w = (size_t)snprintf(buf, n, "step %lld/%lld t=%.6e dt=%.3e", (long long)step,
+                              (long long)x->nsteps, t, x->dt);
+  for (int q = 0; q < c->ncomp && w < n; ++q) {
+    w += (size_t)snprintf(buf + w, n - w, " | %s min=%.6e max=%.6e L2=%.6e",
+                          tsr_models[c->model].comp[q], nm->min[q], nm->max[q], nm->sq[q]);
+    if (c->exact[q].text && w < n)
+      w += (size_t)snprintf(buf + w, n - w, " errL2=%.3e errLinf=%.3e", nm->esq[q], nm->emax[q]);
+  }
+  if (w < n) snprintf(buf + w, n - w, " | %.3g cells/s", cps);
+}
+
+static int mkdir_p(const char *path, int *created) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  size_t len = strlen(tmp);
+  while (len > 1 && tmp[len - 1] == '/') tmp[--len] = '\0';
+  for (char *p = tmp + 1; *p; ++p) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0777) == 0) {
+    *created = 1;
+    return 0;
+  }
+  return errno == EEXIST ? 0 : -1;
+}
+
+/* Creates the output directory (rank 0) and checks that it takes files. */
+static tsr_err prepare_outdir(tsr_run_ctx *x) {
+  tsr_err err = TSR_OK;
+  if (x->rank == 0) {
+    struct stat st;
+    if (mkdir_p(x->out_dir, &x->created_dir) != 0 || stat(x->out_dir, &st) != 0 ||
+        !S_ISDIR(st.st_mode)) {
+      err = tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                        "cannot create output directory '%s': %s; choose another with --out DIR "
+                        "or output.dir",
+                        x->out_dir, errno ? strerror(errno) : "not a directory");
+    } else {
+      char probe[4200];
+      snprintf(probe, sizeof probe, "%s/.tessera-probe-%d", x->out_dir, (int)getpid());
+      FILE *fp = fopen(probe, "w");
+      if (!fp)
+        err = tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                          "output directory '%s' is not writable: %s; choose another with --out "
+                          "DIR or output.dir",
+                          x->out_dir, strerror(errno));
+      else {
+        fclose(fp);
+        remove(probe);
+      }
+    }
+  }
+  return tsr_run_agree(x->comm, err);
+}
+
+static void ctx_free(tsr_run_ctx *x) {
+  tsr_halo_destroy(&x->halo);
+  tsr_halo_plan_free(&x->plan);
+  tsr_layout_free(&x->layout);
+  for (int s = 0; s < TSR_NSLOT; ++s) tsr_field_destroy(&x->slot[s]);
+  tsr_field_destroy(&x->acc);
+  tsr_field_destroy(&x->src);
+  tsr_bc_destroy(&x->bc);
+  for (int q = 0; q < TSR_MAX_COMP; ++q) tsr_expr_destroy(&x->src_expr[q]);
+}
+
+static tsr_part_opts part_opts(const tsr_case *c) {
+  tsr_part_opts po = {0};
+  po.kind = c->decomp.partition;
+  po.min_width = tsr_models[c->model].ghost;
+  for (int d = 0; d < 3; ++d) po.grid[d] = c->decomp.ranks[d] > 0 ? c->decomp.ranks[d] : 1;
+  po.weights = c->decomp.nweights ? c->decomp.weights : NULL;
+  return po;
+}
+
+static tsr_err setup(tsr_run_ctx *x) {
+  const tsr_case *c = x->c;
+  x->ghost = tsr_models[c->model].ghost;
+  if (c->decomp.nweights && c->decomp.nweights != x->size)
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "%s: decomposition.weights: %d weights given but the run has %d ranks; "
+                       "give one weight per rank",
+                       c->path, c->decomp.nweights, x->size);
+  tsr_part_opts po = part_opts(c);
+  TSR_CALL(tsr_partition(c->dim, c->cells, c->periodic, x->size, &po, &x->layout));
+  int b = tsr_layout_box_of(&x->layout, x->rank);
+  TSR_CHECK(b >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
+  x->box = x->layout.boxes[b];
+  TSR_CALL(tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan));
+  TSR_CALL(tsr_halo_create(&x->plan, x->comm, c->ncomp, &x->halo));
+  x->scheme = tsr_integrate_plan(c->time.scheme);
+  for (int s = 0; s < TSR_NSLOT; ++s)
+    TSR_CALL(tsr_field_create(c->dim, &x->box, x->ghost, c->ncomp, &x->slot[s]));
+  if (x->scheme.uses_acc) TSR_CALL(tsr_field_create(c->dim, &x->box, x->ghost, c->ncomp, &x->acc));
+  int any_src = 0;
+  for (int q = 0; q < c->ncomp; ++q)
+    if (c->source[q].text) {
+      TSR_CALL(tsr_case_compile(c, &c->source[q], &x->src_expr[q]));
+      any_src = 1;
+      if (tsr_expr_depends_on_time(x->src_expr[q])) x->src_timed = 1;
+    }
+  if (any_src) TSR_CALL(tsr_field_create(c->dim, &x->box, x->ghost, c->ncomp, &x->src));
+  TSR_CALL(tsr_bc_create(c, &x->box, x->ghost, &x->bc));
+  x->cellvol = 1.0;
+  for (int d = 0; d < 3; ++d) {
+    x->h[d] = (c->hi[d] - c->lo[d]) / c->cells[d];
+    if (d < c->dim) x->cellvol *= x->h[d];
+  }
+  TSR_CALL(tsr_integrate_time_plan(c, &x->dt, &x->nsteps, &x->dt_stable));
+  x->desc.model = c->model;
+  x->desc.ncomp = c->ncomp;
+  x->desc.dt = x->dt;
+  tsr_stage_coef_init(&x->desc.coef, c->model, c->param_value, x->h, x->slot[0]);
+  return TSR_OK;
+}
+
+static tsr_err initial(tsr_run_ctx *x) {
+  double t0 = MPI_Wtime();
+  for (int q = 0; q < x->c->ncomp; ++q) {
+    tsr_expr *e = NULL;
+    TSR_CALL(tsr_case_compile(x->c, &x->c->initial[q], &e));
+    eval_owned(x, e, x->slot[TSR_SLOT_U], q, NULL, 0.0);
+    tsr_expr_destroy(&e);
+  }
+  x->phase[PH_INIT] += MPI_Wtime() - t0;
+  return TSR_OK;
+}
+
+static tsr_err write_final(tsr_run_ctx *x, double t) {
+  double t0 = MPI_Wtime();
+  const tsr_case *c = x->c;
+  const tsr_field *u = x->slot[TSR_SLOT_U];
+  int64_t n = tsr_box_cells(&x->box);
+  double *buf = malloc(sizeof(double) * (size_t)(n * c->ncomp));
+  tsr_err err = buf ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for output");
+  TSR_CALL(tsr_run_agree(x->comm, err));
+  const double *data[TSR_MAX_COMP];
+  for (int q = 0; q < c->ncomp; ++q) {
+    double *dst = buf + q * n;
+    data[q] = dst;
+    for (int k = x->box.lo[2]; k < x->box.hi[2]; ++k)
+      for (int j = x->box.lo[1]; j < x->box.hi[1]; ++j) {
+        memcpy(dst, u->data + tsr_field_at(u, q, x->box.lo[0], j, k),
+               sizeof(double) * (size_t)tsr_box_len(&x->box, 0));
+        dst += tsr_box_len(&x->box, 0);
+      }
+  }
+  tsr_grid_meta meta = {c->dim, {c->cells[0], c->cells[1], c->cells[2]},
+                        {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t,
+                        x->nsteps};
+  char path[4200];
+  snprintf(path, sizeof path, "%s/final.h5", x->out_dir);
+  tsr_output_opts oo = {0};
+  err = tsr_output_write_fields(x->comm, path, &meta, &x->box, c->ncomp,
+                                tsr_models[c->model].comp, data, &oo);
+  free(buf);
+  TSR_CALL(err);
+  if (x->rank == 0) {
+    snprintf(path, sizeof path, "%s/final.xmf", x->out_dir);
+    err = tsr_output_write_xdmf(path, "final.h5", &meta, c->ncomp, tsr_models[c->model].comp);
+  }
+  TSR_CALL(tsr_run_agree(x->comm, err));
+  x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
+  return TSR_OK;
+}
+
+static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res, tsr_expr **exact) {
+  const tsr_case *c = x->c;
+  tsr_progress pg;
+  tsr_progress_init(&pg, x->opts.quiet || x->rank != 0 ? 3 : (int)c->output.progress, stdout,
+                    x->nsteps);
+  int64_t every = c->output.monitor_every > 0 ? c->output.monitor_every
+                                                : (x->nsteps >= 20 ? x->nsteps / 20 : 1);
+  double cells = (double)tsr_box_cells(&x->layout.global);
+  char line[2048];
+  norms nm;
+  double t = 0.0, start = MPI_Wtime();
+  TSR_CALL(monitor(x, t, exact, &nm));
+  monitor_line(x, 0, t, &nm, 0.0, line, sizeof line);
+  tsr_progress_line(&pg, line);
+  for (int64_t step = 0; step < x->nsteps; ++step) {
+    for (int s = 0; s < x->scheme.nstage; ++s) TSR_CALL(run_stage(x, s, t));
+    tsr_field *tmp = x->slot[TSR_SLOT_U];
+    x->slot[TSR_SLOT_U] = x->slot[x->scheme.result];
+    x->slot[x->scheme.result] = tmp;
+    t = (double)(step + 1) * x->dt;
+    double cps = cells * (double)(step + 1) / (MPI_Wtime() - start);
+    tsr_progress_step(&pg, step + 1, t, cps);
+    if ((step + 1) % every == 0 || step + 1 == x->nsteps) {
+      TSR_CALL(monitor(x, t, exact, &nm));
+      monitor_line(x, step + 1, t, &nm, cps, line, sizeof line);
+      tsr_progress_line(&pg, line);
+      for (int q = 0; q < c->ncomp; ++q)
+        TSR_CHECK(isfinite(nm.min[q]) && isfinite(nm.max[q]), TSR_ERR_INPUT,
+                  "%s: the solution became non-finite by step %lld (t = %g, dt = %g, stable "
+                  "limit %g): lower time.cfl or time.dt",
+                  c->path, (long long)(step + 1), t, x->dt, x->dt_stable);
+    }
+  }
+  tsr_progress_finish(&pg);
+  res->wall = MPI_Wtime() - start;
+  res->steps = x->nsteps;
+  res->t_final = t;
+  res->dt = x->dt;
+  res->cells_per_s = res->wall > 0 ? cells * (double)x->nsteps / res->wall : 0.0;
+  res->has_exact = nm.has_exact;
+  for (int q = 0; q < c->ncomp; ++q) {
+    res->err_l2[q] = nm.esq[q];
+    res->err_linf[q] = nm.emax[q];
+    res->l2[q] = nm.sq[q];
+    res->min[q] = nm.min[q];
+    res->max[q] = nm.max[q];
+    res->sum[q] = nm.sum[q];
+  }
+  return TSR_OK;
+}
+
+static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
+  const tsr_case *c = x->c;
+  double t0 = MPI_Wtime();
+  TSR_CALL(tsr_run_agree(x->comm, setup(x)));
+  x->phase[PH_SETUP] = MPI_Wtime() - t0;
+  if (x->opts.write_output) TSR_CALL(prepare_outdir(x));
+  TSR_CALL(tsr_run_agree(x->comm, initial(x)));
+  tsr_expr *exact[TSR_MAX_COMP] = {0};
+  tsr_err err = TSR_OK;
+  for (int q = 0; q < c->ncomp && !err; ++q)
+    if (c->exact[q].text) err = tsr_case_compile(c, &c->exact[q], &exact[q]);
+  if (!err) err = tsr_run_agree(x->comm, err);
+  if (!err) err = loop(x, res, exact);
+  for (int q = 0; q < TSR_MAX_COMP; ++q) tsr_expr_destroy(&exact[q]);
+  TSR_CALL(err);
+  if (!x->opts.write_output) return TSR_OK;
+  TSR_CALL(write_final(x, res->t_final));
+  double pmax[PH_COUNT], pmean[PH_COUNT];
+  MPI_Reduce(x->phase, pmax, PH_COUNT, MPI_DOUBLE, MPI_MAX, 0, x->comm);
+  MPI_Reduce(x->phase, pmean, PH_COUNT, MPI_DOUBLE, MPI_SUM, 0, x->comm);
+  for (int p = 0; p < PH_COUNT; ++p) pmean[p] /= x->size;
+  err = x->rank == 0 ? tsr_report_write(x, res, pmax, pmean) : TSR_OK;
+  return tsr_run_agree(x->comm, err);
+}
+
+tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res) {
+  tsr_run_ctx x = {0};
+  x.c = c;
+  x.opts = opts ? *opts : tsr_run_opts_default();
+  x.out_dir = x.opts.out_dir ? x.opts.out_dir : c->output.dir;
+  x.comm = comm;
+  MPI_Comm_rank(comm, &x.rank);
+  MPI_Comm_size(comm, &x.size);
+  memset(res, 0, sizeof *res);
+  tsr_err err = run_all(&x, res);
+  if (err && x.created_dir && x.rank == 0) rmdir(x.out_dir); /* only succeeds when empty */
+  ctx_free(&x);
+  return err;
+}

@@ -1,0 +1,49 @@
+/* The run driver: set-up (layout, fields, halo plan, expressions), the step loop with
+ * split-phase halo exchange overlapped with the interior update, monitors, and the final
+ * output (final.h5 + final.xmf + report.json in the output directory). */
+#ifndef TSR_RUN_H
+#define TSR_RUN_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "io/case.h"
+
+typedef struct {
+  const char *out_dir;  /* overrides case output.dir when not NULL */
+  int quiet;            /* 1: no progress or summary on stdout (tests) */
+  int write_output;     /* 1 (default via tsr_run_opts_default): write final.h5, xmf, report */
+} tsr_run_opts;
+
+typedef struct {
+  int64_t steps;
+  double t_final;
+  double dt;
+  double wall;                      /* seconds in the step loop */
+  double cells_per_s;               /* cell updates (cells x steps) per second, all ranks */
+  int has_exact;
+  double err_l2[TSR_MAX_COMP];      /* sqrt(sum err^2 * cell volume), per component */
+  double err_linf[TSR_MAX_COMP];
+  double l2[TSR_MAX_COMP];          /* the field's own norms */
+  double min[TSR_MAX_COMP], max[TSR_MAX_COMP];
+  double sum[TSR_MAX_COMP];         /* sum of u * cell volume (conserved quantities) */
+} tsr_run_result;
+
+tsr_run_opts tsr_run_opts_default(void);
+
+/* Makes an error found on some ranks collective: every rank returns the code and message of
+ * the lowest failing rank (prefixed "rank R: " when R != 0), or TSR_OK when none failed. */
+tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err);
+
+/* Runs the case on the ranks of comm (collective). Fills *res on every rank. Errors:
+ * TSR_ERR_INPUT (a case this rank count cannot run, a solution that becomes non-finite),
+ * TSR_ERR_IO (output directory), TSR_ERR_MEMORY, TSR_ERR_MPI, TSR_ERR_HDF5; every rank
+ * returns the same code for problems found collectively. */
+tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res);
+
+/* Prints the plan for nranks ranks without running: box per rank, cells, neighbours, halo
+ * bytes per step, memory per rank. Not collective. Errors: TSR_ERR_INPUT (too many ranks). */
+tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out);
+
+#endif

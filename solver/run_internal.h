@@ -1,0 +1,46 @@
+/* State of a run shared by the driver's files (solver/run.c, solver/report.c). Private. */
+#ifndef TSR_RUN_INTERNAL_H
+#define TSR_RUN_INTERNAL_H
+
+#include "decomp/halo.h"
+#include "io/expr.h"
+#include "kernels/stage.h"
+#include "solver/boundary.h"
+#include "solver/integrate.h"
+#include "solver/run.h"
+
+enum { PH_SETUP, PH_INIT, PH_COMPUTE, PH_HALO_WAIT, PH_BOUNDARY, PH_SOURCE, PH_MONITOR,
+       PH_OUTPUT, PH_COUNT };
+extern const char *const tsr_run_phase_names[PH_COUNT];
+
+typedef struct {
+  const tsr_case *c;
+  tsr_run_opts opts;
+  const char *out_dir;
+  MPI_Comm comm;
+  int rank, size;
+  tsr_layout layout;
+  tsr_box box;
+  int ghost;
+  tsr_halo_plan plan;
+  tsr_halo *halo;
+  tsr_field *slot[TSR_NSLOT];
+  tsr_field *acc, *src;
+  tsr_bc *bc;
+  tsr_expr *src_expr[TSR_MAX_COMP];
+  int src_timed, src_valid;
+  double src_at;
+  tsr_scheme_plan scheme;
+  tsr_stage_desc desc;
+  double h[3], cellvol;
+  double dt, dt_stable;
+  int64_t nsteps;
+  double phase[PH_COUNT];
+  int created_dir;
+} tsr_run_ctx;
+
+/* Writes report.json into the output directory (rank 0 only). */
+tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const double *phase_max,
+                         const double *phase_mean);
+
+#endif

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Every malformed case file or command line gets its own clear message (asserted by a
+# substring), a non-zero exit, and leaves no output directory behind.
+set -u
+. "$(dirname "$0")/lib.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+n=0
+good='model: heat
+grid: {cells: [8, 8]}
+initial: {u: "sin(pi*x)"}
+time: {end: 0.01}'
+
+# expect_fail LABEL NP SUBSTRING CASE_TEXT ARGS...   (CASE_TEXT "-" = no case file written)
+expect_fail() {
+  local label=$1 np=$2 want=$3 text=$4
+  shift 4
+  n=$((n + 1))
+  local dir="$work/t$n" case="$work/t$n.yaml"
+  [ "$text" = "-" ] || printf '%s\n' "$text" >"$case"
+  local args=("$@")
+  for i in "${!args[@]}"; do args[$i]=${args[$i]//@CASE@/$case}; args[$i]=${args[$i]//@OUT@/$dir}; done
+  local log rc
+  log=$("$MPIEXEC" -n "$np" "$TESSERA_BIN" "${args[@]}" 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then failure "$label: exit 0"; echo "$log" | tail -3; return; fi
+  if ! grep -qF -- "$want" <<<"$log"; then
+    failure "$label: message lacks '$want'"; echo "$log" | tail -5; return
+  fi
+  if [ -e "$dir" ]; then failure "$label: left $dir behind"; return; fi
+  if [ "$(grep -c 'tessera: ' <<<"$log")" -gt 1 ]; then
+    failure "$label: more than one message (one per rank?)"; echo "$log"; return
+  fi
+  pass "$label (exit $rc): $(grep 'tessera' <<<"$log" | head -1 | cut -c1-150)"
+}
+
+expect_fail "missing case file" 1 "cannot read case file" - run "$work/nonexistent.yaml" --out @OUT@
+expect_fail "case file is a directory" 1 "cannot read case file" - run "$work" --out @OUT@
+expect_fail "YAML syntax" 1 ":2:" 'model: heat
+grid: {cells: [8, 8]
+time: {end: 1}' run @CASE@ --out @OUT@
+expect_fail "unknown top key" 1 "did you mean 'model'" "modle: heat
+${good#model: heat}" run @CASE@ --out @OUT@
+expect_fail "unknown model" 1 "did you mean 'heat'" "model: heet
+${good#model: heat}" run @CASE@ --out @OUT@
+expect_fail "integer expected" 1 "grid.cells" 'model: heat
+grid: {cells: [8, 2.5]}
+initial: {u: "0"}
+time: {end: 0.01}' run @CASE@ --out @OUT@
+expect_fail "zero cells" 1 "grid.cells" 'model: heat
+grid: {cells: [0, 8]}
+initial: {u: "0"}
+time: {end: 0.01}' run @CASE@ --out @OUT@
+expect_fail "hi <= lo" 1 "grid.hi" 'model: heat
+grid: {cells: [8, 8], lo: [0, 1], hi: [1, 1]}
+initial: {u: "0"}
+time: {end: 0.01}' run @CASE@ --out @OUT@
+expect_fail "missing time" 1 "time" 'model: heat
+grid: {cells: [8, 8]}
+initial: {u: "0"}' run @CASE@ --out @OUT@
+expect_fail "end and steps" 1 "not both" "$good
+  steps: 3" run @CASE@ --out @OUT@
+expect_fail "negative kappa" 1 "params.kappa" "$good
+params: {kappa: -1}" run @CASE@ --out @OUT@
+expect_fail "cfl above 1" 1 "time.cfl" 'model: heat
+grid: {cells: [8, 8]}
+initial: {u: "0"}
+time: {end: 0.01, cfl: 1.5}' run @CASE@ --out @OUT@
+expect_fail "missing component" 1 "initial" 'model: wave
+grid: {cells: [8, 8]}
+initial: {u: "0"}
+time: {end: 0.01}' run @CASE@ --out @OUT@
+expect_fail "z face in 2D" 1 "zlo" "$good
+boundary: {zlo: {type: neumann}}" run @CASE@ --out @OUT@
+expect_fail "method not available" 1 "pinn" "$good
+method: pinn" run @CASE@ --out @OUT@
+expect_fail "unbalanced expression" 1 ":3:" 'model: heat
+grid: {cells: [8, 8]}
+initial: {u: "sin(pi*x"}
+time: {end: 0.01}' run @CASE@ --out @OUT@
+expect_fail "unknown function" 1 "did you mean 'sin'" 'model: heat
+grid: {cells: [8, 8]}
+initial: {u: "sinn(pi*x)"}
+time: {end: 0.01}' run @CASE@ --out @OUT@
+expect_fail "power operator" 1 "pow" 'model: heat
+grid: {cells: [8, 8]}
+initial: {u: "x^2"}
+time: {end: 0.01}' run @CASE@ --out @OUT@
+expect_fail "param typo" 1 "did you mean 'kappa'" "$good
+params: {kapa: 2}" run @CASE@ --out @OUT@
+expect_fail "too many ranks (check)" 1 "at most" 'model: heat
+grid: {cells: [2, 2]}
+initial: {u: "0"}
+time: {end: 0.01}' check @CASE@ --ranks 5
+expect_fail "too many ranks (mpirun)" 3 "at most" 'model: heat
+grid: {cells: [2, 1]}
+initial: {u: "0"}
+time: {end: 0.01}' run @CASE@ --out @OUT@
+expect_fail "weights per rank" 2 "weights" "$good
+decomposition: {weights: [1, 2, 3]}" run @CASE@ --out @OUT@
+expect_fail "unwritable output" 1 "output directory" "$good" run @CASE@ --out /proc/tessera-denied/x
+expect_fail "override value" 1 "--set time.end=abc" "$good" run @CASE@ --out @OUT@ --set time.end=abc
+expect_fail "override syntax" 1 "--set" "$good" run @CASE@ --out @OUT@ --set time.end
+expect_fail "override unknown key" 1 "did you mean 'end'" "$good" run @CASE@ --out @OUT@ --set time.edn=1
+expect_fail "unknown option" 1 "unknown option" "$good" run @CASE@ --frobnicate
+expect_fail "unknown command" 1 "unknown command" "$good" fly @CASE@
+expect_fail "no case file given" 1 "needs a case file" - run
+expect_fail "--ranks with run" 1 "--ranks" "$good" run @CASE@ --ranks 2
+expect_fail "--ranks not a number" 1 "--ranks" "$good" check @CASE@ --ranks two
+expect_fail "duplicate key" 1 "duplicate" "$good
+model: wave" run @CASE@ --out @OUT@
+expect_fail "blow-up" 1 "non-finite" 'model: heat
+grid: {cells: [16, 16]}
+initial: {u: "sin(pi*x)*sin(pi*y)"}
+time: {dt: 0.01, steps: 200}' run @CASE@ --out @OUT@
+finish
