@@ -1,0 +1,495 @@
+/* HDF5 fields files: global datasets written and read as per-rank hyperslabs (io/output.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "io/output.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/output_internal.h"
+#include "tsr_version.h"
+
+/* TSR_OUTPUT_NO_MPIO lets a parallel-HDF5 machine compile the serial-only build that GPU
+ * machines get, so that path is checked before it ships. */
+#if defined(H5_HAVE_PARALLEL) && !defined(TSR_OUTPUT_NO_MPIO)
+#define TSR_MPIO 1
+#else
+#define TSR_MPIO 0
+#endif
+
+#define MSG_MAX 4096
+
+int tsr_output_parallel_available(void) { return TSR_MPIO; }
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+/* HDF5 prints its whole error stack to stderr by default; we report one message of our own,
+ * and restore the caller's setting on the way out. */
+typedef struct {
+  H5E_auto2_t func;
+  void *data;
+} quiet_state;
+
+static quiet_state h5_quiet(void) {
+  quiet_state q = {NULL, NULL};
+  H5Eget_auto2(H5E_DEFAULT, &q.func, &q.data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  return q;
+}
+
+static void h5_restore(quiet_state q) { H5Eset_auto2(H5E_DEFAULT, q.func, q.data); }
+
+typedef struct {
+  char *buf;
+  size_t n;
+} reason_buf;
+
+static herr_t innermost(unsigned n, const H5E_error2_t *e, void *data) {
+  reason_buf *r = data;
+  if (n == 0 && e->desc) snprintf(r->buf, r->n, "%s", e->desc);
+  return 0;
+}
+
+/* The innermost entry of HDF5's error stack says what really failed (errno text included for
+ * file opens). Call it right after the failing call: the next API call clears the stack. */
+static void h5_reason(char *buf, size_t n) {
+  reason_buf r = {buf, n};
+  buf[0] = '\0';
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, &r);
+  if (!buf[0]) snprintf(buf, n, "unknown HDF5 error");
+}
+
+static tsr_err h5_fail(int line, const char *what, const char *path) {
+  char why[1024];
+  h5_reason(why, sizeof why);
+  return tsr_err_set(TSR_ERR_HDF5, __FILE__, line, "HDF5 could not %s in '%s': %s", what, path,
+                     why);
+}
+#define H5_FAIL(what, path) h5_fail(__LINE__, (what), (path))
+
+/* Every rank returns the code and the message of the lowest failing rank, so no rank reports
+ * success (or waits in a collective call) while another has failed. Collective. */
+static tsr_err agree(MPI_Comm comm, tsr_err local) {
+  int rank, size, mine, first;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  mine = local != TSR_OK ? rank : size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return TSR_OK;
+  int code = (int)local;
+  char msg[MSG_MAX];
+  if (rank == first) snprintf(msg, sizeof msg, "%s", tsr_err_message());
+  MPI_Bcast(&code, 1, MPI_INT, first, comm);
+  MPI_Bcast(msg, MSG_MAX, MPI_CHAR, first, comm);
+  if (size > 1) {
+    if (rank == first) {
+      tsr_err_prefix("rank %d: ", first);
+    } else {
+      tsr_err_clear();
+      tsr_err_append("rank %d: %s", first, msg);
+    }
+  }
+  return (tsr_err)code;
+}
+
+/* ---- layout ---------------------------------------------------------------------------- */
+
+/* A rank's part of a dataset, in HDF5's slowest-first order (z y x). */
+typedef struct {
+  int rank;
+  hsize_t gdims[3], start[3], count[3];
+  int empty;
+} slab;
+
+static slab make_slab(int dim, const int cells[3], const tsr_box *b) {
+  slab s = {.rank = dim, .empty = tsr_box_empty(b)};
+  for (int i = 0; i < dim; ++i) {
+    int a = dim - 1 - i;
+    s.gdims[i] = (hsize_t)cells[a];
+    s.start[i] = s.empty ? 0 : (hsize_t)b->lo[a];
+    s.count[i] = s.empty ? 0 : (hsize_t)tsr_box_len(b, a);
+  }
+  return s;
+}
+
+static int valid_name(const char *name) {
+  return name && name[0] && !strchr(name, '/') && strcmp(name, ".") != 0;
+}
+
+static tsr_err check_meta(const tsr_grid_meta *m, const char *path) {
+  TSR_CHECK(m->dim == 2 || m->dim == 3, TSR_ERR_INTERNAL,
+            "cannot write '%s': grid dimension %d is not 2 or 3", path, m->dim);
+  for (int d = 0; d < m->dim; ++d)
+    TSR_CHECK(m->cells[d] >= 1, TSR_ERR_INTERNAL, "cannot write '%s': grid has %d cells on axis %d",
+              path, m->cells[d], d);
+  return TSR_OK;
+}
+
+static tsr_err check_box(const tsr_box *owned, int dim, const int cells[3], const char *path) {
+  tsr_box global = tsr_box_make(dim, cells);
+  char z[32] = "";
+  if (dim == 3) snprintf(z, sizeof z, "x%d", cells[2]);
+  TSR_CHECK(tsr_box_contains(&global, owned), TSR_ERR_INPUT,
+            "owned box [%d,%d)x[%d,%d)x[%d,%d) does not fit the grid of %dx%d%s cells of '%s'",
+            owned->lo[0], owned->hi[0], owned->lo[1], owned->hi[1], owned->lo[2], owned->hi[2],
+            cells[0], cells[1], z, path);
+  return TSR_OK;
+}
+
+static tsr_err check_write_args(const char *path, const tsr_grid_meta *meta, const tsr_box *owned,
+                                int nfield, const char *const *names, const double *const *data) {
+  TSR_CHECK(path && path[0] && meta && owned, TSR_ERR_INTERNAL,
+            "tsr_output_write_fields: NULL argument");
+  TSR_CALL(check_meta(meta, path));
+  TSR_CALL(check_box(owned, meta->dim, meta->cells, path));
+  TSR_CHECK(nfield >= 0 && (nfield == 0 || (names && data)), TSR_ERR_INTERNAL,
+            "cannot write '%s': %d fields without names or data", path, nfield);
+  for (int f = 0; f < nfield; ++f) {
+    TSR_CHECK(valid_name(names[f]), TSR_ERR_INPUT,
+              "cannot write '%s': field name '%s' is empty or contains '/'", path,
+              names[f] ? names[f] : "(null)");
+    TSR_CHECK(data[f] || tsr_box_empty(owned), TSR_ERR_INTERNAL,
+              "cannot write '%s': no data for field '%s'", path, names[f]);
+    for (int g = 0; g < f; ++g)
+      TSR_CHECK(strcmp(names[f], names[g]) != 0, TSR_ERR_INPUT,
+                "cannot write '%s': field '%s' is given twice", path, names[f]);
+  }
+  return TSR_OK;
+}
+
+/* ---- files ----------------------------------------------------------------------------- */
+
+enum open_mode { OPEN_CREATE, OPEN_WRITE, OPEN_READ };
+
+/* Opens name (path is what messages call it). mpio: all ranks of comm open it together. */
+static tsr_err open_file(const char *name, const char *path, enum open_mode mode, int mpio,
+                         MPI_Comm comm, hid_t *file) {
+  *file = -1;
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl < 0) return H5_FAIL("create a file access list", path);
+#if TSR_MPIO
+  if (mpio && H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0) {
+    tsr_err e = H5_FAIL("select the MPI-IO driver", path);
+    H5Pclose(fapl);
+    return e;
+  }
+#else
+  (void)mpio;
+  (void)comm;
+#endif
+  if (mode == OPEN_CREATE) *file = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  else *file = H5Fopen(name, mode == OPEN_READ ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl);
+  char why[1024];
+  if (*file < 0) h5_reason(why, sizeof why);
+  H5Pclose(fapl);
+  if (*file >= 0) return TSR_OK;
+  if (mode == OPEN_READ)
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "cannot read '%s': not an HDF5 file or damaged (%s)", path, why);
+  tsr_output_dir_problem(path, why, sizeof why);
+  return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s': %s; " TSR_OUTPUT_DIR_ADVICE,
+                     path, why);
+}
+
+/* One attribute on obj: n values, or a scalar when n == 0. */
+static tsr_err attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype, int n,
+                          const void *v, const char *path) {
+  hsize_t len = (hsize_t)n;
+  hid_t sp = n ? H5Screate_simple(1, &len, NULL) : H5Screate(H5S_SCALAR);
+  hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+  tsr_err err = TSR_OK;
+  if (a < 0 || H5Awrite(a, mtype, v) < 0) err = H5_FAIL("write an attribute", path);
+  if (a >= 0) H5Aclose(a);
+  if (sp >= 0) H5Sclose(sp);
+  return err;
+}
+
+/* Root attributes, the /fields group and empty datasets: collective metadata in parallel, so
+ * every rank passes the same values. */
+static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, int nfield,
+                            const char *const *names, const char *path) {
+  int dim = m->dim;
+  int64_t cells[3] = {1, 1, 1}, step = m->step;
+  for (int d = 0; d < dim; ++d) cells[d] = m->cells[d];
+  TSR_CALL(attr_write(file, "lo", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dim, m->lo, path));
+  TSR_CALL(attr_write(file, "hi", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dim, m->hi, path));
+  TSR_CALL(attr_write(file, "cells", H5T_STD_I64LE, H5T_NATIVE_INT64, dim, cells, path));
+  TSR_CALL(attr_write(file, "time", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, &m->time, path));
+  TSR_CALL(attr_write(file, "step", H5T_STD_I64LE, H5T_NATIVE_INT64, 0, &step, path));
+  hid_t str = H5Tcopy(H5T_C_S1);
+  if (str < 0 || H5Tset_size(str, strlen(TSR_VERSION) + 1) < 0)
+    return H5_FAIL("make a string type", path);
+  tsr_err err = attr_write(file, "tessera_version", str, str, 0, TSR_VERSION, path);
+  H5Tclose(str);
+  TSR_CALL(err);
+
+  hid_t g = H5Gcreate2(file, "fields", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (g < 0) return H5_FAIL("create group /fields", path);
+  hid_t space = H5Screate_simple(s->rank, s->gdims, NULL);
+  if (space < 0) err = H5_FAIL("create a dataspace", path);
+  for (int f = 0; f < nfield && !err; ++f) {
+    hid_t d = H5Dcreate2(g, names[f], H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0) err = H5_FAIL("create a field dataset", path);
+    else H5Dclose(d);
+  }
+  if (space >= 0) H5Sclose(space);
+  H5Gclose(g);
+  return err;
+}
+
+/* File and memory selections of this rank's slab. An empty slab selects nothing and still
+ * takes part in collective transfers. */
+static tsr_err select_slab(hid_t dset, const slab *s, hid_t *fspace, hid_t *mspace,
+                           const char *path) {
+  hsize_t one = 1;
+  *fspace = H5Dget_space(dset);
+  *mspace = s->empty ? H5Screate_simple(1, &one, NULL) : H5Screate_simple(s->rank, s->count, NULL);
+  if (*fspace < 0 || *mspace < 0) return H5_FAIL("get a dataspace", path);
+  herr_t st = s->empty ? H5Sselect_none(*fspace)
+                       : H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, s->start, NULL, s->count, NULL);
+  if (st >= 0 && s->empty) st = H5Sselect_none(*mspace);
+  if (st < 0) return H5_FAIL("select a hyperslab", path);
+  return TSR_OK;
+}
+
+/* Reads (read = 1) or writes this rank's slab of dataset d. */
+static tsr_err transfer(hid_t d, hid_t dxpl, const slab *s, int read, void *buf,
+                        const char *path) {
+  hid_t fspace = -1, mspace = -1;
+  double dummy = 0; /* a valid address for ranks that select nothing */
+  void *p = s->empty ? &dummy : buf;
+  tsr_err err = select_slab(d, s, &fspace, &mspace, path);
+  if (!err) {
+    herr_t st = read ? H5Dread(d, H5T_NATIVE_DOUBLE, mspace, fspace, dxpl, p)
+                     : H5Dwrite(d, H5T_NATIVE_DOUBLE, mspace, fspace, dxpl, p);
+    if (st < 0) err = H5_FAIL(read ? "read field" : "write field", path);
+  }
+  if (fspace >= 0) H5Sclose(fspace);
+  if (mspace >= 0) H5Sclose(mspace);
+  return err;
+}
+
+/* Transfer list: collective MPI-IO where the file is open with MPI-IO. */
+static hid_t make_dxpl(int mpio) {
+  hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+#if TSR_MPIO
+  if (dxpl >= 0 && mpio && H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE) < 0) {
+    H5Pclose(dxpl);
+    return -1;
+  }
+#else
+  (void)mpio;
+#endif
+  return dxpl;
+}
+
+/* Everything done with the open file: create the layout (create), write slabs, close. */
+static tsr_err fill_and_close(hid_t file, const char *path, int create, int mpio,
+                              const tsr_grid_meta *m, const slab *s, int nfield,
+                              const char *const *names, const double *const *data) {
+  tsr_err err = TSR_OK;
+  hid_t dxpl = make_dxpl(mpio), g = -1;
+  if (dxpl < 0) err = H5_FAIL("create a transfer list", path);
+  if (!err && create) err = write_layout(file, m, s, nfield, names, path);
+  if (!err && (g = H5Gopen2(file, "fields", H5P_DEFAULT)) < 0) err = H5_FAIL("open /fields", path);
+  for (int f = 0; f < nfield && !err && (mpio || !s->empty); ++f) {
+    hid_t d = H5Dopen2(g, names[f], H5P_DEFAULT);
+    if (d < 0) err = H5_FAIL("open a field to write", path);
+    else err = transfer(d, dxpl, s, 0, (void *)data[f], path);
+    if (d >= 0) H5Dclose(d);
+  }
+  if (g >= 0) H5Gclose(g);
+  /* the flush pushes everything to disk before the rename makes the file visible */
+  if (!err && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) err = H5_FAIL("flush the file", path);
+  if (dxpl >= 0) H5Pclose(dxpl);
+  if (H5Fclose(file) < 0 && !err) err = H5_FAIL("close the file", path);
+  return err;
+}
+
+tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_meta *meta,
+                                const tsr_box *owned, int nfield, const char *const *names,
+                                const double *const *data, const tsr_output_opts *opts) {
+  quiet_state q = h5_quiet();
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  char *tmp = NULL;
+  tsr_err err = check_write_args(path, meta, owned, nfield, names, data);
+  if (!err && !(tmp = tsr_output_tmp_name(path))) err = TSR_ERR_MEMORY;
+  err = agree(comm, err);
+  if (err) goto out;
+
+  int mpio = TSR_MPIO && !(opts && opts->force_serial);
+  slab s = make_slab(meta->dim, meta->cells, owned);
+  hid_t file = -1;
+  if (mpio) {
+    err = agree(comm, open_file(tmp, path, OPEN_CREATE, 1, comm, &file));
+    if (!err) err = agree(comm, fill_and_close(file, path, 1, 1, meta, &s, nfield, names, data));
+    else if (file >= 0) H5Fclose(file); /* opened here while another rank failed */
+  } else {
+    /* ranks take turns; rank 0 creates the file, a rank with nothing to write skips its turn.
+     * Each agree() is also the barrier that orders the turns. */
+    for (int turn = 0; turn < size && !err; ++turn) {
+      tsr_err mine = TSR_OK;
+      if (rank == turn && (turn == 0 || !s.empty)) {
+        mine = open_file(tmp, path, turn == 0 ? OPEN_CREATE : OPEN_WRITE, 0, comm, &file);
+        if (!mine) mine = fill_and_close(file, path, turn == 0, 0, meta, &s, nfield, names, data);
+      }
+      err = agree(comm, mine);
+    }
+  }
+  /* every rank has closed the file here (the last agree() came after the closes) */
+  if (!err) err = agree(comm, rank == 0 ? tsr_output_commit(tmp, path) : TSR_OK);
+  else if (rank == 0) remove(tmp);
+out:
+  free(tmp);
+  h5_restore(q);
+  return err;
+}
+
+/* ---- reading --------------------------------------------------------------------------- */
+
+static tsr_err attr_read(hid_t obj, const char *name, hid_t mtype, int n, void *v,
+                         const char *path) {
+  TSR_CHECK(H5Aexists(obj, name) > 0, TSR_ERR_INPUT,
+            "'%s' is not a tessera fields file: root attribute '%s' is missing", path, name);
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+  if (a < 0) return H5_FAIL("open an attribute", path);
+  hid_t sp = H5Aget_space(a);
+  hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+  tsr_err err = TSR_OK;
+  if (np != (n ? n : 1))
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "'%s': root attribute '%s' has %lld values where %d were expected", path, name,
+                      (long long)np, n ? n : 1);
+  else if (H5Aread(a, mtype, v) < 0)
+    err = H5_FAIL("read an attribute", path);
+  if (sp >= 0) H5Sclose(sp);
+  H5Aclose(a);
+  return err;
+}
+
+static tsr_err read_meta(hid_t file, tsr_grid_meta *m, const char *path) {
+  memset(m, 0, sizeof *m);
+  TSR_CHECK(H5Aexists(file, "cells") > 0, TSR_ERR_INPUT,
+            "'%s' is not a tessera fields file: root attribute 'cells' is missing", path);
+  hid_t a = H5Aopen(file, "cells", H5P_DEFAULT), sp = a < 0 ? -1 : H5Aget_space(a);
+  m->dim = sp < 0 ? -1 : (int)H5Sget_simple_extent_npoints(sp);
+  if (sp >= 0) H5Sclose(sp);
+  if (a >= 0) H5Aclose(a);
+  TSR_CHECK(m->dim == 2 || m->dim == 3, TSR_ERR_INPUT,
+            "'%s': root attribute 'cells' has %d values where 2 or 3 were expected", path, m->dim);
+  int64_t cells[3] = {1, 1, 1};
+  TSR_CALL(attr_read(file, "cells", H5T_NATIVE_INT64, m->dim, cells, path));
+  TSR_CALL(attr_read(file, "lo", H5T_NATIVE_DOUBLE, m->dim, m->lo, path));
+  TSR_CALL(attr_read(file, "hi", H5T_NATIVE_DOUBLE, m->dim, m->hi, path));
+  TSR_CALL(attr_read(file, "time", H5T_NATIVE_DOUBLE, 0, &m->time, path));
+  TSR_CALL(attr_read(file, "step", H5T_NATIVE_INT64, 0, &m->step, path));
+  for (int d = 0; d < 3; ++d) {
+    TSR_CHECK(cells[d] >= 1 && cells[d] <= INT32_MAX, TSR_ERR_INPUT,
+              "'%s': root attribute 'cells' holds %lld on axis %d", path, (long long)cells[d], d);
+    m->cells[d] = (int)cells[d];
+  }
+  return TSR_OK;
+}
+
+/* "a, b, c": the fields the file does have, for the message about one it does not. */
+static void list_fields(hid_t g, char *buf, size_t n) {
+  H5G_info_t info;
+  buf[0] = '\0';
+  if (H5Gget_info(g, &info) < 0) return;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    char name[256];
+    if (H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT) < 0)
+      return;
+    size_t len = strlen(buf);
+    snprintf(buf + len, n - len, "%s%s", i ? ", " : "", name);
+  }
+}
+
+/* Checks the file against the request; *dset is open on return when the field exists.
+ * Only the box check differs between ranks, so it comes last: every rank then holds the
+ * dataset open or none does, and the collective closes match. */
+static tsr_err inspect(hid_t file, const char *path, const char *name, const tsr_box *owned,
+                       tsr_grid_meta *m, hid_t *dset) {
+  *dset = -1;
+  TSR_CALL(read_meta(file, m, path));
+  TSR_CHECK(H5Lexists(file, "fields", H5P_DEFAULT) > 0, TSR_ERR_INPUT,
+            "'%s' is not a tessera fields file: it has no /fields group", path);
+  hid_t g = H5Gopen2(file, "fields", H5P_DEFAULT);
+  if (g < 0) return H5_FAIL("open group /fields", path);
+  if (H5Lexists(g, name, H5P_DEFAULT) <= 0) {
+    char have[2048];
+    list_fields(g, have, sizeof have);
+    H5Gclose(g);
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "'%s' has no field '%s' (it has: %s); check the field names of the model",
+                       path, name, have[0] ? have : "none");
+  }
+  *dset = H5Dopen2(g, name, H5P_DEFAULT);
+  H5Gclose(g);
+  if (*dset < 0) return H5_FAIL("open a field", path);
+  hid_t sp = H5Dget_space(*dset), type = H5Dget_type(*dset);
+  hsize_t dims[H5S_MAX_RANK];
+  int nd = sp < 0 ? -1 : H5Sget_simple_extent_dims(sp, dims, NULL);
+  H5T_class_t cls = type < 0 ? H5T_NO_CLASS : H5Tget_class(type);
+  if (sp >= 0) H5Sclose(sp);
+  if (type >= 0) H5Tclose(type);
+  TSR_CHECK(cls == H5T_FLOAT, TSR_ERR_INPUT, "field '%s' in '%s' is not floating point", name,
+            path);
+  int ok = nd == m->dim;
+  for (int i = 0; ok && i < nd; ++i) ok = dims[i] == (hsize_t)m->cells[nd - 1 - i];
+  TSR_CHECK(ok, TSR_ERR_INPUT,
+            "field '%s' in '%s' has %d axes of lengths %llu %llu %llu (slowest first), which do "
+            "not match the grid's %dD cells attribute",
+            name, path, nd, nd > 0 ? (unsigned long long)dims[0] : 0,
+            nd > 1 ? (unsigned long long)dims[1] : 0, nd > 2 ? (unsigned long long)dims[2] : 0,
+            m->dim);
+  return check_box(owned, m->dim, m->cells, path);
+}
+
+static tsr_err check_readable(const char *path) {
+  TSR_CHECK(access(path, R_OK) == 0, TSR_ERR_IO, "cannot read '%s': %s; check the file name",
+            path, strerror(errno));
+  return TSR_OK;
+}
+
+tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
+                              const tsr_box *owned, double *data, tsr_grid_meta *meta) {
+  quiet_state q = h5_quiet();
+  tsr_err err = TSR_OK;
+  if (!path || !name || !owned || (!data && !tsr_box_empty(owned)))
+    err = tsr_err_set(TSR_ERR_INTERNAL, __FILE__, __LINE__, "tsr_output_read_field: NULL argument");
+  else if (!valid_name(name))
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "cannot read '%s': field name '%s' is empty or contains '/'", path, name);
+  else
+    err = check_readable(path);
+  /* agreed before the open, which is collective with MPI-IO */
+  err = agree(comm, err);
+  if (err) goto out;
+
+  hid_t file = -1, dset = -1;
+  tsr_grid_meta m = {0};
+  err = agree(comm, open_file(path, path, OPEN_READ, TSR_MPIO, comm, &file));
+  if (!err) err = agree(comm, inspect(file, path, name, owned, &m, &dset));
+  if (!err) {
+    slab s = make_slab(m.dim, m.cells, owned);
+    hid_t dxpl = make_dxpl(TSR_MPIO);
+    tsr_err mine = dxpl < 0 ? H5_FAIL("create a transfer list", path)
+                            : transfer(dset, dxpl, &s, 1, data, path);
+    if (dxpl >= 0) H5Pclose(dxpl);
+    err = agree(comm, mine);
+  }
+  if (dset >= 0) H5Dclose(dset);
+  if (file >= 0) H5Fclose(file);
+  if (!err && meta) *meta = m;
+out:
+  h5_restore(q);
+  return err;
+}

@@ -1,0 +1,159 @@
+/* XDMF sidecar for the HDF5 fields file, and the file-system helpers both writers share. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/output.h"
+#include "io/output_internal.h"
+
+char *tsr_output_tmp_name(const char *path) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 5);
+  if (!tmp) {
+    tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory naming '%s.tmp'", path);
+    return NULL;
+  }
+  memcpy(tmp, path, n);
+  memcpy(tmp + n, ".tmp", 5);
+  return tmp;
+}
+
+int tsr_output_dir_problem(const char *path, char *buf, size_t n) {
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == path) snprintf(dir, sizeof dir, "/");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    snprintf(buf, n, "directory '%s' %s", dir,
+             errno == ENOENT ? "does not exist" : strerror(errno));
+    return 1;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    snprintf(buf, n, "'%s' is not a directory", dir);
+    return 1;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    snprintf(buf, n, "directory '%s' is not writable", dir);
+    return 1;
+  }
+  return 0;
+}
+
+tsr_err tsr_output_commit(const char *tmp, const char *path) {
+  if (rename(tmp, path) == 0) return TSR_OK;
+  int e = errno;
+  remove(tmp);
+  return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                     "cannot write '%s': renaming '%s' failed: %s; " TSR_OUTPUT_DIR_ADVICE, path,
+                     tmp, strerror(e));
+}
+
+/* Names and paths go into attribute values and text; '&', '<' and quotes would break XML. */
+static void xml_text(FILE *fp, const char *s) {
+  for (; *s; ++s) {
+    switch (*s) {
+    case '&': fputs("&amp;", fp); break;
+    case '<': fputs("&lt;", fp); break;
+    case '>': fputs("&gt;", fp); break;
+    case '"': fputs("&quot;", fp); break;
+    case '\'': fputs("&apos;", fp); break;
+    default: fputc(*s, fp);
+    }
+  }
+}
+
+/* XDMF lists every axis slowest first (z y x), the reverse of tessera's (x y z). */
+static void slowest_first_int(FILE *fp, int dim, const int *v, int add) {
+  for (int d = dim - 1; d >= 0; --d) fprintf(fp, d == dim - 1 ? "%d" : " %d", v[d] + add);
+}
+
+static void write_body(FILE *fp, const char *h5_name, const tsr_grid_meta *m, int nfield,
+                       const char *const *names) {
+  int dim = m->dim;
+  double spacing[3];
+  for (int d = 0; d < dim; ++d) spacing[d] = (m->hi[d] - m->lo[d]) / m->cells[d];
+  fputs("<?xml version=\"1.0\" ?>\n"
+        "<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n"
+        "<Xdmf Version=\"3.0\" xmlns:xi=\"http://www.w3.org/2001/XInclude\">\n"
+        "  <Domain>\n"
+        "    <Grid Name=\"fields\" GridType=\"Uniform\">\n",
+        fp);
+  fprintf(fp, "      <Time Value=\"%.17g\"/>\n", m->time);
+  /* CoRectMesh dimensions count nodes, one more than cells on each axis */
+  fprintf(fp, "      <Topology TopologyType=\"%dDCoRectMesh\" Dimensions=\"", dim);
+  slowest_first_int(fp, dim, m->cells, 1);
+  fprintf(fp, "\"/>\n      <Geometry GeometryType=\"%s\">\n",
+          dim == 3 ? "ORIGIN_DXDYDZ" : "ORIGIN_DXDY");
+  for (int item = 0; item < 2; ++item) {
+    const double *v = item == 0 ? m->lo : spacing;
+    fprintf(fp,
+            "        <DataItem Name=\"%s\" Dimensions=\"%d\" NumberType=\"Float\" "
+            "Precision=\"8\" Format=\"XML\">",
+            item == 0 ? "Origin" : "Spacing", dim);
+    for (int d = dim - 1; d >= 0; --d) fprintf(fp, d == dim - 1 ? "%.17g" : " %.17g", v[d]);
+    fputs("</DataItem>\n", fp);
+  }
+  fputs("      </Geometry>\n", fp);
+  for (int f = 0; f < nfield; ++f) {
+    fputs("      <Attribute Name=\"", fp);
+    xml_text(fp, names[f]);
+    fputs("\" AttributeType=\"Scalar\" Center=\"Cell\">\n"
+          "        <DataItem Dimensions=\"",
+          fp);
+    slowest_first_int(fp, dim, m->cells, 0);
+    fputs("\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">", fp);
+    xml_text(fp, h5_name);
+    fputs(":/fields/", fp);
+    xml_text(fp, names[f]);
+    fputs("</DataItem>\n      </Attribute>\n", fp);
+  }
+  fputs("    </Grid>\n  </Domain>\n</Xdmf>\n", fp);
+}
+
+tsr_err tsr_output_write_xdmf(const char *xmf_path, const char *h5_name,
+                              const tsr_grid_meta *meta, int nfield, const char *const *names) {
+  TSR_CHECK(xmf_path && h5_name && meta, TSR_ERR_INTERNAL, "tsr_output_write_xdmf: NULL argument");
+  TSR_CHECK(meta->dim == 2 || meta->dim == 3, TSR_ERR_INTERNAL,
+            "cannot write '%s': grid dimension %d is not 2 or 3", xmf_path, meta->dim);
+  for (int d = 0; d < meta->dim; ++d)
+    TSR_CHECK(meta->cells[d] >= 1, TSR_ERR_INTERNAL,
+              "cannot write '%s': grid has %d cells on axis %d", xmf_path, meta->cells[d], d);
+  TSR_CHECK(nfield >= 0 && (nfield == 0 || names), TSR_ERR_INTERNAL,
+            "cannot write '%s': %d fields without names", xmf_path, nfield);
+  for (int f = 0; f < nfield; ++f)
+    TSR_CHECK(names[f] && names[f][0], TSR_ERR_INTERNAL,
+              "cannot write '%s': field %d has no name", xmf_path, f);
+
+  char *tmp = tsr_output_tmp_name(xmf_path);
+  if (!tmp) return TSR_ERR_MEMORY;
+  FILE *fp = fopen(tmp, "w");
+  if (!fp) {
+    int e = errno;
+    char why[4200];
+    if (!tsr_output_dir_problem(xmf_path, why, sizeof why)) snprintf(why, sizeof why, "%s", strerror(e));
+    free(tmp);
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                       "cannot write '%s': %s; " TSR_OUTPUT_DIR_ADVICE, xmf_path, why);
+  }
+  write_body(fp, h5_name, meta, nfield, names);
+  /* flush to the disk before the rename so that a crash never leaves a renamed empty file */
+  int bad = fflush(fp) != 0 || ferror(fp) || fsync(fileno(fp)) != 0;
+  int e = errno;
+  bad |= fclose(fp) != 0;
+  if (bad) {
+    remove(tmp);
+    free(tmp);
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                       "cannot write '%s': %s; " TSR_OUTPUT_DIR_ADVICE, xmf_path, strerror(e));
+  }
+  tsr_err err = tsr_output_commit(tmp, xmf_path);
+  free(tmp);
+  return err;
+}
