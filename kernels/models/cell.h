@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #ifdef __CUDACC__
-#define TSR_HD __host__ __device__ __forceinline__
+#define TSR_HD __host__ __device__ __attribute__((always_inline))
 #else
 #define TSR_HD __attribute__((always_inline))
 #endif
