@@ -7,7 +7,14 @@
  * tanh exp log log10 sqrt cbrt fabs floor ceil pow fmin fmax fmod erf. Nothing else: `^`,
  * comparisons, `?:`, assignments and unknown names are refused with the column of the
  * offending character and, for names, a "did you mean" suggestion. Numbers are all double,
- * as in C with every literal written as a double. */
+ * as in C with every literal written as a double. Whitespace (space, tab, newline) may
+ * separate tokens. Tokens that C would read differently are refused too: `--`, `++` (write
+ * `- -x`), `**`, and comments. At most 4096 characters and 256 levels of nesting.
+ *
+ * Host evaluation agrees bit for bit with the C text compiled on the host with
+ * -ffp-contract=off: same grouping, libm's functions, no reassociation. (A C compiler may
+ * itself rewrite pow(x, 2.0) as x*x or fold libm calls on constants with exact arithmetic,
+ * which can differ from libm in the last bit; that is the compiler's doing, not ours.) */
 #ifndef TSR_EXPR_H
 #define TSR_EXPR_H
 
@@ -27,24 +34,36 @@ typedef struct {
 /* Compiles text. On success *e is owned by the caller (tsr_expr_destroy). On a malformed
  * expression returns TSR_ERR_INPUT, sets *errcol to the 0-based offset of the offending
  * character in text, and the message says what was wrong (no position prefix; the caller
- * adds FILE:LINE:COL). Errors: TSR_ERR_INPUT, TSR_ERR_MEMORY. */
+ * adds FILE:LINE:COL). env may be NULL (no params); the params' values are copied, so later
+ * changes to env do not reach a compiled expression. A param whose name is not an
+ * identifier or clashes with x, y, z, t, pi, a function or another param is TSR_ERR_INPUT
+ * with *errcol = -1 (the fault is in the params, not in text). errcol may be NULL.
+ * On error *e is NULL. Errors: TSR_ERR_INPUT, TSR_ERR_MEMORY, TSR_ERR_INTERNAL (muparser
+ * refused our rendering: a bug). */
 tsr_err tsr_expr_compile(const char *text, const tsr_expr_env *env, tsr_expr **e, int *errcol);
 
-/* Evaluates at one point. Not thread-safe on one tsr_expr (muparser keeps a stack). */
+/* Evaluates at one point. Not thread-safe on one tsr_expr (muparser keeps a stack); use
+ * one tsr_expr per thread. Returns NaN if muparser reports an error (never expected). */
 double tsr_expr_eval(tsr_expr *e, double x, double y, double z, double t);
 
 /* Evaluates at n points (arrays of n; z may be NULL for 0), writing out[0..n-1]. */
 void tsr_expr_eval_many(tsr_expr *e, size_t n, const double *x, const double *y,
                         const double *z, double t, double *out);
 
-/* 1 when the expression mentions name (a variable or param), else 0. */
+/* 1 when the expression mentions name (a variable, param, pi or a function), else 0. */
 int tsr_expr_uses(const tsr_expr *e, const char *name);
 
 /* 1 when the expression mentions t. */
 int tsr_expr_depends_on_time(const tsr_expr *e);
 
 /* The canonical C source of the expression (every literal a double, params by name, pi as a
- * literal), NUL-terminated into buf of size n. Errors: TSR_ERR_INTERNAL when n is too small. */
+ * literal), NUL-terminated into buf of size n. Numbers are %.17g (exact round trip) with ".0"
+ * added to integers; functions keep their C names; binary operators have one space on each
+ * side; parentheses appear only where C's grouping needs them (user's redundant ones are
+ * dropped, a right operand of equal precedence keeps them: "a - (b - c)"); unary minus is
+ * always parenthesised, "(-x)", unary plus dropped. E.g. "sin(pi*x)*exp(-2*t)" gives
+ * "sin(3.1415926535897931 * x) * exp((-2.0) * t)". Errors: TSR_ERR_INTERNAL when n is too
+ * small (the message says how many bytes are needed). */
 tsr_err tsr_expr_to_c(const tsr_expr *e, char *buf, size_t n);
 
 /* Frees and sets *e to NULL; accepts NULL. */
