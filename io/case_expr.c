@@ -15,6 +15,7 @@ tsr_err tsr_case_compile(const tsr_case *c, const tsr_case_expr *e, tsr_expr **o
   tsr_err err = tsr_expr_compile(e->text, &env, out, &col);
   if (!err) return TSR_OK;
   if (err != TSR_ERR_INPUT) return err;
+  if (col < 0) col = 0; /* a problem with the params, not with a character of the text */
   char msg[2048];
   snprintf(msg, sizeof msg, "%s", tsr_err_message());
   if (e->loc.line > 0)
