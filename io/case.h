@@ -6,6 +6,7 @@
 #ifndef TSR_CASE_H
 #define TSR_CASE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "decomp/layout.h"
@@ -15,10 +16,11 @@
 #define TSR_MAX_PARAMS 64
 #define TSR_NFACE 6 /* xlo, xhi, ylo, yhi, zlo, zhi */
 
-/* Where a value came from: a file position, or an override ("--set time.end=2", line 0). */
+/* Where a value came from: a file position (line >= 1), an override (file = the override text
+ * "time.end=2", line 0, col: 1-based column inside that text), or a default (file NULL). */
 typedef struct {
-  const char *file; /* borrowed from the case (its path or the override text) */
-  int line, col;    /* 1-based; 0 when unknown */
+  const char *file; /* borrowed from the case (its path or the override text); NULL: default */
+  int line, col;    /* 1-based; line 0 for overrides and defaults */
 } tsr_loc;
 
 /* An expression as written: text NULL when the case gives none. */
@@ -70,7 +72,8 @@ typedef struct {
   tsr_case_expr initial[TSR_MAX_COMP]; /* required for every component */
   tsr_case_expr source[TSR_MAX_COMP];  /* optional */
   tsr_case_expr exact[TSR_MAX_COMP];   /* optional */
-  tsr_case_bc bc[TSR_NFACE];           /* periodic axes have TSR_BC_PERIODIC on both faces */
+  tsr_case_bc bc[TSR_NFACE];           /* periodic axes have TSR_BC_PERIODIC on both faces;
+                                          in 2D faces zlo, zhi are unused (texts NULL) */
 
   struct {
     tsr_scheme scheme;
@@ -114,6 +117,10 @@ tsr_err tsr_case_check_expressions(const tsr_case *c);
 
 /* Value of the parameter called name (model params always exist). Returns 0 if absent. */
 double tsr_case_param(const tsr_case *c, const char *name);
+
+/* Writes loc as messages show it into buf: "FILE:LINE:COL", "--set KEY=VALUE" for an override,
+ * "(default)" for a default. Returns buf. */
+const char *tsr_case_loc_str(const tsr_loc *loc, char *buf, size_t size);
 
 /* Face index 0..5 from "xlo".."zhi", or -1. */
 int tsr_case_face(const char *name);

@@ -1,0 +1,575 @@
+/* Case files.
+ *
+ * Schema (README copies this block). Keys not listed are refused as unknown, with a
+ * suggestion when one is close. Numbers must be unquoted; booleans are true/false, yes/no,
+ * on/off in any case; expressions are strings or numbers (see io/expr.h for their syntax).
+ *
+ *   name: STRING             optional; [A-Za-z0-9_.-] only; default: the file's stem
+ *                            (cases/heat2d.yaml -> heat2d)
+ *   model: NAME              required; heat | advection_diffusion | wave | gray_scott |
+ *                            allen_cahn (kernels/models.c)
+ *   method: explicit         optional; implicit, pinn, parareal: not in this version
+ *   backend: auto | host     optional, default auto; cuda: not in this build yet
+ *   grid:                    required
+ *     cells: [nx, ny(, nz)]  required; 2 or 3 integers >= 1; their count is the dimension
+ *     lo: [..]               optional, default all 0; one number per axis
+ *     hi: [..]               optional, default all 1; hi > lo on every axis
+ *     periodic: BOOL | [..]  optional, default false; one boolean for all axes or one per axis
+ *   params: {NAME: NUMBER}   optional; the model's params (defaults and ranges in
+ *                            kernels/models.c) and any others the expressions use. A name is
+ *                            [A-Za-z_][A-Za-z0-9_]*, not x y z t pi nor an expression function
+ *   initial: {COMP: EXPR}    required; every component of the model (heat: u; wave: u, v)
+ *   source: {COMP: EXPR}     optional; any subset of the components
+ *   exact: {COMP: EXPR}      optional; any subset of the components
+ *   boundary:                optional; faces without an entry take `default`, else dirichlet 0
+ *     default | xlo | xhi | ylo | yhi | zlo | zhi:   (z faces in 3D only)
+ *       type: dirichlet | neumann | periodic         required
+ *       value: EXPR | {COMP: EXPR}  dirichlet: u on the face; neumann: du/dn, outward normal.
+ *                                   One expression for all components or one per component;
+ *                                   default 0; not allowed with periodic.
+ *                            An axis is periodic when grid.periodic says so or when a face of
+ *                            it says periodic (then the opposite face must not say otherwise).
+ *                            `default` never makes an axis periodic.
+ *   time:                    required
+ *     scheme: ssp_rk3        euler (forward_euler) | ssp_rk2 (rk2) | ssp_rk3 (rk3) | rk4
+ *     dt: auto               a number > 0, or auto: cfl times the model's stability limit
+ *     cfl: 0.9               in (0, 1]
+ *     end: T | steps: N      exactly one: a time > 0 or an integer >= 1
+ *   decomposition:           optional
+ *     partition: rcb         rcb | slabs | grid
+ *     ranks: [px, py(, pz)]  ranks per axis; implies partition grid
+ *     weights: [w0, w1, ..]  relative speed of each rank (> 0); rcb and slabs only
+ *     time_slices: 1         only 1 in this version
+ *   output:                  optional
+ *     dir: out/NAME          where results go
+ *     monitor_every: N       steps between monitor lines; default: about 20 per run
+ *     progress: auto         auto | bar | lines | none
+ *
+ * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
+ * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else
+ * plain text; missing maps on the path are created. */
+#define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp, stat */
+#include "io/case.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/case_validate.h"
+
+const char *const tsr_case_face_names[TSR_NFACE] = {"xlo", "xhi", "ylo", "yhi", "zlo", "zhi"};
+
+int tsr_case_face(const char *name) {
+  for (int f = 0; f < TSR_NFACE; ++f)
+    if (strcmp(name, tsr_case_face_names[f]) == 0) return f;
+  return -1;
+}
+
+const char *tsr_case_loc_str(const tsr_loc *loc, char *buf, size_t size) {
+  if (loc->file && loc->line > 0)
+    snprintf(buf, size, "%s:%d:%d", loc->file, loc->line, loc->col);
+  else if (loc->file)
+    snprintf(buf, size, "--set %s", loc->file);
+  else
+    snprintf(buf, size, "(default)");
+  return buf;
+}
+
+double tsr_case_param(const tsr_case *c, const char *name) {
+  for (int i = 0; i < c->nparam; ++i)
+    if (strcmp(c->param_name[i], name) == 0) return c->param_value[i];
+  return 0.0;
+}
+
+void tsr_case_destroy(tsr_case **pc) {
+  if (!pc || !*pc) return;
+  tsr_case *c = *pc;
+  for (int i = 0; i < c->noverride; ++i) free(c->overrides[i]);
+  free(c->overrides);
+  for (int i = 0; i < c->nparam; ++i) free(c->param_name[i]);
+  for (int k = 0; k < TSR_MAX_COMP; ++k) {
+    tsr_case_expr_clear(&c->initial[k]);
+    tsr_case_expr_clear(&c->source[k]);
+    tsr_case_expr_clear(&c->exact[k]);
+    for (int f = 0; f < TSR_NFACE; ++f) tsr_case_expr_clear(&c->bc[f].value[k]);
+  }
+  free(c->decomp.weights);
+  free(c->output.dir);
+  free(c->path);
+  free(c->name);
+  free(c->text);
+  free(c);
+  *pc = NULL;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+/* ---- overrides ---------------------------------------------------------------------- */
+
+/* The value of an override: a YAML flow value when it parses as one, else the text itself. */
+static tsr_err override_value(const char *ovr, const char *text, tsr_yaml_node **out) {
+  tsr_err err = tsr_yaml_parse(ovr, text, out);
+  if (err == TSR_ERR_MEMORY) return err;
+  if (err) {
+    tsr_err_clear();
+    *out = NULL;
+  }
+  if (!*out || err) {
+    tsr_yaml_free(*out);
+    *out = tsr_yaml_scalar(ovr, 0, 1, text);
+    TSR_CHECK(*out, TSR_ERR_MEMORY, "out of memory applying --set %s", ovr);
+  }
+  tsr_yaml_relocate(*out, ovr, (int)(text - ovr));
+  return TSR_OK;
+}
+
+static tsr_err apply_override(tsr_vctx *v, tsr_yaml_node *root, const char *ovr) {
+  const char *eq = strchr(ovr, '=');
+  if (!eq) {
+    tsr_vproblem(v, ovr, 0, 0, "expected KEY=VALUE, e.g. --set time.end=0.5");
+    return TSR_OK;
+  }
+  size_t klen = (size_t)(eq - ovr);
+  char key[256];
+  if (klen == 0 || klen >= sizeof key) {
+    tsr_vproblem(v, ovr, 0, 0, "%s key before '='; expected KEY=VALUE, e.g. --set time.end=0.5",
+                 klen ? "too long a" : "empty");
+    return TSR_OK;
+  }
+  memcpy(key, ovr, klen);
+  key[klen] = '\0';
+  if (key[0] == '.' || key[klen - 1] == '.' || strstr(key, "..")) {
+    tsr_vproblem(v, ovr, 0, 0, "%s: empty part in the dotted key", key);
+    return TSR_OK;
+  }
+  tsr_yaml_node *node = root;
+  char *seg = key;
+  for (char *dot; (dot = strchr(seg, '.')); seg = dot + 1) {
+    *dot = '\0';
+    tsr_yaml_entry *e = tsr_yaml_find(node, seg);
+    if (e && tsr_yaml_is_null(e->value)) { /* "params:" with nothing under it */
+      tsr_yaml_free(e->value);
+      e->value = NULL;
+    }
+    if (!e || !e->value) {
+      tsr_yaml_node *map = tsr_yaml_map(ovr, 0, 1);
+      TSR_CHECK(map, TSR_ERR_MEMORY, "out of memory applying --set %s", ovr);
+      if (e)
+        e->value = map;
+      else
+        TSR_CALL(tsr_yaml_add(node, seg, ovr, 0, 1, map));
+      node = map;
+      continue;
+    }
+    if (e->value->kind != TSR_YAML_MAP) {
+      tsr_vproblem(v, ovr, 0, 0, "cannot set %.*s: %s is a %s, not a map", (int)klen, ovr, key,
+                   e->value->kind == TSR_YAML_SEQ ? "sequence" : "single value");
+      return TSR_OK;
+    }
+    node = e->value;
+    *dot = '.';
+  }
+  tsr_yaml_node *val;
+  TSR_CALL(override_value(ovr, eq + 1, &val));
+  tsr_yaml_entry *e = tsr_yaml_find(node, seg);
+  if (!e) return tsr_yaml_add(node, seg, ovr, 0, 1, val);
+  tsr_yaml_free(e->value);
+  *e = (tsr_yaml_entry){e->key, ovr, 0, 1, val};
+  return TSR_OK;
+}
+
+/* ---- sections ----------------------------------------------------------------------- */
+
+static const char *const model_names[TSR_MODEL_COUNT] = {
+    "heat", "advection_diffusion", "wave", "gray_scott", "allen_cahn"};
+
+static void read_model(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
+  char list[256];
+  tsr_join(list, sizeof list, model_names, TSR_MODEL_COUNT);
+  if (!e) {
+    tsr_vat(v, root, "model: missing; give one of %s", list);
+    return;
+  }
+  int m;
+  if (!tsr_vchoice(v, "model", e->value, model_names, TSR_MODEL_COUNT, &m)) return;
+  v->c->model = (tsr_model_id)m;
+  v->c->ncomp = tsr_models[m].ncomp;
+}
+
+static void read_name(tsr_vctx *v, const tsr_yaml_entry *e) {
+  tsr_case *c = v->c;
+  const char *name = NULL;
+  if (e) {
+    if (!tsr_vstring(v, "name", e->value, &name)) return;
+    if (!name[0] || name[strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                      "0123456789_.-")]) {
+      tsr_vat(v, e->value, "name: '%s' has characters other than letters, digits, _ . -; it "
+              "names the output folder", name);
+      return;
+    }
+    c->name = tsr_vstrdup(v, name);
+    return;
+  }
+  /* the file's stem, made safe for a folder name */
+  const char *base = strrchr(c->path, '/');
+  base = base ? base + 1 : c->path;
+  const char *ext = strrchr(base, '.');
+  size_t n = ext && ext != base ? (size_t)(ext - base) : strlen(base);
+  c->name = malloc(n ? n + 1 : 5);
+  if (!c->name) {
+    v->oom = 1;
+    return;
+  }
+  if (!n) strcpy(c->name, "case");
+  for (size_t i = 0; i < n; ++i) {
+    char ch = base[i];
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             ch == '_' || ch == '.' || ch == '-';
+    c->name[i] = ok ? ch : '_';
+  }
+  if (n) c->name[n] = '\0';
+}
+
+static void read_method_backend(tsr_vctx *v, const tsr_yaml_entry *me,
+                                const tsr_yaml_entry *be) {
+  static const char *const methods[] = {"explicit", "implicit", "pinn", "parareal"};
+  static const char *const backends[] = {"auto", "host", "cuda"};
+  int m, b;
+  if (me && tsr_vchoice(v, "method", me->value, methods, 4, &m) && m != 0)
+    tsr_vat(v, me->value, "method: %s is not available in this version; use explicit",
+            methods[m]);
+  if (be && tsr_vchoice(v, "backend", be->value, backends, 3, &b)) {
+    if (b == 2)
+      tsr_vat(v, be->value,
+              "backend: backend cuda is not available in this build yet; use host or auto");
+    else
+      v->c->backend = b == 0 ? TSR_BACKEND_AUTO : TSR_BACKEND_HOST;
+  }
+}
+
+/* A sequence of want numbers (want 0: dimension unknown, only the items are checked). */
+static int read_numbers(tsr_vctx *v, const char *key, const tsr_yaml_node *n, int want,
+                        double *out) {
+  if (!tsr_vseq(v, key, n)) return 0;
+  if (want && n->n != want) {
+    tsr_vat(v, n, "%s: expected %d numbers (one per axis of grid.cells), got %d", key, want,
+            n->n);
+    return 0;
+  }
+  int ok = 1;
+  char k[64];
+  for (int i = 0; i < n->n; ++i) {
+    double x = 0.0;
+    snprintf(k, sizeof k, "%s[%d]", key, i);
+    ok &= tsr_vnumber(v, k, n->items[i], &x);
+    if (i < 3) out[i] = x;
+  }
+  return ok && want;
+}
+
+/* A sequence of want integers >= 1 (want 0: two or three, the grid's dimension). */
+static int read_counts(tsr_vctx *v, const char *key, const tsr_yaml_node *n, int want,
+                       int *out) {
+  if (!tsr_vseq(v, key, n)) return 0;
+  if (want ? n->n != want : n->n != 2 && n->n != 3) {
+    if (want)
+      tsr_vat(v, n, "%s: expected %d positive integers (one per axis of grid.cells), got %d "
+              "values", key, want, n->n);
+    else
+      tsr_vat(v, n, "%s: expected 2 or 3 positive integers, got %d values", key, n->n);
+    return 0;
+  }
+  int ok = 1;
+  char k[64];
+  for (int i = 0; i < n->n; ++i) {
+    long x;
+    snprintf(k, sizeof k, "%s[%d]", key, i);
+    if (!tsr_vint(v, k, n->items[i], &x)) {
+      ok = 0;
+    } else if (x < 1) {
+      tsr_vat(v, n->items[i], "%s: must be >= 1, got %ld", k, x);
+      ok = 0;
+    } else {
+      out[i] = (int)x;
+    }
+  }
+  return ok;
+}
+
+static void read_grid(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"cells", "lo", "hi", "periodic"};
+  tsr_case *c = v->c;
+  if (!e) {
+    tsr_vat(v, root, "grid: missing; e.g. grid: {cells: [64, 64]}");
+    return;
+  }
+  if (!tsr_vmap(v, "grid", e->value)) {
+    if (tsr_yaml_is_null(e->value)) tsr_vkey(v, e, "grid: missing 'cells'; e.g. cells: [64, 64]");
+    return;
+  }
+  const tsr_yaml_node *g = e->value;
+  tsr_vkeys(v, "grid", g, keys, 4);
+  const tsr_yaml_entry *ce = tsr_yaml_find(g, "cells"), *le = tsr_yaml_find(g, "lo"),
+                       *he = tsr_yaml_find(g, "hi"), *pe = tsr_yaml_find(g, "periodic");
+  int cells[3] = {1, 1, 1};
+  if (!ce)
+    tsr_vkey(v, e, "grid: missing 'cells'; e.g. cells: [64, 64]");
+  else if (read_counts(v, "grid.cells", ce->value, 0, cells)) {
+    c->dim = ce->value->n;
+    memcpy(c->cells, cells, sizeof cells);
+  }
+  double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+  int lo_ok = !le || read_numbers(v, "grid.lo", le->value, c->dim, lo);
+  int hi_ok = !he || read_numbers(v, "grid.hi", he->value, c->dim, hi);
+  if (c->dim && lo_ok && hi_ok) {
+    for (int a = 0; a < c->dim; ++a) {
+      if (hi[a] > lo[a]) continue;
+      const tsr_yaml_node *at = he ? he->value->items[a] : le->value->items[a];
+      tsr_vat(v, at, "grid.hi[%d]: must be > grid.lo[%d] = %g, got %g", a, a, lo[a], hi[a]);
+    }
+    memcpy(c->lo, lo, sizeof lo);
+    memcpy(c->hi, hi, sizeof hi);
+  }
+  if (!pe) return;
+  const tsr_yaml_node *p = pe->value;
+  int all;
+  if (p && p->kind == TSR_YAML_SCALAR) {
+    if (tsr_vbool(v, "grid.periodic", p, &all))
+      for (int a = 0; a < c->dim; ++a) c->periodic[a] = all;
+    return;
+  }
+  if (!tsr_vseq(v, "grid.periodic", p)) return;
+  if (c->dim && p->n != c->dim) {
+    tsr_vat(v, p, "grid.periodic: expected true/false or %d booleans (one per axis), got %d",
+            c->dim, p->n);
+    return;
+  }
+  char k[64];
+  for (int a = 0; a < p->n; ++a) {
+    snprintf(k, sizeof k, "grid.periodic[%d]", a);
+    if (tsr_vbool(v, k, p->items[a], &all) && a < 3) c->periodic[a] = all;
+  }
+}
+
+static const char *reserved_kind(const char *name) {
+  static const char *const vars[] = {"x", "y", "z", "t", "pi"};
+  static const char *const funcs[] = {"sin",  "cos",  "tan",  "asin",  "acos", "atan", "atan2",
+                                      "sinh", "cosh", "tanh", "exp",   "log",  "log10",
+                                      "sqrt", "cbrt", "fabs", "floor", "ceil", "pow",  "fmin",
+                                      "fmax", "fmod", "erf"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; ++i)
+    if (strcmp(name, vars[i]) == 0) return i < 4 ? "a coordinate" : "a constant";
+  for (size_t i = 0; i < sizeof funcs / sizeof *funcs; ++i)
+    if (strcmp(name, funcs[i]) == 0) return "a function";
+  return NULL;
+}
+
+static void add_param(tsr_vctx *v, const char *name, double value, tsr_loc loc) {
+  tsr_case *c = v->c;
+  c->param_name[c->nparam] = tsr_vstrdup(v, name);
+  c->param_value[c->nparam] = value;
+  c->param_loc[c->nparam] = loc;
+  c->nparam++;
+}
+
+static void read_params(tsr_vctx *v, const tsr_yaml_entry *e) {
+  tsr_case *c = v->c;
+  const tsr_yaml_node *map = e && tsr_vmap(v, "params", e->value) ? e->value : NULL;
+  const tsr_model_info *m = c->ncomp ? &tsr_models[c->model] : NULL;
+  char key[128];
+  for (int i = 0; m && i < m->nparam; ++i) {
+    const tsr_param_spec *s = &m->param[i];
+    const tsr_yaml_entry *pe = tsr_yaml_find(map, s->name);
+    double x = s->def;
+    tsr_loc loc = {NULL, 0, 0};
+    if (pe) {
+      snprintf(key, sizeof key, "params.%s", s->name);
+      if (!tsr_vnumber(v, key, pe->value, &x)) continue;
+      if (s->min_open ? !(x > s->min) : !(x >= s->min))
+        tsr_vat(v, pe->value, "%s: must be %s %g, got %g (%s)", key, s->min_open ? ">" : ">=",
+                s->min, x, s->doc);
+      loc = (tsr_loc){pe->value->file, pe->value->line, pe->value->col};
+    }
+    add_param(v, s->name, x, loc);
+  }
+  for (int i = 0; map && i < map->n; ++i) {
+    const tsr_yaml_entry *pe = &map->entries[i];
+    int own = 0;
+    for (int k = 0; m && k < m->nparam && !own; ++k) own = strcmp(m->param[k].name, pe->key) == 0;
+    if (own) continue;
+    const char *name = pe->key, *kind = reserved_kind(name);
+    snprintf(key, sizeof key, "params.%s", name);
+    int ident = (name[0] < '0' || name[0] > '9') && name[0] &&
+                !name[strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                   "0123456789_")];
+    if (!ident) {
+      tsr_vkey(v, pe, "%s: '%s' is not a valid name; use letters, digits and _, not starting "
+               "with a digit", key, name);
+      continue;
+    }
+    if (kind) {
+      tsr_vkey(v, pe, "%s: '%s' is %s in expressions; choose another name", key, name, kind);
+      continue;
+    }
+    double x;
+    if (!tsr_vnumber(v, key, pe->value, &x)) continue;
+    if (c->nparam == TSR_MAX_PARAMS) {
+      tsr_vkey(v, pe, "%s: too many params (at most %d)", key, TSR_MAX_PARAMS);
+      return;
+    }
+    add_param(v, name, x, (tsr_loc){pe->value->file, pe->value->line, pe->value->col});
+  }
+}
+
+static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
+  static const char *const keys[] = {"name",     "model",  "method", "backend",  "grid",
+                                     "params",   "initial", "source", "exact",   "boundary",
+                                     "time",     "decomposition", "output"};
+  tsr_case *c = v->c;
+  tsr_vkeys(v, "", root, keys, (int)(sizeof keys / sizeof *keys));
+  read_name(v, tsr_yaml_find(root, "name"));
+  read_model(v, root, tsr_yaml_find(root, "model"));
+  read_method_backend(v, tsr_yaml_find(root, "method"), tsr_yaml_find(root, "backend"));
+  read_grid(v, root, tsr_yaml_find(root, "grid"));
+  read_params(v, tsr_yaml_find(root, "params"));
+  const tsr_yaml_entry *ie = tsr_yaml_find(root, "initial"), *x;
+  if (ie) {
+    tsr_case_read_exprs(v, "initial", ie, 1, c->initial);
+  } else if (c->ncomp) {
+    char comps[128];
+    tsr_join(comps, sizeof comps, tsr_models[c->model].comp, c->ncomp);
+    tsr_vat(v, root, "initial: missing; give an expression for each component of model %s (%s)",
+            tsr_models[c->model].name, comps);
+  } else {
+    tsr_vat(v, root, "initial: missing; give an expression for each component of the model");
+  }
+  if ((x = tsr_yaml_find(root, "source"))) tsr_case_read_exprs(v, "source", x, 0, c->source);
+  if ((x = tsr_yaml_find(root, "exact"))) tsr_case_read_exprs(v, "exact", x, 0, c->exact);
+  tsr_case_read_boundary(v, tsr_yaml_find(root, "boundary"));
+  tsr_case_read_time(v, root, tsr_yaml_find(root, "time"));
+  tsr_case_read_decomposition(v, tsr_yaml_find(root, "decomposition"));
+  tsr_case_read_output(v, tsr_yaml_find(root, "output"));
+}
+
+/* A case with its provenance filled in and every default set; NULL when out of memory. */
+static tsr_case *case_new(const char *name, const char *text, int noverride,
+                          char *const *overrides) {
+  tsr_case *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->path = strdup(name);
+  c->text = strdup(text);
+  c->overrides = calloc((size_t)(noverride > 0 ? noverride : 1), sizeof *c->overrides);
+  if (!c->path || !c->text || !c->overrides) goto fail;
+  uint64_t h = fnv1a(0xcbf29ce484222325ULL, text, strlen(text));
+  for (int i = 0; i < noverride; ++i) {
+    if (!(c->overrides[i] = strdup(overrides[i]))) goto fail;
+    c->noverride = i + 1;
+    /* the NUL separates text and overrides, so "a" + "b=1" never hashes as "ab" + "=1" */
+    h = fnv1a(h, "", 1);
+    h = fnv1a(h, overrides[i], strlen(overrides[i]));
+  }
+  c->hash = h;
+  c->model = TSR_MODEL_HEAT; /* meaningful only once ncomp > 0 */
+  for (int a = 0; a < 3; ++a) {
+    c->cells[a] = 1;
+    c->hi[a] = 1.0;
+    c->decomp.ranks[a] = 1;
+  }
+  c->time.scheme = TSR_SCHEME_SSPRK3;
+  c->time.dt_auto = 1;
+  c->time.cfl = 0.9;
+  c->decomp.partition = TSR_PART_RCB;
+  c->decomp.time_slices = 1;
+  return c;
+fail:
+  tsr_case_destroy(&c);
+  return NULL;
+}
+
+tsr_err tsr_case_load_string(const char *name, const char *text, int noverride,
+                             char *const *overrides, tsr_case **out) {
+  *out = NULL;
+  tsr_case *c = case_new(name, text, noverride, overrides);
+  TSR_CHECK(c, TSR_ERR_MEMORY, "out of memory reading case '%s'", name);
+  tsr_yaml_node *root = NULL;
+  tsr_err err = tsr_yaml_parse(c->path, c->text, &root);
+  if (err) {
+    tsr_case_destroy(&c);
+    return err;
+  }
+  if (!root && !(root = tsr_yaml_map(c->path, 1, 1))) err = TSR_ERR_MEMORY;
+  tsr_vctx v = {.c = c};
+  if (!err && root->kind != TSR_YAML_MAP)
+    tsr_vat(&v, root, "the case must be a map of keys (model:, grid:, time:, ...)");
+  for (int i = 0; !err && root->kind == TSR_YAML_MAP && i < c->noverride; ++i)
+    err = apply_override(&v, root, c->overrides[i]);
+  if (!err && root->kind == TSR_YAML_MAP) read_all(&v, root);
+  tsr_yaml_free(root);
+  if (err) {
+    tsr_vfinish(&v);
+    tsr_case_destroy(&c);
+    return tsr_err_set(err, __FILE__, __LINE__, "out of memory reading case '%s'", name);
+  }
+  err = tsr_vfinish(&v);
+  if (err) {
+    tsr_case_destroy(&c);
+    return err;
+  }
+  *out = c;
+  return TSR_OK;
+}
+
+tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, tsr_case **out) {
+  *out = NULL;
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                       "cannot read case file '%s': %s; check the path", path, strerror(EISDIR));
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                       "cannot read case file '%s': %s; check the path", path, strerror(errno));
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    len += fread(buf + len, 1, cap - len - 1, f);
+    if (len < cap - 1) break;
+    char *bigger = realloc(buf, cap * 2);
+    if (!bigger) {
+      free(buf);
+      buf = NULL;
+    } else {
+      buf = bigger;
+      cap *= 2;
+    }
+  }
+  int bad = buf && ferror(f);
+  int saved = errno;
+  fclose(f);
+  TSR_CHECK(buf, TSR_ERR_MEMORY, "out of memory reading case file '%s'", path);
+  if (bad) {
+    free(buf);
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                       "cannot read case file '%s': %s; check the path", path, strerror(saved));
+  }
+  buf[len] = '\0';
+  if (strlen(buf) != len) {
+    size_t at = strlen(buf);
+    free(buf);
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "%s: a NUL byte at offset %zu; a case file is YAML text", path, at);
+  }
+  tsr_err err = tsr_case_load_string(path, buf, noverride, overrides, out);
+  free(buf);
+  return err;
+}

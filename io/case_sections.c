@@ -1,0 +1,380 @@
+/* Case sections read after model and grid: initial, source, exact (component -> expression),
+ * boundary (faces, their types, values and the periodicity they imply), time, decomposition
+ * and output. The schema is documented at the top of io/case.c. */
+#define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp, stat */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/case_validate.h"
+
+static const char *const bc_type_names[] = {"dirichlet", "neumann", "periodic"};
+static const char axis_name[3] = {'x', 'y', 'z'};
+
+static void comp_list(const tsr_case *c, char *buf, size_t size) {
+  tsr_join(buf, size, tsr_models[c->model].comp, c->ncomp);
+}
+
+static int comp_index(const tsr_case *c, const char *name) {
+  for (int k = 0; k < c->ncomp; ++k)
+    if (strcmp(tsr_models[c->model].comp[k], name) == 0) return k;
+  return -1;
+}
+
+/* Reports keys of map that are not components of the model. */
+static void check_comp_keys(tsr_vctx *v, const char *path, const tsr_yaml_node *map) {
+  const tsr_case *c = v->c;
+  char comps[128];
+  comp_list(c, comps, sizeof comps);
+  for (int i = 0; i < map->n; ++i) {
+    const tsr_yaml_entry *e = &map->entries[i];
+    if (comp_index(c, e->key) >= 0) continue;
+    const char *s = tsr_suggest(e->key, tsr_models[c->model].comp, c->ncomp);
+    if (s)
+      tsr_vkey(v, e, "%s: unknown component '%s' (did you mean '%s'?); model %s has components %s",
+               path, e->key, s, tsr_models[c->model].name, comps);
+    else
+      tsr_vkey(v, e, "%s: unknown component '%s'; model %s has components %s", path, e->key,
+               tsr_models[c->model].name, comps);
+  }
+}
+
+/* Reads map (component -> expression) into out[]; reports missing components at e when every
+ * one is required. */
+static void read_comp_map(tsr_vctx *v, const char *path, const tsr_yaml_entry *e,
+                          const tsr_yaml_node *map, int required, tsr_case_expr *out) {
+  const tsr_case *c = v->c;
+  check_comp_keys(v, path, map);
+  char key[128], comps[128];
+  comp_list(c, comps, sizeof comps);
+  for (int k = 0; k < c->ncomp; ++k) {
+    const char *name = tsr_models[c->model].comp[k];
+    const tsr_yaml_entry *ce = tsr_yaml_find(map, name);
+    snprintf(key, sizeof key, "%s.%s", path, name);
+    if (ce)
+      tsr_vexpr(v, key, ce->value, &out[k]);
+    else if (required)
+      tsr_vkey(v, e, "%s: missing '%s' (model %s has components %s)", path, name,
+               tsr_models[c->model].name, comps);
+  }
+}
+
+void tsr_case_read_exprs(tsr_vctx *v, const char *key, const tsr_yaml_entry *e, int required,
+                         tsr_case_expr *out) {
+  if (!tsr_vmap(v, key, e->value)) {
+    if (required && tsr_yaml_is_null(e->value))
+      tsr_vkey(v, e, "%s: expected a map of component: expression, got nothing", key);
+    return;
+  }
+  if (v->c->ncomp == 0) return; /* unknown model: already reported, components unknown */
+  read_comp_map(v, key, e, e->value, required, out);
+}
+
+/* The value of a dirichlet/neumann face: absent ("0"), one expression for every component, or
+ * a map component -> expression naming every component. */
+static void read_bc_value(tsr_vctx *v, const char *path, const tsr_yaml_entry *ve,
+                          tsr_case_bc *bc) {
+  const tsr_case *c = v->c;
+  char key[128];
+  snprintf(key, sizeof key, "%s.value", path);
+  if (!ve) {
+    for (int k = 0; k < c->ncomp; ++k) tsr_vexpr_default(v, &bc->value[k], key, "0");
+    return;
+  }
+  const tsr_yaml_node *n = ve->value;
+  if (n && n->kind == TSR_YAML_MAP) {
+    if (c->ncomp) read_comp_map(v, key, ve, n, 1, bc->value);
+    return;
+  }
+  for (int k = 0; k < c->ncomp; ++k)
+    if (!tsr_vexpr(v, key, n, &bc->value[k])) break;
+  if (c->ncomp == 0) { /* still check the value's shape */
+    tsr_case_expr tmp = {0};
+    tsr_vexpr(v, key, n, &tmp);
+    tsr_case_expr_clear(&tmp);
+  }
+}
+
+/* One face entry {type, value}. Returns 1 when its type is known (written to bc->type). */
+static int read_face(tsr_vctx *v, const tsr_yaml_entry *fe, tsr_case_bc *bc) {
+  static const char *const keys[] = {"type", "value"};
+  char path[64], key[80];
+  snprintf(path, sizeof path, "boundary.%s", fe->key);
+  const tsr_yaml_node *n = fe->value;
+  if (!n || n->kind != TSR_YAML_MAP) {
+    tsr_vat(v, n, "%s: expected a map such as {type: dirichlet, value: 0}", path);
+    return 0;
+  }
+  tsr_vkeys(v, path, n, keys, 2);
+  const tsr_yaml_entry *te = tsr_yaml_find(n, "type"), *ve = tsr_yaml_find(n, "value");
+  if (!te) {
+    tsr_vkey(v, fe, "%s: missing 'type'; expected dirichlet, neumann or periodic", path);
+    return 0;
+  }
+  snprintf(key, sizeof key, "%s.type", path);
+  int t;
+  if (!tsr_vchoice(v, key, te->value, bc_type_names, 3, &t)) return 0;
+  bc->type = (tsr_bc_type)t;
+  if (bc->type == TSR_BC_PERIODIC) {
+    if (ve) tsr_vkey(v, ve, "%s.value: a periodic face takes no value; remove it", path);
+    return 1;
+  }
+  read_bc_value(v, path, ve, bc);
+  return 1;
+}
+
+static void bc_clear(tsr_case_bc *bc) {
+  for (int k = 0; k < TSR_MAX_COMP; ++k) tsr_case_expr_clear(&bc->value[k]);
+}
+
+static void bc_copy(tsr_vctx *v, tsr_case_bc *dst, const tsr_case_bc *src) {
+  dst->type = src->type;
+  for (int k = 0; k < TSR_MAX_COMP; ++k) tsr_vexpr_copy(v, &dst->value[k], &src->value[k]);
+}
+
+/* Settles periodicity of axis a from grid.periodic and the two faces' explicit types. */
+static void resolve_axis(tsr_vctx *v, int a, const tsr_yaml_entry *const fe[TSR_NFACE],
+                         const int ok[TSR_NFACE]) {
+  tsr_case *c = v->c;
+  int f0 = 2 * a;
+  int says_periodic = 0;
+  for (int f = f0; f < f0 + 2; ++f) says_periodic |= ok[f] && c->bc[f].type == TSR_BC_PERIODIC;
+  for (int f = f0; f < f0 + 2 && (c->periodic[a] || says_periodic); ++f) {
+    if (!ok[f] || c->bc[f].type == TSR_BC_PERIODIC) continue;
+    const char *tn = bc_type_names[c->bc[f].type];
+    if (c->periodic[a])
+      tsr_vkey(v, fe[f],
+               "boundary.%s: type %s on axis %c, which grid.periodic makes periodic; remove "
+               "boundary.%s or make %c non-periodic in grid.periodic",
+               tsr_case_face_names[f], tn, axis_name[a], tsr_case_face_names[f], axis_name[a]);
+    else
+      tsr_vkey(v, fe[f ^ 1],
+               "boundary.%s: type periodic needs the opposite face %s periodic too (it says "
+               "%s)",
+               tsr_case_face_names[f ^ 1], tsr_case_face_names[f], tn);
+  }
+  if (says_periodic) c->periodic[a] = 1;
+  if (!c->periodic[a]) return;
+  for (int f = f0; f < f0 + 2; ++f) {
+    bc_clear(&c->bc[f]);
+    c->bc[f].type = TSR_BC_PERIODIC;
+  }
+}
+
+void tsr_case_read_boundary(tsr_vctx *v, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"default", "xlo", "xhi", "ylo", "yhi", "zlo", "zhi"};
+  tsr_case *c = v->c;
+  const tsr_yaml_node *map = e ? e->value : NULL;
+  const tsr_yaml_entry *fe[TSR_NFACE] = {0}, *de = NULL;
+  int ok[TSR_NFACE] = {0}, def_ok = 0;
+  tsr_case_bc def = {0};
+  if (e && tsr_vmap(v, "boundary", map)) {
+    tsr_vkeys(v, "boundary", map, keys, 7);
+    de = tsr_yaml_find(map, "default");
+    if (de) def_ok = read_face(v, de, &def);
+    for (int f = 0; f < TSR_NFACE; ++f) {
+      fe[f] = tsr_yaml_find(map, tsr_case_face_names[f]);
+      if (!fe[f]) continue;
+      if (c->dim == 2 && f >= 4) {
+        tsr_vkey(v, fe[f], "boundary.%s: z faces exist only in 3D; grid.cells has 2 values",
+                 tsr_case_face_names[f]);
+        fe[f] = NULL;
+        continue;
+      }
+      ok[f] = read_face(v, fe[f], &c->bc[f]);
+    }
+  }
+  if (c->dim == 0 || c->ncomp == 0) { /* grid or model unusable: already reported */
+    bc_clear(&def);
+    return;
+  }
+  for (int a = 0; a < c->dim; ++a) resolve_axis(v, a, fe, ok);
+  int def_reported = 0;
+  for (int f = 0; f < 2 * c->dim; ++f) {
+    if (fe[f] || c->periodic[f / 2]) continue;
+    if (de && def_ok && def.type == TSR_BC_PERIODIC) {
+      if (!def_reported)
+        tsr_vkey(v, de,
+                 "boundary.default: type periodic cannot be a default (face %s of axis %c would "
+                 "take it); make axes periodic with grid.periodic or periodic on both faces",
+                 tsr_case_face_names[f], axis_name[f / 2]);
+      def_reported = 1;
+    } else if (de && def_ok) {
+      bc_copy(v, &c->bc[f], &def);
+    } else if (!de) {
+      char key[64];
+      snprintf(key, sizeof key, "boundary.%s.value", tsr_case_face_names[f]);
+      c->bc[f].type = TSR_BC_DIRICHLET;
+      for (int k = 0; k < c->ncomp; ++k) tsr_vexpr_default(v, &c->bc[f].value[k], key, "0");
+    }
+  }
+  bc_clear(&def);
+}
+
+void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"scheme", "dt", "cfl", "end", "steps"};
+  static const char *const schemes[] = {"euler", "forward_euler", "ssp_rk2", "rk2",
+                                        "ssp_rk3", "rk3", "rk4"};
+  static const tsr_scheme scheme_of[] = {TSR_SCHEME_EULER,  TSR_SCHEME_EULER,  TSR_SCHEME_SSPRK2,
+                                         TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_SSPRK3,
+                                         TSR_SCHEME_RK4};
+  tsr_case *c = v->c;
+  if (!e) {
+    tsr_vat(v, root, "time: missing; e.g. time: {end: 0.1}");
+    return;
+  }
+  if (!tsr_vmap(v, "time", e->value)) {
+    if (tsr_yaml_is_null(e->value))
+      tsr_vkey(v, e, "time: missing time.end or time.steps; give one (e.g. end: 0.1)");
+    return;
+  }
+  const tsr_yaml_node *t = e->value;
+  tsr_vkeys(v, "time", t, keys, 5);
+  const tsr_yaml_entry *x;
+  int s;
+  if ((x = tsr_yaml_find(t, "scheme")) && tsr_vchoice(v, "time.scheme", x->value, schemes, 7, &s))
+    c->time.scheme = scheme_of[s];
+  double d;
+  if ((x = tsr_yaml_find(t, "dt"))) {
+    const tsr_yaml_node *n = x->value;
+    if (n && n->kind == TSR_YAML_SCALAR && strcmp(n->text, "auto") == 0) {
+      c->time.dt_auto = 1;
+    } else if (tsr_vnumber(v, "time.dt", n, &d)) {
+      if (d > 0.0) {
+        c->time.dt_auto = 0;
+        c->time.dt = d;
+      } else {
+        tsr_vat(v, n, "time.dt: must be > 0 (or auto), got %g", d);
+      }
+    }
+  }
+  if ((x = tsr_yaml_find(t, "cfl")) && tsr_vnumber(v, "time.cfl", x->value, &d)) {
+    if (d > 0.0 && d <= 1.0)
+      c->time.cfl = d;
+    else
+      tsr_vat(v, x->value, "time.cfl: must be in (0, 1], got %g", d);
+  }
+  const tsr_yaml_entry *ee = tsr_yaml_find(t, "end"), *se = tsr_yaml_find(t, "steps");
+  if (ee && se) tsr_vkey(v, ee, "time: give either time.end or time.steps, not both");
+  if (!ee && !se) tsr_vkey(v, e, "time: missing time.end or time.steps; give one (e.g. end: 0.1)");
+  if (ee && tsr_vnumber(v, "time.end", ee->value, &d)) {
+    if (d > 0.0) {
+      c->time.has_end = 1;
+      c->time.end = d;
+    } else {
+      tsr_vat(v, ee->value, "time.end: must be > 0, got %g", d);
+    }
+  }
+  long n;
+  if (se && tsr_vint(v, "time.steps", se->value, &n)) {
+    if (n >= 1) {
+      c->time.has_steps = 1;
+      c->time.steps = n;
+    } else {
+      tsr_vat(v, se->value, "time.steps: must be >= 1, got %ld", n);
+    }
+  }
+}
+
+void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"partition", "ranks", "weights", "time_slices"};
+  static const char *const parts[] = {"rcb", "slabs", "grid"}; /* tsr_part_kind order */
+  tsr_case *c = v->c;
+  if (!e || !tsr_vmap(v, "decomposition", e->value)) return;
+  const tsr_yaml_node *d = e->value;
+  tsr_vkeys(v, "decomposition", d, keys, 4);
+  const tsr_yaml_entry *pe = tsr_yaml_find(d, "partition"), *re = tsr_yaml_find(d, "ranks"),
+                       *we = tsr_yaml_find(d, "weights"), *te = tsr_yaml_find(d, "time_slices");
+  int part = -1;
+  if (pe && tsr_vchoice(v, "decomposition.partition", pe->value, parts, 3, &part))
+    c->decomp.partition = (tsr_part_kind)part;
+  if (re) {
+    if (part >= 0 && part != TSR_PART_GRID)
+      tsr_vkey(v, re, "decomposition.ranks: gives a grid partition, but "
+               "decomposition.partition says %s; remove one of them", parts[part]);
+    else
+      c->decomp.partition = TSR_PART_GRID;
+    int ranks[3] = {1, 1, 1};
+    const tsr_yaml_node *n = re->value;
+    if (c->dim && n && n->kind == TSR_YAML_SEQ && n->n != c->dim)
+      tsr_vat(v, n, "decomposition.ranks: expected %d positive integers (one per axis of "
+              "grid.cells), got %d values", c->dim, n->n);
+    else if (c->dim && tsr_vseq(v, "decomposition.ranks", n) &&
+             n->n == c->dim) { /* counts are checked only once the dimension is known */
+      char k[64];
+      int ok = 1;
+      for (int a = 0; a < c->dim; ++a) {
+        long x;
+        snprintf(k, sizeof k, "decomposition.ranks[%d]", a);
+        if (!tsr_vint(v, k, n->items[a], &x)) ok = 0;
+        else if (x < 1) ok = 0, tsr_vat(v, n->items[a], "%s: must be >= 1, got %ld", k, x);
+        else ranks[a] = (int)x;
+      }
+      if (ok) memcpy(c->decomp.ranks, ranks, sizeof ranks);
+    }
+  } else if (part == TSR_PART_GRID) {
+    tsr_vkey(v, pe, "decomposition.partition: grid needs decomposition.ranks, e.g. ranks: "
+             "[2, 2]");
+  }
+  if (we) {
+    if (c->decomp.partition == TSR_PART_GRID) {
+      tsr_vkey(v, we, "decomposition.weights: only used with partition rcb or slabs; remove it "
+               "or drop the grid partition");
+    } else if (tsr_vseq(v, "decomposition.weights", we->value)) {
+      const tsr_yaml_node *n = we->value;
+      free(c->decomp.weights);
+      c->decomp.weights = calloc((size_t)(n->n ? n->n : 1), sizeof(double));
+      if (!c->decomp.weights) {
+        v->oom = 1;
+        return;
+      }
+      c->decomp.nweights = n->n;
+      char k[64];
+      for (int i = 0; i < n->n; ++i) {
+        snprintf(k, sizeof k, "decomposition.weights[%d]", i);
+        double w;
+        if (!tsr_vnumber(v, k, n->items[i], &w)) continue;
+        if (w > 0.0) c->decomp.weights[i] = w;
+        else tsr_vat(v, n->items[i], "%s: must be > 0, got %g", k, w);
+      }
+    }
+  }
+  long ts;
+  if (te && tsr_vint(v, "decomposition.time_slices", te->value, &ts)) {
+    if (ts > 1)
+      tsr_vat(v, te->value, "decomposition.time_slices: time_slices > 1 (parareal) is not "
+              "available in this version; use 1");
+    else if (ts < 1)
+      tsr_vat(v, te->value, "decomposition.time_slices: must be 1, got %ld", ts);
+  }
+}
+
+void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"dir", "monitor_every", "progress"};
+  static const char *const modes[] = {"auto", "bar", "lines", "none"}; /* tsr_progress_mode */
+  tsr_case *c = v->c;
+  const tsr_yaml_node *o = e && tsr_vmap(v, "output", e->value) ? e->value : NULL;
+  const tsr_yaml_entry *x;
+  if (o) tsr_vkeys(v, "output", o, keys, 3);
+  const char *dir = NULL;
+  if ((x = tsr_yaml_find(o, "dir")) && tsr_vstring(v, "output.dir", x->value, &dir)) {
+    if (!dir[0]) tsr_vat(v, x->value, "output.dir: expected a folder name, got an empty string");
+    else c->output.dir = tsr_vstrdup(v, dir);
+  }
+  if (!c->output.dir && c->name) {
+    size_t n = strlen(c->name) + 5;
+    c->output.dir = malloc(n);
+    if (c->output.dir) snprintf(c->output.dir, n, "out/%s", c->name);
+    else v->oom = 1;
+  }
+  long every;
+  if ((x = tsr_yaml_find(o, "monitor_every")) &&
+      tsr_vint(v, "output.monitor_every", x->value, &every)) {
+    if (every >= 1) c->output.monitor_every = (int)every;
+    else tsr_vat(v, x->value, "output.monitor_every: must be >= 1, got %ld", every);
+  }
+  int mode;
+  if ((x = tsr_yaml_find(o, "progress")) &&
+      tsr_vchoice(v, "output.progress", x->value, modes, 4, &mode))
+    c->output.progress = (tsr_progress_mode)mode;
+}

@@ -1,0 +1,379 @@
+/* io/case: a full case parses to the right values, overrides apply, and every kind of bad input
+ * is refused with a message naming where (FILE:LINE:COL or --set) and which key. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "io/case.h"
+
+static const char full_case[] =
+    "# a 2D wave on a strip, periodic in x\n"         /* 1 */
+    "model: wave\n"                                   /* 2 */
+    "grid:\n"                                         /* 3 */
+    "  cells: [32, 16]\n"                             /* 4 */
+    "  lo: [0, -1]\n"                                 /* 5 */
+    "  hi: [2, 1]\n"                                  /* 6 */
+    "  periodic: [true, false]\n"                     /* 7 */
+    "params:\n"                                       /* 8 */
+    "  amp: 0.5\n"                                    /* 9 */
+    "initial:\n"                                      /* 10 */
+    "  u: \"amp*sin(pi*x)\"\n"                        /* 11 */
+    "  v: 0\n"                                        /* 12 */
+    "source: {v: '0'}\n"                              /* 13 */
+    "boundary:\n"                                     /* 14 */
+    "  default: {type: neumann}\n"                    /* 15 */
+    "  ylo: {type: dirichlet, value: {u: 1, v: 0}}\n" /* 16 */
+    "time:\n"                                         /* 17 */
+    "  scheme: rk2\n"                                 /* 18 */
+    "  end: 0.5\n"                                    /* 19 */
+    "decomposition:\n"                                /* 20 */
+    "  partition: slabs\n"                            /* 21 */
+    "  weights: [1, 2.5]\n"                           /* 22 */
+    "output:\n"                                       /* 23 */
+    "  progress: lines\n";                            /* 24 */
+
+static tsr_case *load_ok(const char *name, const char *text, int n, char *const *set) {
+  tsr_case *c = NULL;
+  tsr_err err = tsr_case_load_string(name, text, n, set, &c);
+  if (err) fprintf(stderr, "unexpected error: %s\n", tsr_err_message());
+  assert_int_equal(err, TSR_OK);
+  assert_non_null(c);
+  return c;
+}
+
+static void test_full_case(void **state) {
+  (void)state;
+  tsr_case *c = load_ok("cases/wave2d.yaml", full_case, 0, NULL);
+  assert_string_equal(c->name, "wave2d");
+  assert_string_equal(c->text, full_case);
+  assert_int_equal(c->model, TSR_MODEL_WAVE);
+  assert_int_equal(c->ncomp, 2);
+  assert_int_equal(c->method, TSR_METHOD_EXPLICIT);
+  assert_int_equal(c->backend, TSR_BACKEND_AUTO);
+  assert_int_equal(c->dim, 2);
+  assert_int_equal(c->cells[0], 32);
+  assert_int_equal(c->cells[1], 16);
+  assert_int_equal(c->cells[2], 1);
+  assert_true(c->lo[1] == -1.0 && c->hi[0] == 2.0 && c->hi[2] == 1.0);
+  assert_int_equal(c->periodic[0], 1);
+  assert_int_equal(c->periodic[1], 0);
+
+  /* the model's params first, with defaults; then the case's own */
+  assert_int_equal(c->nparam, 2);
+  assert_string_equal(c->param_name[0], "c");
+  assert_true(c->param_value[0] == 1.0);
+  assert_int_equal(c->param_loc[0].line, 0);
+  assert_string_equal(c->param_name[1], "amp");
+  assert_true(tsr_case_param(c, "amp") == 0.5);
+  assert_int_equal(c->param_loc[1].line, 9);
+  assert_int_equal(c->param_loc[1].col, 8);
+
+  assert_string_equal(c->initial[0].text, "amp*sin(pi*x)");
+  assert_string_equal(c->initial[0].key, "initial.u");
+  assert_ptr_equal(c->initial[0].loc.file, c->path);
+  assert_int_equal(c->initial[0].loc.line, 11);
+  assert_int_equal(c->initial[0].loc.col, 7); /* past the quote */
+  char where[128];
+  assert_string_equal(tsr_case_loc_str(&c->initial[0].loc, where, sizeof where),
+                      "cases/wave2d.yaml:11:7");
+  assert_string_equal(tsr_case_loc_str(&c->param_loc[0], where, sizeof where), "(default)");
+  assert_string_equal(c->initial[1].text, "0");
+  assert_null(c->source[0].text);
+  assert_string_equal(c->source[1].text, "0");
+  assert_null(c->exact[0].text);
+
+  assert_int_equal(c->bc[0].type, TSR_BC_PERIODIC);
+  assert_int_equal(c->bc[1].type, TSR_BC_PERIODIC);
+  assert_int_equal(c->bc[2].type, TSR_BC_DIRICHLET);
+  assert_string_equal(c->bc[2].value[0].text, "1");
+  assert_string_equal(c->bc[2].value[0].key, "boundary.ylo.value.u");
+  assert_string_equal(c->bc[2].value[1].text, "0");
+  assert_int_equal(c->bc[3].type, TSR_BC_NEUMANN); /* from default */
+  assert_string_equal(c->bc[3].value[1].text, "0");
+
+  assert_int_equal(c->time.scheme, TSR_SCHEME_SSPRK2);
+  assert_int_equal(c->time.dt_auto, 1);
+  assert_true(c->time.cfl == 0.9);
+  assert_int_equal(c->time.has_end, 1);
+  assert_true(c->time.end == 0.5);
+  assert_int_equal(c->time.has_steps, 0);
+
+  assert_int_equal(c->decomp.partition, TSR_PART_SLABS);
+  assert_int_equal(c->decomp.nweights, 2);
+  assert_true(c->decomp.weights[1] == 2.5);
+  assert_int_equal(c->decomp.time_slices, 1);
+  assert_string_equal(c->output.dir, "out/wave2d");
+  assert_int_equal(c->output.monitor_every, 0);
+  assert_int_equal(c->output.progress, TSR_PROGRESS_LINES);
+  tsr_case_destroy(&c);
+  assert_null(c);
+  tsr_case_destroy(&c); /* accepts NULL */
+}
+
+static void test_3d_case(void **state) {
+  (void)state;
+  const char *text = "name: cube-1\n"
+                     "model: heat\n"
+                     "backend: host\n"
+                     "grid: {cells: [8, 8, 4], periodic: no}\n"
+                     "params: {kappa: 0.25}\n"
+                     "initial: {u: 1}\n"
+                     "exact: {u: exp(-t)}\n"
+                     "boundary:\n"
+                     "  zlo: {type: periodic}\n"
+                     "  zhi: {type: periodic}\n"
+                     "  xlo: {type: neumann, value: x*y}\n"
+                     "time: {scheme: rk4, dt: 1e-3, cfl: 1, steps: 10}\n"
+                     "decomposition: {ranks: [2, 1, 1]}\n"
+                     "output: {dir: results, monitor_every: 5}\n";
+  tsr_case *c = load_ok("heat.yaml", text, 0, NULL);
+  assert_string_equal(c->name, "cube-1");
+  assert_int_equal(c->backend, TSR_BACKEND_HOST);
+  assert_int_equal(c->dim, 3);
+  assert_int_equal(c->cells[2], 4);
+  assert_int_equal(c->periodic[2], 1); /* from the faces */
+  assert_int_equal(c->periodic[0], 0);
+  assert_true(tsr_case_param(c, "kappa") == 0.25);
+  assert_int_equal(c->nparam, 1);
+  assert_string_equal(c->exact[0].text, "exp(-t)");
+  assert_int_equal(c->bc[4].type, TSR_BC_PERIODIC);
+  assert_int_equal(c->bc[5].type, TSR_BC_PERIODIC);
+  assert_int_equal(c->bc[0].type, TSR_BC_NEUMANN);
+  assert_string_equal(c->bc[0].value[0].text, "x*y");
+  assert_string_equal(c->bc[0].value[0].key, "boundary.xlo.value");
+  assert_int_equal(c->bc[1].type, TSR_BC_DIRICHLET); /* no default: dirichlet 0 */
+  assert_string_equal(c->bc[1].value[0].text, "0");
+  assert_int_equal(c->time.scheme, TSR_SCHEME_RK4);
+  assert_int_equal(c->time.dt_auto, 0);
+  assert_true(c->time.dt == 1e-3 && c->time.cfl == 1.0);
+  assert_int_equal(c->time.has_steps, 1);
+  assert_int_equal(c->time.steps, 10);
+  assert_int_equal(c->decomp.partition, TSR_PART_GRID);
+  assert_int_equal(c->decomp.ranks[0], 2);
+  assert_string_equal(c->output.dir, "results");
+  assert_int_equal(c->output.monitor_every, 5);
+  assert_int_equal(tsr_case_face("zhi"), 5);
+  assert_int_equal(tsr_case_face("top"), -1);
+  tsr_case_destroy(&c);
+}
+
+static const char base[] = "model: heat\n"
+                           "grid: {cells: [16, 16]}\n"
+                           "initial: {u: sin(pi*x)}\n"
+                           "time: {end: 0.1}\n";
+
+static void test_overrides(void **state) {
+  (void)state;
+  char *set[] = {"time.end=0.5", "grid.cells=[64,64,8]", "initial.u=cos(pi*y)",
+                 "boundary.xlo.type=neumann", "decomposition.partition=slabs",
+                 "params.kappa=2", "grid.periodic=[false, true, false]"};
+  int n = (int)(sizeof set / sizeof *set);
+  tsr_case *plain = load_ok("base.yaml", base, 0, NULL);
+  tsr_case *c = load_ok("base.yaml", base, n, set);
+  assert_true(c->time.end == 0.5);
+  assert_int_equal(c->dim, 3);
+  assert_int_equal(c->cells[0], 64);
+  assert_int_equal(c->cells[2], 8);
+  assert_string_equal(c->initial[0].text, "cos(pi*y)");
+  assert_ptr_equal(c->initial[0].loc.file, c->overrides[2]);
+  assert_int_equal(c->initial[0].loc.line, 0);
+  assert_int_equal(c->initial[0].loc.col, 11); /* column of the value in the override */
+  char where[128];
+  assert_string_equal(tsr_case_loc_str(&c->initial[0].loc, where, sizeof where),
+                      "--set initial.u=cos(pi*y)");
+  assert_int_equal(c->bc[0].type, TSR_BC_NEUMANN); /* boundary: and xlo: created */
+  assert_string_equal(c->bc[0].value[0].text, "0");
+  assert_int_equal(c->bc[2].type, TSR_BC_PERIODIC);
+  assert_int_equal(c->decomp.partition, TSR_PART_SLABS);
+  assert_true(tsr_case_param(c, "kappa") == 2.0);
+  assert_ptr_equal(c->param_loc[0].file, c->overrides[5]);
+  assert_int_equal(c->noverride, n);
+  assert_string_equal(c->overrides[1], "grid.cells=[64,64,8]");
+  assert_true(c->hash != plain->hash);
+  tsr_case_destroy(&c);
+
+  /* the same overrides give the same hash; their order matters */
+  c = load_ok("base.yaml", base, n, set);
+  tsr_case *d = load_ok("base.yaml", base, 2, set);
+  char *swapped[] = {set[1], set[0]};
+  tsr_case *e = load_ok("base.yaml", base, 2, swapped);
+  assert_true(d->hash != e->hash && d->hash != c->hash && d->hash != plain->hash);
+  tsr_case_destroy(&c);
+  tsr_case_destroy(&d);
+  tsr_case_destroy(&e);
+  tsr_case_destroy(&plain);
+
+  /* a whole case from overrides alone */
+  char *all[] = {"model=heat", "grid.cells=[8,8]", "initial.u=0", "time.steps=3", "name=x"};
+  c = load_ok("empty.yaml", "", 5, all);
+  assert_int_equal(c->time.steps, 3);
+  assert_string_equal(c->output.dir, "out/x");
+  tsr_case_destroy(&c);
+}
+
+static void test_load_file(void **state) {
+  (void)state;
+  char path[] = "/tmp/tsr_case_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, base, sizeof base - 1), (ssize_t)(sizeof base - 1));
+  close(fd);
+  tsr_case *c = NULL;
+  assert_int_equal(tsr_case_load(path, 0, NULL, &c), TSR_OK);
+  assert_string_equal(c->path, path);
+  assert_string_equal(c->name, strrchr(path, '/') + 1);
+  assert_string_equal(c->text, base);
+  tsr_case_destroy(&c);
+  unlink(path);
+
+  assert_int_equal(tsr_case_load(path, 0, NULL, &c), TSR_ERR_IO);
+  assert_null(c);
+  assert_non_null(strstr(tsr_err_message(), "cannot read case file '/tmp/tsr_case_"));
+  assert_non_null(strstr(tsr_err_message(), "check the path"));
+  assert_int_equal(tsr_case_load("/tmp", 0, NULL, &c), TSR_ERR_IO);
+  assert_non_null(strstr(tsr_err_message(), "cannot read case file '/tmp': Is a directory"));
+}
+
+/* One bad input: the case text (lines named in the comments), up to three overrides, and up
+ * to three substrings the message must contain. */
+typedef struct {
+  const char *yaml;
+  const char *set[3];
+  const char *want[3];
+} bad_case;
+
+#define MODEL "model: heat\n"
+#define GRID "grid: {cells: [16, 16]}\n"
+#define INIT "initial: {u: sin(pi*x)}\n"
+#define TIME "time: {end: 0.1}\n"
+
+static const bad_case bad[] = {
+    /* YAML syntax and structure */
+    {MODEL "grid: {cells: [16, 16}\n", {0}, {"c.yaml:2:", "YAML syntax error: "}},
+    {MODEL "model: wave\n" GRID INIT TIME, {0}, {"c.yaml:2:1: duplicate key 'model'"}},
+    {MODEL "grid: &g {cells: [16, 16]}\n" INIT TIME, {0}, {"c.yaml:2:7: YAML anchors"}},
+    {"- model\n- heat\n", {0}, {"c.yaml:1:1: the case must be a map"}},
+    /* unknown keys */
+    {"modle: heat\n" GRID INIT TIME, {0},
+     {"c.yaml:1:1: unknown key 'modle' (did you mean 'model'?)"}},
+    {MODEL "grid: {cells: [16, 16], hj: [2, 2]}\n" INIT TIME, {0},
+     {"c.yaml:2:25: unknown key 'grid.hj' (did you mean 'grid.hi'?)"}},
+    {MODEL GRID INIT TIME "rebalance: {every: 5}\n", {0},
+     {"c.yaml:5:1: unknown key 'rebalance'; valid keys at the top level: name, model"}},
+    {MODEL GRID "initial: {u: 0, w: 1}\n" TIME, {0}, {"c.yaml:3:17: initial: unknown component 'w'"}},
+    /* types */
+    {MODEL GRID INIT "time: {end: abc}\n", {0}, {"c.yaml:4:13: time.end: expected a number, got 'abc'"}},
+    {MODEL "grid: {cells: [16, 1.5]}\n" INIT TIME, {0},
+     {"c.yaml:2:20: grid.cells[1]: expected an integer, got '1.5'"}},
+    {MODEL "grid: {cells: {x: 16}}\n" INIT TIME, {0}, {"c.yaml:2:15: grid.cells: expected a sequence"}},
+    {MODEL GRID INIT "time: {end: \"0.1\"}\n", {0}, {"c.yaml:4:13: time.end: expected a number", "remove the quotes"}},
+    {MODEL "grid: {cells: [16, 16], periodic: maybe}\n" INIT TIME, {0},
+     {"c.yaml:2:35: grid.periodic: expected true or false, got 'maybe'"}},
+    {MODEL GRID INIT "time: [0.1]\n", {0}, {"c.yaml:4:7: time: expected a map"}},
+    /* ranges */
+    {MODEL "grid: {cells: [0, 16]}\n" INIT TIME, {0}, {"c.yaml:2:16: grid.cells[0]: must be >= 1, got 0"}},
+    {MODEL "grid: {cells: [16, 16], lo: [0, 1], hi: [1, 1]}\n" INIT TIME, {0},
+     {"c.yaml:2:45: grid.hi[1]: must be > grid.lo[1] = 1, got 1"}},
+    {MODEL GRID "params: {kappa: -1}\n" INIT TIME, {0}, {"c.yaml:3:17: params.kappa: must be > 0, got -1"}},
+    {MODEL GRID INIT "time: {end: 0.1, cfl: 1.5}\n", {0}, {"c.yaml:4:23: time.cfl: must be in (0, 1], got 1.5"}},
+    {MODEL GRID INIT "time: {end: 0.1, dt: 0}\n", {0}, {"c.yaml:4:22: time.dt: must be > 0 (or auto), got 0"}},
+    {MODEL GRID INIT "time: {end: -2}\n", {0}, {"c.yaml:4:13: time.end: must be > 0, got -2"}},
+    /* missing pieces */
+    {GRID INIT TIME, {0}, {"c.yaml:1:1: model: missing; give one of heat, advection_diffusion"}},
+    {MODEL INIT TIME, {0}, {"c.yaml:1:1: grid: missing"}},
+    {MODEL GRID INIT, {0}, {"c.yaml:1:1: time: missing"}},
+    {"model: wave\n" GRID INIT TIME, {0}, {"c.yaml:3:1: initial: missing 'v' (model wave has components u, v)"}},
+    {MODEL GRID INIT "time: {end: 0.1, steps: 10}\n", {0},
+     {"c.yaml:4:8: time: give either time.end or time.steps, not both"}},
+    {MODEL GRID INIT "time: {scheme: rk3}\n", {0}, {"c.yaml:4:1: time: missing time.end or time.steps"}},
+    /* model and grid shape */
+    {"model: haet\n" GRID INIT TIME, {0}, {"c.yaml:1:8: model: unknown value 'haet' (did you mean 'heat'?)"}},
+    {MODEL "grid: {cells: [4, 4, 4, 4]}\n" INIT TIME, {0},
+     {"c.yaml:2:15: grid.cells: expected 2 or 3 positive integers, got 4 values"}},
+    {MODEL "grid: {cells: [4, 4], lo: [0, 0, 0]}\n" INIT TIME, {0},
+     {"c.yaml:2:27: grid.lo: expected 2 numbers (one per axis of grid.cells), got 3"}},
+    {MODEL GRID INIT TIME "time_slices: 2\n", {0}, {"c.yaml:5:1: unknown key 'time_slices'"}},
+    /* boundaries */
+    {MODEL GRID INIT TIME "boundary: {zlo: {type: neumann}}\n", {0},
+     {"c.yaml:5:12: boundary.zlo: z faces exist only in 3D"}},
+    {MODEL "grid: {cells: [8, 8], periodic: true}\n" INIT TIME "boundary: {xlo: {type: dirichlet}}\n",
+     {0}, {"c.yaml:5:12: boundary.xlo: type dirichlet on axis x", "grid.periodic"}},
+    {MODEL GRID INIT TIME "boundary:\n  xlo: {type: neumann}\n  xhi: {type: periodic}\n", {0},
+     {"c.yaml:7:3: boundary.xhi: type periodic needs the opposite face xlo periodic too"}},
+    {MODEL GRID INIT TIME "boundary: {default: {type: periodic}}\n", {0},
+     {"c.yaml:5:12: boundary.default: type periodic cannot be a default"}},
+    {MODEL GRID INIT TIME "boundary: {ylo: {type: robin}}\n", {0},
+     {"c.yaml:5:24: boundary.ylo.type: unknown value 'robin'"}},
+    {MODEL GRID INIT TIME "boundary: {ylo: {type: periodic, value: 1}, yhi: {type: periodic}}\n", {0},
+     {"c.yaml:5:34: boundary.ylo.value: a periodic face takes no value"}},
+    {"model: wave\n" GRID "initial: {u: 0, v: 0}\n" TIME "boundary: {xlo: {type: dirichlet, value: {u: 1}}}\n",
+     {0}, {"c.yaml:5:35: boundary.xlo.value: missing 'v'"}},
+    /* params */
+    {MODEL GRID "params: {pi: 3}\n" INIT TIME, {0}, {"c.yaml:3:10: params.pi: 'pi' is a constant in expressions"}},
+    {MODEL GRID "params: {sin: 3}\n" INIT TIME, {0}, {"c.yaml:3:10: params.sin: 'sin' is a function"}},
+    {MODEL GRID "params: {2x: 3}\n" INIT TIME, {0}, {"c.yaml:3:10: params.2x: '2x' is not a valid name"}},
+    {MODEL GRID "params: {a: b}\n" INIT TIME, {0}, {"c.yaml:3:13: params.a: expected a number, got 'b'"}},
+    /* not in this version */
+    {MODEL "method: pinn\n" GRID INIT TIME, {0}, {"c.yaml:2:9: method: pinn is not available in this version"}},
+    {MODEL "backend: cuda\n" GRID INIT TIME, {0},
+     {"c.yaml:2:10: backend: backend cuda is not available in this build yet; use host or auto"}},
+    {MODEL GRID INIT TIME "decomposition: {time_slices: 4}\n", {0},
+     {"c.yaml:5:30: decomposition.time_slices: time_slices > 1 (parareal) is not available"}},
+    {MODEL GRID INIT TIME "decomposition: {partition: rcb, ranks: [2, 2]}\n", {0},
+     {"c.yaml:5:33: decomposition.ranks: gives a grid partition, but decomposition.partition says rcb"}},
+    {MODEL GRID INIT TIME "decomposition: {ranks: [2, 2], weights: [1, 1, 1, 1]}\n", {0},
+     {"c.yaml:5:32: decomposition.weights: only used with partition rcb or slabs"}},
+    {MODEL GRID INIT TIME "output: {progress: bars}\n", {0},
+     {"c.yaml:5:20: output.progress: unknown value 'bars' (did you mean 'bar'?)"}},
+    {"name: my case\n" MODEL GRID INIT TIME, {0}, {"c.yaml:1:7: name: 'my case' has characters"}},
+    /* overrides */
+    {MODEL GRID INIT TIME, {"time.end"}, {"--set time.end: expected KEY=VALUE"}},
+    {MODEL GRID INIT TIME, {"=3"}, {"--set =3: empty key before '='"}},
+    {MODEL GRID INIT TIME, {"time..end=3"}, {"--set time..end=3: time..end: empty part"}},
+    {MODEL GRID INIT TIME, {"time.end.x=1"}, {"--set time.end.x=1: cannot set time.end.x: time.end is a single value"}},
+    {MODEL GRID INIT TIME, {"time.end=abc"}, {"--set time.end=abc: time.end: expected a number, got 'abc'"}},
+    {MODEL GRID INIT TIME, {"grid.cells=[64, x]"}, {"--set grid.cells=[64, x]: grid.cells[1]: expected an integer, got 'x'"}},
+    {MODEL GRID INIT TIME, {"modle=wave"}, {"--set modle=wave: unknown key 'modle' (did you mean 'model'?)"}},
+    /* several problems at once, in file order, overrides last */
+    {"model: heat\ngrid: {cells: [0, 16]}\n" INIT "time: {end: 0.1, cfl: 2}\n", {"time.steps=0.5"},
+     {"c.yaml:2:16: grid.cells[0]: must be >= 1, got 0\nc.yaml:4:8: time: give either time.end or "
+      "time.steps, not both\n",
+      "\nc.yaml:4:23: time.cfl: must be in (0, 1], got 2\n",
+      "--set time.steps=0.5: time.steps: expected an integer, got '0.5'"}},
+};
+
+static void test_bad_inputs(void **state) {
+  (void)state;
+  int nbad = (int)(sizeof bad / sizeof *bad);
+  for (int i = 0; i < nbad; ++i) {
+    int n = 0;
+    while (n < 3 && bad[i].set[n]) ++n;
+    tsr_case *c = (tsr_case *)&c; /* must come back NULL */
+    tsr_err err = tsr_case_load_string("c.yaml", bad[i].yaml, n, (char *const *)bad[i].set, &c);
+    const char *msg = tsr_err_message();
+    if (getenv("TSR_TEST_VERBOSE")) printf("#%d\n%s\n", i, msg);
+    int ok = err == TSR_ERR_INPUT && c == NULL;
+    for (int k = 0; k < 3 && bad[i].want[k]; ++k) ok = ok && strstr(msg, bad[i].want[k]);
+    if (!ok)
+      fail_msg("bad input #%d (code %d)\n--- case:\n%s--- message:\n%s\n--- wanted:\n%s", i,
+               (int)err, bad[i].yaml, msg, bad[i].want[0]);
+  }
+  assert_true(nbad >= 25);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_full_case), cmocka_unit_test(test_3d_case),
+      cmocka_unit_test(test_overrides), cmocka_unit_test(test_load_file),
+      cmocka_unit_test(test_bad_inputs),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
