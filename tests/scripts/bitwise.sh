@@ -3,7 +3,7 @@
 # runs on 2, 3 and 4 ranks with every partitioner must give identical final fields (h5diff
 # with no tolerance compares values exactly).
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for case in "$TESSERA_SOURCE"/tests/cases/bw_*.yaml; do

@@ -65,14 +65,16 @@ static void heat_second_order_in_space(void **state) {
 }
 
 /* Time error alone: compare with the exact solution of the semi-discrete system, whose decay
- * rate for one Fourier mode on a periodic grid of N cells is kappa 4 sin^2(pi/N) N^2. */
+ * rate for one Fourier mode on a periodic grid of N cells is kappa 4 sin^2(pi/N) N^2. The grid
+ * is small so that even the fastest mode (rate 4 kappa N^2, fed by round-off) stays inside
+ * every scheme's stability region at the largest dt. */
 static void time_order(int scheme_order, const char *scheme, double min_order) {
   double e[3];
   int steps[3] = {8, 16, 32};
   for (int i = 0; i < 3; ++i) {
     tsr_run_result r = run_text(
-        "model: heat\ngrid: {cells: [16, 16], periodic: [true, true]}\n"
-        "params: {kappa: 0.1, N: 16}\n"
+        "model: heat\ngrid: {cells: [8, 1], periodic: [true, true]}\n"
+        "params: {kappa: 0.05, N: 8}\n"
         "initial: {u: \"sin(2*pi*x)\"}\n"
         "time: {scheme: %s, dt: %.17g, steps: %d}\n"
         "exact: {u: \"exp(-kappa*4*pow(sin(pi/N), 2)*N*N*t)*sin(2*pi*x)\"}\n",
@@ -87,7 +89,7 @@ static void time_order(int scheme_order, const char *scheme, double min_order) {
 static void rk4_fourth_order_in_time(void **state) { time_order(4, "rk4", 3.9); }
 static void ssp_rk3_third_order_in_time(void **state) { time_order(3, "ssp_rk3", 2.9); }
 static void ssp_rk2_second_order_in_time(void **state) { time_order(2, "ssp_rk2", 1.9); }
-static void euler_first_order_in_time(void **state) { time_order(1, "euler", 0.95); }
+static void euler_first_order_in_time(void **state) { time_order(1, "euler", 0.9); }
 
 static void heat3d_manufactured(void **state) {
   double e[3];
