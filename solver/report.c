@@ -85,11 +85,7 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
 }
 
 tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
-  tsr_part_opts po = {0};
-  po.kind = c->decomp.partition;
-  po.min_width = tsr_models[c->model].ghost;
-  for (int d = 0; d < 3; ++d) po.grid[d] = c->decomp.ranks[d] > 0 ? c->decomp.ranks[d] : 1;
-  po.weights = c->decomp.nweights ? c->decomp.weights : NULL;
+  tsr_part_opts po = tsr_run_part_opts(c);
   TSR_CHECK(!c->decomp.nweights || c->decomp.nweights == nranks, TSR_ERR_INPUT,
             "%s: decomposition.weights: %d weights given for %d ranks; give one per rank",
             c->path, c->decomp.nweights, nranks);

@@ -253,7 +253,7 @@ static void ctx_free(tsr_run_ctx *x) {
   for (int q = 0; q < TSR_MAX_COMP; ++q) tsr_expr_destroy(&x->src_expr[q]);
 }
 
-static tsr_part_opts part_opts(const tsr_case *c) {
+tsr_part_opts tsr_run_part_opts(const tsr_case *c) {
   tsr_part_opts po = {0};
   po.kind = c->decomp.partition;
   po.min_width = tsr_models[c->model].ghost;
@@ -270,7 +270,7 @@ static tsr_err setup(tsr_run_ctx *x) {
                        "%s: decomposition.weights: %d weights given but the run has %d ranks; "
                        "give one weight per rank",
                        c->path, c->decomp.nweights, x->size);
-  tsr_part_opts po = part_opts(c);
+  tsr_part_opts po = tsr_run_part_opts(c);
   TSR_CALL(tsr_partition(c->dim, c->cells, c->periodic, x->size, &po, &x->layout));
   int b = tsr_layout_box_of(&x->layout, x->rank);
   TSR_CHECK(b >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);

@@ -39,6 +39,9 @@ typedef struct {
   int created_dir;
 } tsr_run_ctx;
 
+/* The partitioner options the case asks for. */
+tsr_part_opts tsr_run_part_opts(const tsr_case *c);
+
 /* Writes report.json into the output directory (rank 0 only). */
 tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const double *phase_max,
                          const double *phase_mean);

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The command line: help, version, usage errors, progress lines, the report and the XDMF.
+set -u
+. "$(dirname "$0")/lib.bash"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if "$TESSERA_BIN" --help | grep -q "usage: tessera run"; then pass "--help prints usage"; else failure "--help"; fi
+if "$TESSERA_BIN" --version | grep -qE "^tessera [0-9]+\.[0-9]+\.[0-9]+$"; then pass "--version"; else failure "--version"; fi
+if "$TESSERA_BIN" >/dev/null 2>&1; then failure "no arguments exits 0"; else pass "no arguments: usage, non-zero exit"; fi
+cat >"$work/c.yaml" <<'YAML'
+model: heat
+grid: {cells: [24, 20]}
+initial: {u: "sin(pi*x)*sin(pi*y)"}
+time: {scheme: rk4, end: 0.01}
+exact: {u: "exp(-2*pi*pi*t)*sin(pi*x)*sin(pi*y)"}
+output: {monitor_every: 10, progress: lines}
+YAML
+if log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/c.yaml" --out "$work/o" 2>&1); then
+  pass "run on 2 ranks"
+else
+  echo "$log"; failure "run on 2 ranks"
+fi
+# progress lines: step, t, dt, min/max/L2 per field, the error, cells/s
+if grep -qE '^step [0-9]+/[0-9]+ t=.* dt=.* \| u min=.* max=.* L2=.* errL2=.* errLinf=.* \| .* cells/s$' <<<"$log"; then
+  pass "progress lines carry step, t, dt, norms, errors and cells/s"
+else
+  echo "$log"; failure "progress line format"
+fi
+nlines=$(grep -c '^step ' <<<"$log")
+steps=$(grep -o '"steps": [0-9]*' "$work/o/report.json" | grep -o '[0-9]*$')
+want=$(( steps / 10 + 1 + (steps % 10 != 0) ))
+if [ "$nlines" -eq "$want" ]; then pass "monitor_every 10: $nlines lines for $steps steps"; else failure "monitor lines: $nlines, want $want"; fi
+for key in '"case": "c"' '"case_hash": "' '"tessera_version"' '"ranks": 2' '"boxes"' '"final_time": 0.01' \
+           '"wall_time"' '"cells_per_second"' '"halo_wait"' '"error_l2"' '"error_linf"'; do
+  if grep -qF "$key" "$work/o/report.json"; then pass "report.json has $key"; else failure "report.json lacks $key"; fi
+done
+for attr in lo hi cells time step tessera_version; do
+  if h5dump -a "/$attr" "$work/o/final.h5" >/dev/null 2>&1; then pass "final.h5 attribute $attr"; else failure "final.h5 lacks attribute $attr"; fi
+done
+if grep -q 'Dimensions="20 24"' "$work/o/final.xmf" && grep -q 'final.h5:/fields/u' "$work/o/final.xmf"; then
+  pass "final.xmf describes the 20 x 24 field in final.h5"
+else
+  cat "$work/o/final.xmf"; failure "final.xmf"
+fi
+# --set takes effect and is validated like the file
+if "$MPIEXEC" -n 1 "$TESSERA_BIN" run "$work/c.yaml" --out "$work/o2" --set time.end=0.002 --set grid.cells=[12,10] >/dev/null 2>&1 &&
+   grep -q '"final_time": 0.002' "$work/o2/report.json" && grep -q '"cells": 120' "$work/o2/report.json"; then
+  pass "--set overrides time.end and grid.cells"
+else
+  failure "--set overrides"
+fi
+finish
