@@ -3,13 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_field **out) {
-  *out = NULL;
-  TSR_CHECK(dim == 2 || dim == 3, TSR_ERR_INTERNAL, "field dimension %d is not 2 or 3", dim);
-  TSR_CHECK(ncomp >= 1 && ghost >= 0 && !tsr_box_empty(box), TSR_ERR_INTERNAL,
-            "bad field shape (ncomp %d, ghost %d)", ncomp, ghost);
-  tsr_field *f;
-  TSR_ALLOC(f, 1, "a field");
+#ifdef TSR_HAVE_CUDA
+tsr_err tsr_field_device_alloc(tsr_field *f); /* field_cuda.c */
+void tsr_field_device_free(tsr_field *f);
+#endif
+
+/* The shape of a field over box, without its data. */
+static void shape(tsr_field *f, int dim, const tsr_box *box, int ghost, int ncomp) {
   f->dim = dim;
   f->ncomp = ncomp;
   f->ghost = ghost;
@@ -18,6 +18,39 @@ tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_
   f->sy = tsr_box_len(&f->gbox, 0);
   f->sz = f->sy * tsr_box_len(&f->gbox, 1);
   f->scomp = f->sz * tsr_box_len(&f->gbox, 2);
+}
+
+tsr_err tsr_field_create_in(int dim, const tsr_box *box, int ghost, int ncomp, tsr_mem mem,
+                            tsr_field **out) {
+  if (mem == TSR_MEM_HOST) return tsr_field_create(dim, box, ghost, ncomp, out);
+  *out = NULL;
+#ifdef TSR_HAVE_CUDA
+  TSR_CHECK(dim == 2 || dim == 3, TSR_ERR_INTERNAL, "field dimension %d is not 2 or 3", dim);
+  tsr_field *f;
+  TSR_ALLOC(f, 1, "a field");
+  shape(f, dim, box, ghost, ncomp);
+  f->mem = TSR_MEM_DEVICE;
+  tsr_err err = tsr_field_device_alloc(f);
+  if (err) {
+    free(f);
+    return err;
+  }
+  *out = f;
+  return TSR_OK;
+#else
+  return tsr_err_set(TSR_ERR_UNSUPPORTED, __FILE__, __LINE__,
+                     "device fields need a build with CUDA (TESSERA_ENABLE_CUDA=ON)");
+#endif
+}
+
+tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_field **out) {
+  *out = NULL;
+  TSR_CHECK(dim == 2 || dim == 3, TSR_ERR_INTERNAL, "field dimension %d is not 2 or 3", dim);
+  TSR_CHECK(ncomp >= 1 && ghost >= 0 && !tsr_box_empty(box), TSR_ERR_INTERNAL,
+            "bad field shape (ncomp %d, ghost %d)", ncomp, ghost);
+  tsr_field *f;
+  TSR_ALLOC(f, 1, "a field");
+  shape(f, dim, box, ghost, ncomp);
   f->mem = TSR_MEM_HOST;
   /* aligned so that rows vectorise; calloc'ed zeros make unused ghost corners deterministic */
   size_t bytes = (size_t)ncomp * (size_t)f->scomp * sizeof(double);
@@ -35,7 +68,11 @@ tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_
 
 void tsr_field_destroy(tsr_field **f) {
   if (!f || !*f) return;
-  free((*f)->data);
+#ifdef TSR_HAVE_CUDA
+  if ((*f)->mem == TSR_MEM_DEVICE) tsr_field_device_free(*f);
+  else
+#endif
+    free((*f)->data);
   free(*f);
   *f = NULL;
 }

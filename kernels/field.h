@@ -22,9 +22,15 @@ typedef struct {
   double *data;     /* ncomp * scomp elements, owned by the field, zero-initialised */
 } tsr_field;
 
-/* Allocates a field over box (host memory; the CUDA backend adds device fields). The caller
- * destroys it with tsr_field_destroy. Errors: TSR_ERR_MEMORY. */
+/* Allocates a zeroed field over box in host memory. The caller destroys it with
+ * tsr_field_destroy. Errors: TSR_ERR_MEMORY. */
 tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_field **field);
+
+/* As tsr_field_create, in the given memory space (TSR_MEM_DEVICE: cudaMalloc on the current
+ * device, zeroed). Errors: TSR_ERR_MEMORY, TSR_ERR_CUDA, TSR_ERR_UNSUPPORTED (device memory in
+ * a build without CUDA). */
+tsr_err tsr_field_create_in(int dim, const tsr_box *box, int ghost, int ncomp, tsr_mem mem,
+                            tsr_field **field);
 
 /* Frees the field and sets *field to NULL; accepts NULL. */
 void tsr_field_destroy(tsr_field **field);
@@ -35,7 +41,8 @@ static inline ptrdiff_t tsr_field_at(const tsr_field *f, int c, int i, int j, in
          (ptrdiff_t)(j - f->gbox.lo[1]) * f->sy + (ptrdiff_t)(i - f->gbox.lo[0]);
 }
 
-/* Copies the cells of region (inside both gboxes) of every component from src to dst. */
+/* Copies the cells of region (inside both gboxes) of every component from src to dst (host
+ * fields). */
 void tsr_field_copy_box(tsr_field *dst, const tsr_field *src, const tsr_box *region);
 
 #endif

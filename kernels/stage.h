@@ -27,4 +27,15 @@ void tsr_stage_coef_init(tsr_cell_coef *k, int model, const double *p, const dou
 void tsr_stage_host(const tsr_stage_desc *s, const tsr_box *region, const tsr_field *in,
                     const tsr_field *base, tsr_field *acc, const tsr_field *src, tsr_field *out);
 
+#ifdef TSR_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+/* As tsr_stage_host, for device fields, launched on stream (asynchronous). The per-cell
+ * arithmetic is the same source and order as the host's, so results are bitwise equal.
+ * Errors: TSR_ERR_CUDA (launch), TSR_ERR_STATE (a host field). */
+tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *region, const tsr_field *in,
+                       const tsr_field *base, tsr_field *acc, const tsr_field *src,
+                       tsr_field *out, cudaStream_t stream);
+#endif
+
 #endif

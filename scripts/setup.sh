@@ -28,5 +28,6 @@ cmake --build build -j"$jobs"
 # Open MPI refuses root and more ranks than cores unless told; CI runs as root on 2 cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 if [ "${1:-}" = "--test" ]; then
-  ctest --test-dir build --output-on-failure -j"$jobs" --timeout 1200
+  # GPU tests (label gpu) need GPUs: they run on the GPU machines (README, "GPUs").
+  ctest --test-dir build --output-on-failure -j"$jobs" --timeout 1200 -LE gpu
 fi

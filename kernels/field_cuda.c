@@ -1,0 +1,35 @@
+/* Device memory for fields (CUDA runtime, called from C). */
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda_util.h"
+#include "kernels/field.h"
+
+tsr_err tsr_field_device_alloc(tsr_field *f);
+void tsr_field_device_free(tsr_field *f);
+
+tsr_err tsr_field_device_alloc(tsr_field *f) {
+  size_t bytes = (size_t)f->ncomp * (size_t)f->scomp * sizeof(double);
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    int dev = -1;
+    size_t freeb = 0, total = 0;
+    cudaGetDevice(&dev);
+    cudaMemGetInfo(&freeb, &total);
+    return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                       "out of GPU memory on device %d: a field needs %.1f MiB, %.1f MiB free of "
+                       "%.1f MiB; use more GPUs or a smaller grid",
+                       dev, bytes / 1048576.0, freeb / 1048576.0, total / 1048576.0);
+  }
+  TSR_CUDA(e);
+  /* zeroed like host fields, so ghost corners no stencil writes stay deterministic */
+  TSR_CUDA(cudaMemset(p, 0, bytes));
+  f->data = p;
+  return TSR_OK;
+}
+
+void tsr_field_device_free(tsr_field *f) {
+  if (f->data) cudaFree(f->data);
+  f->data = NULL;
+}
