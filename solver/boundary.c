@@ -1,17 +1,14 @@
 #include "solver/boundary.h"
 
 #include <math.h>
-#include <mpi.h>
 #include <stdlib.h>
 
 #include "io/case_expr.h"
 #include "io/expr.h"
+#include "kernels/models/boundary_cell.h"
 
 typedef struct {
-  int face, axis, side;
-  tsr_bc_type type;
-  int t1, t2;                 /* the two tangential axes */
-  int n1, n2;                 /* their lengths on this box (1 for unused axes) */
+  tsr_bc_face info;
   tsr_expr *expr[TSR_MAX_COMP];
   double *val;                /* ncomp * n1 * n2 values at the face centres */
   int timed;                  /* some expression depends on t */
@@ -58,15 +55,16 @@ tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, int ghost, tsr_bc *
     if (c->periodic[d]) continue;
     if (side == 0 ? box->lo[d] != 0 : box->hi[d] != c->cells[d]) continue;
     face_bc *fb = &bc->face[bc->nface++];
-    fb->face = f;
-    fb->axis = d;
-    fb->side = side;
-    fb->type = c->bc[f].type;
-    fb->t1 = (d + 1) % 3;
-    fb->t2 = (d + 2) % 3;
-    fb->n1 = tsr_box_len(box, fb->t1);
-    fb->n2 = tsr_box_len(box, fb->t2);
-    fb->val = malloc(sizeof(double) * (size_t)c->ncomp * fb->n1 * fb->n2);
+    tsr_bc_face *fi = &fb->info;
+    fi->axis = d;
+    fi->side = side;
+    fi->type = c->bc[f].type == TSR_BC_NEUMANN ? TSR_GHOST_NEUMANN : TSR_GHOST_DIRICHLET;
+    fi->t1 = (d + 1) % 3;
+    fi->t2 = (d + 2) % 3;
+    fi->n1 = tsr_box_len(box, fi->t1);
+    fi->n2 = tsr_box_len(box, fi->t2);
+    fi->h = bc->h[d];
+    fb->val = malloc(sizeof(double) * (size_t)c->ncomp * fi->n1 * fi->n2);
     if (!fb->val) {
       tsr_bc_destroy(&bc);
       return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for boundary values");
@@ -88,19 +86,22 @@ tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, int ghost, tsr_bc *
 
 int tsr_bc_nfaces(const tsr_bc *bc) { return bc->nface; }
 
+const tsr_bc_face *tsr_bc_face_info(const tsr_bc *bc, int i) { return &bc->face[i].info; }
+
 static void evaluate(tsr_bc *bc, face_bc *fb, double t) {
   const tsr_case *c = bc->c;
-  int d = fb->axis;
+  const tsr_bc_face *fi = &fb->info;
+  int d = fi->axis;
   double xyz[3];
-  xyz[d] = d < c->dim ? (fb->side == 0 ? c->lo[d] : c->hi[d]) : 0.0;
-  size_t n = (size_t)fb->n1 * fb->n2;
+  xyz[d] = d < c->dim ? (fi->side == 0 ? c->lo[d] : c->hi[d]) : 0.0;
+  size_t n = (size_t)fi->n1 * fi->n2;
   for (int q = 0; q < c->ncomp; ++q) {
     double *v = fb->val + q * n;
-    for (int b = 0; b < fb->n2; ++b)
-      for (int a = 0; a < fb->n1; ++a) {
-        xyz[fb->t1] = tsr_cell_center(c, fb->t1, bc->box.lo[fb->t1] + a);
-        xyz[fb->t2] = tsr_cell_center(c, fb->t2, bc->box.lo[fb->t2] + b);
-        v[(size_t)b * fb->n1 + a] =
+    for (int b = 0; b < fi->n2; ++b)
+      for (int a = 0; a < fi->n1; ++a) {
+        xyz[fi->t1] = tsr_cell_center(c, fi->t1, bc->box.lo[fi->t1] + a);
+        xyz[fi->t2] = tsr_cell_center(c, fi->t2, bc->box.lo[fi->t2] + b);
+        v[(size_t)b * fi->n1 + a] =
             fb->expr[q] ? tsr_expr_eval(fb->expr[q], xyz[0], xyz[1], xyz[2], t) : 0.0;
       }
   }
@@ -108,39 +109,40 @@ static void evaluate(tsr_bc *bc, face_bc *fb, double t) {
   fb->at = t;
 }
 
-static double wall(void) { return MPI_Wtime(); }
+const double *tsr_bc_values(tsr_bc *bc, int i, double t, int *fresh) {
+  face_bc *fb = &bc->face[i];
+  *fresh = 0;
+  if (!fb->valid || (fb->timed && fb->at != t)) {
+    evaluate(bc, fb, t);
+    *fresh = 1;
+  }
+  return fb->val;
+}
 
-double tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t) {
-  double spent = 0.0;
+void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t) {
   for (int i = 0; i < bc->nface; ++i) {
-    face_bc *fb = &bc->face[i];
-    if (!fb->valid || (fb->timed && fb->at != t)) {
-      double t0 = wall();
-      evaluate(bc, fb, t);
-      spent += wall() - t0;
-    }
-    int d = fb->axis;
-    size_t n = (size_t)fb->n1 * fb->n2;
-    double h = bc->h[d];
+    int fresh;
+    const double *val = tsr_bc_values(bc, i, t, &fresh);
+    const tsr_bc_face *fi = &bc->face[i].info;
+    int d = fi->axis;
+    size_t n = (size_t)fi->n1 * fi->n2;
     for (int q = 0; q < bc->ncomp; ++q) {
-      const double *v = fb->val + q * n;
-      for (int b = 0; b < fb->n2; ++b)
-        for (int a = 0; a < fb->n1; ++a) {
+      const double *v = val + q * n;
+      for (int b = 0; b < fi->n2; ++b)
+        for (int a = 0; a < fi->n1; ++a) {
           int idx[3];
-          idx[fb->t1] = bc->box.lo[fb->t1] + a;
-          idx[fb->t2] = bc->box.lo[fb->t2] + b;
-          double g = v[(size_t)b * fb->n1 + a];
+          idx[fi->t1] = bc->box.lo[fi->t1] + a;
+          idx[fi->t2] = bc->box.lo[fi->t2] + b;
+          double g = v[(size_t)b * fi->n1 + a];
           for (int l = 1; l <= bc->ghost; ++l) {
             int gi[3] = {idx[0], idx[1], idx[2]}, mi[3] = {idx[0], idx[1], idx[2]};
-            gi[d] = fb->side == 0 ? bc->box.lo[d] - l : bc->box.hi[d] - 1 + l;
-            mi[d] = fb->side == 0 ? bc->box.lo[d] + l - 1 : bc->box.hi[d] - l;
+            gi[d] = fi->side == 0 ? bc->box.lo[d] - l : bc->box.hi[d] - 1 + l;
+            mi[d] = fi->side == 0 ? bc->box.lo[d] + l - 1 : bc->box.hi[d] - l;
             double m = f->data[tsr_field_at(f, q, mi[0], mi[1], mi[2])];
-            double gv = fb->type == TSR_BC_DIRICHLET ? 2.0 * g - m
-                                                     : m + (double)(2 * l - 1) * h * g;
-            f->data[tsr_field_at(f, q, gi[0], gi[1], gi[2])] = gv;
+            f->data[tsr_field_at(f, q, gi[0], gi[1], gi[2])] =
+                tsr_ghost_value(fi->type, g, m, l, fi->h);
           }
         }
     }
   }
-  return spent;
 }

@@ -16,12 +16,28 @@ typedef struct tsr_bc tsr_bc;
  * tsr_bc_destroy. Errors: TSR_ERR_INPUT (expression), TSR_ERR_MEMORY. */
 tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, int ghost, tsr_bc **bc);
 
-/* Fills the boundary ghost layers of f (all components) for time t. Returns the seconds spent
- * evaluating expressions (0 when all values are cached). */
-double tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t);
+/* Fills the boundary ghost layers of the host field f (all components) for time t. */
+void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t);
 
 /* Number of this rank's faces on the physical boundary. */
 int tsr_bc_nfaces(const tsr_bc *bc);
+
+/* One face of this rank on the physical boundary: its ghost cells are the layers beyond the
+ * box on `axis` (side 0: below lo, 1: above hi) over the box's cells on the tangential axes
+ * t1, t2 (n1 x n2 values per component, t1 fastest). */
+typedef struct {
+  int axis, side, type; /* type: TSR_GHOST_DIRICHLET or TSR_GHOST_NEUMANN */
+  int t1, t2, n1, n2;
+  double h;             /* cell size along axis */
+} tsr_bc_face;
+
+/* Face i (0 <= i < tsr_bc_nfaces). Borrowed. */
+const tsr_bc_face *tsr_bc_face_info(const tsr_bc *bc, int i);
+
+/* The values of face i at time t (host memory, ncomp x n2 x n1, borrowed until the next call),
+ * evaluated only when they depend on t and t changed. *fresh is 1 when they were (re)evaluated
+ * by this call, so a device copy needs refreshing. */
+const double *tsr_bc_values(tsr_bc *bc, int i, double t, int *fresh);
 
 /* Frees and sets *bc to NULL; accepts NULL. */
 void tsr_bc_destroy(tsr_bc **bc);
