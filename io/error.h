@@ -9,6 +9,10 @@
 
 #include <stdarg.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
   TSR_OK = 0,
   TSR_ERR_INPUT,       /* bad case file, flag, override or checkpoint: the user fixes input */
@@ -65,5 +69,9 @@ const char *tsr_err_name(tsr_err code);
                          "out of memory allocating %zu bytes for %s", tsr_n_ * sizeof(*(ptr)), \
                          (what));                                                              \
   } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 #include "decomp/box.h"
 #include "io/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { TSR_MEM_HOST = 0, TSR_MEM_DEVICE } tsr_mem;
 
 typedef struct {
@@ -44,5 +48,9 @@ static inline ptrdiff_t tsr_field_at(const tsr_field *f, int c, int i, int j, in
 /* Copies the cells of region (inside both gboxes) of every component from src to dst (host
  * fields). */
 void tsr_field_copy_box(tsr_field *dst, const tsr_field *src, const tsr_box *region);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

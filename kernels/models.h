@@ -4,6 +4,10 @@
 #ifndef TSR_MODELS_H
 #define TSR_MODELS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TSR_MAX_COMP 4
 #define TSR_MAX_MODEL_PARAMS 8
 
@@ -44,5 +48,9 @@ const tsr_model_info *tsr_model_find(const char *name);
 /* The largest stable forward-Euler-like time step of the explicit scheme for these parameter
  * values (in the model's param order) and cell sizes h[0..dim-1]; before the cfl factor. */
 double tsr_model_dt_limit(tsr_model_id id, const double *param, const double h[3], int dim);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

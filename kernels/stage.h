@@ -7,6 +7,14 @@
 #include "kernels/field.h"
 #include "kernels/models/all.h"
 
+#ifdef TSR_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
   int model;            /* tsr_model_id */
   int ncomp;
@@ -28,7 +36,6 @@ void tsr_stage_host(const tsr_stage_desc *s, const tsr_box *region, const tsr_fi
                     const tsr_field *base, tsr_field *acc, const tsr_field *src, tsr_field *out);
 
 #ifdef TSR_HAVE_CUDA
-#include <cuda_runtime_api.h>
 
 /* As tsr_stage_host, for device fields, launched on stream (asynchronous). The per-cell
  * arithmetic is the same source and order as the host's, so results are bitwise equal.
@@ -36,6 +43,10 @@ void tsr_stage_host(const tsr_stage_desc *s, const tsr_box *region, const tsr_fi
 tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *region, const tsr_field *in,
                        const tsr_field *base, tsr_field *acc, const tsr_field *src,
                        tsr_field *out, cudaStream_t stream);
+#endif
+
+#ifdef __cplusplus
+}
 #endif
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "io/case.h"
 #include "kernels/field.h"
+#include "kernels/models/boundary_cell.h"
 
 typedef struct tsr_bc tsr_bc;
 
@@ -21,15 +22,6 @@ void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t);
 
 /* Number of this rank's faces on the physical boundary. */
 int tsr_bc_nfaces(const tsr_bc *bc);
-
-/* One face of this rank on the physical boundary: its ghost cells are the layers beyond the
- * box on `axis` (side 0: below lo, 1: above hi) over the box's cells on the tangential axes
- * t1, t2 (n1 x n2 values per component, t1 fastest). */
-typedef struct {
-  int axis, side, type; /* type: TSR_GHOST_DIRICHLET or TSR_GHOST_NEUMANN */
-  int t1, t2, n1, n2;
-  double h;             /* cell size along axis */
-} tsr_bc_face;
 
 /* Face i (0 <= i < tsr_bc_nfaces). Borrowed. */
 const tsr_bc_face *tsr_bc_face_info(const tsr_bc *bc, int i);

@@ -37,23 +37,24 @@ tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err) {
   return (tsr_err)code;
 }
 
-/* Fills the owned cells of component q of f (or of a plain box buffer when f is NULL) with
- * expression e at time t. */
-static void eval_owned(const tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int q, double *buf,
-                       double t) {
+/* Evaluates expression e at time t on the owned cells into x->scratch (x fastest). */
+static void eval_owned(const tsr_run_ctx *x, tsr_expr *e, double t) {
   const tsr_box *b = &x->box;
   int nx = tsr_box_len(b, 0);
-  double *xs = malloc(sizeof(double) * 3 * (size_t)nx), *ys = xs + nx, *zs = ys + nx;
+  double *xs = x->coords, *ys = xs + nx, *zs = ys + nx, *row = x->scratch;
   for (int i = 0; i < nx; ++i) xs[i] = tsr_cell_center(x->c, 0, b->lo[0] + i);
   for (int k = b->lo[2]; k < b->hi[2]; ++k)
-    for (int j = b->lo[1]; j < b->hi[1]; ++j) {
+    for (int j = b->lo[1]; j < b->hi[1]; ++j, row += nx) {
       double yv = tsr_cell_center(x->c, 1, j), zv = tsr_cell_center(x->c, 2, k);
       for (int i = 0; i < nx; ++i) { ys[i] = yv; zs[i] = zv; }
-      double *row = f ? f->data + tsr_field_at(f, q, b->lo[0], j, k)
-                      : buf + ((int64_t)(k - b->lo[2]) * tsr_box_len(b, 1) + (j - b->lo[1])) * nx;
       tsr_expr_eval_many(e, (size_t)nx, xs, ys, zs, t, row);
     }
-  free(xs);
+}
+
+/* Component q of f (in the backend's memory) from expression e at time t. */
+static tsr_err load_expr(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int q, double t) {
+  eval_owned(x, e, t);
+  return x->be->upload(x, f, q, x->scratch);
 }
 
 /* The cells of box whose stencil reads no ghost cell, and the shell around them as at most
@@ -83,7 +84,7 @@ static tsr_err source_eval(tsr_run_ctx *x, double t) {
   if (!x->src || (x->src_valid && (!x->src_timed || x->src_at == t))) return TSR_OK;
   double t0 = MPI_Wtime();
   for (int q = 0; q < x->c->ncomp; ++q)
-    if (x->src_expr[q]) eval_owned(x, x->src_expr[q], x->src, q, NULL, t);
+    if (x->src_expr[q]) TSR_CALL(load_expr(x, x->src_expr[q], x->src, q, t));
   x->src_valid = 1;
   x->src_at = t;
   x->phase[PH_SOURCE] += MPI_Wtime() - t0;
@@ -91,25 +92,30 @@ static tsr_err source_eval(tsr_run_ctx *x, double t) {
 }
 
 static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
+  const tsr_backend_ops *be = x->be;
   const tsr_scheme_plan *sp = &x->scheme;
   tsr_field *in = x->slot[sp->stage[s].in], *out = x->slot[sp->stage[s].out];
   double ts = t + sp->stage[s].c * x->dt;
   double t0 = MPI_Wtime();
-  tsr_bc_fill(x->bc, in, ts);
-  x->phase[PH_BOUNDARY] += MPI_Wtime() - t0;
-  TSR_CALL(tsr_halo_begin(x->halo, in));
+  TSR_CALL(be->boundary(x, in, ts));
+  double t1 = MPI_Wtime();
+  TSR_CALL(be->halo_begin(x, in));
   TSR_CALL(source_eval(x, ts));
   tsr_stage_desc d = x->desc;
   d.kind = sp->stage[s].kind;
   tsr_box interior, shell[6];
   int nshell = split_shell(&x->box, x->c->dim, x->ghost, &interior, shell);
   double t2 = MPI_Wtime();
-  tsr_stage_host(&d, &interior, in, x->slot[TSR_SLOT_U], x->acc, x->src, out);
+  TSR_CALL(be->stage(x, &d, &interior, in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
   double t3 = MPI_Wtime();
-  TSR_CALL(tsr_halo_end(x->halo, in));
+  TSR_CALL(be->halo_end(x, in));
   double t4 = MPI_Wtime();
-  for (int i = 0; i < nshell; ++i) tsr_stage_host(&d, &shell[i], in, x->slot[TSR_SLOT_U], x->acc, x->src, out);
+  for (int i = 0; i < nshell; ++i)
+    TSR_CALL(be->stage(x, &d, &shell[i], in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
   double t5 = MPI_Wtime();
+  /* on an asynchronous backend these are the host's issue times, and the step loop's total
+   * (synchronised at every monitor) is the figure to read */
+  x->phase[PH_BOUNDARY] += t1 - t0;
   x->phase[PH_COMPUTE] += (t3 - t2) + (t5 - t4);
   x->phase[PH_HALO_WAIT] += t4 - t3;
   return TSR_OK;
@@ -125,48 +131,24 @@ typedef struct {
 static tsr_err monitor(tsr_run_ctx *x, double t, tsr_expr **exact, norms *nm) {
   double t0 = MPI_Wtime();
   const tsr_case *c = x->c;
-  const tsr_field *u = x->slot[TSR_SLOT_U];
-  const tsr_box *b = &x->box;
-  int64_t n = tsr_box_cells(b);
   int nc = c->ncomp;
-  double *ex = NULL;
   nm->has_exact = 0;
-  for (int q = 0; q < nc; ++q) nm->has_exact |= exact[q] != NULL;
-  if (nm->has_exact) {
-    ex = malloc(sizeof(double) * (size_t)n);
-    TSR_CHECK(ex, TSR_ERR_MEMORY, "out of memory for the exact solution");
-  }
-  double lmin[TSR_MAX_COMP], lmax[TSR_MAX_COMP], lsum[2 * TSR_MAX_COMP + TSR_MAX_COMP], lemax[TSR_MAX_COMP];
+  for (int q = 0; q < nc; ++q)
+    if (exact[q]) {
+      TSR_CALL(load_expr(x, exact[q], x->exact, q, t));
+      nm->has_exact = 1;
+    }
+  double lmin[TSR_MAX_COMP], lmax[TSR_MAX_COMP], lemax[TSR_MAX_COMP], lsum[3 * TSR_MAX_COMP];
   for (int q = 0; q < nc; ++q) {
-    if (exact[q]) eval_owned(x, exact[q], NULL, 0, ex, t);
-    double mn = HUGE_VAL, mx = -HUGE_VAL, s = 0.0, sq = 0.0, es = 0.0, em = 0.0;
-    int64_t at = 0;
-    int nonfinite = 0;
-    for (int k = b->lo[2]; k < b->hi[2]; ++k)
-      for (int j = b->lo[1]; j < b->hi[1]; ++j) {
-        const double *row = u->data + tsr_field_at(u, q, b->lo[0], j, k);
-        for (int i = 0; i < tsr_box_len(b, 0); ++i, ++at) {
-          double v = row[i];
-          if (!isfinite(v)) nonfinite = 1;
-          mn = v < mn ? v : mn;
-          mx = v > mx ? v : mx;
-          s += v;
-          sq += v * v;
-          if (exact[q]) {
-            double e = fabs(v - ex[at]);
-            es += e * e;
-            em = e > em ? e : em;
-          }
-        }
-      }
-    lmin[q] = nonfinite ? -HUGE_VAL : mn;
-    lmax[q] = nonfinite ? HUGE_VAL : mx;
-    lsum[3 * q] = s;
-    lsum[3 * q + 1] = sq;
-    lsum[3 * q + 2] = es;
-    lemax[q] = nonfinite ? HUGE_VAL : em;
+    double v[TSR_NNORM];
+    TSR_CALL(x->be->norms(x, x->slot[TSR_SLOT_U], exact[q] ? x->exact : NULL, q, v));
+    lmin[q] = v[TSR_NORM_MIN];
+    lmax[q] = v[TSR_NORM_MAX];
+    lemax[q] = v[TSR_NORM_EMAX];
+    lsum[3 * q] = v[TSR_NORM_SUM];
+    lsum[3 * q + 1] = v[TSR_NORM_SQ];
+    lsum[3 * q + 2] = v[TSR_NORM_ESQ];
   }
-  free(ex);
   double gsum[3 * TSR_MAX_COMP];
   MPI_Allreduce(lmin, nm->min, nc, MPI_DOUBLE, MPI_MIN, x->comm);
   MPI_Allreduce(lmax, nm->max, nc, MPI_DOUBLE, MPI_MAX, x->comm);
@@ -243,7 +225,10 @@ static tsr_err prepare_outdir(tsr_run_ctx *x) {
 }
 
 static void ctx_free(tsr_run_ctx *x) {
-  tsr_halo_destroy(&x->halo);
+  if (x->be_ready) x->be->teardown(x);
+  tsr_field_destroy(&x->exact);
+  free(x->scratch);
+  free(x->coords);
   tsr_halo_plan_free(&x->plan);
   tsr_layout_free(&x->layout);
   for (int s = 0; s < TSR_NSLOT; ++s) tsr_field_destroy(&x->slot[s]);
@@ -276,11 +261,20 @@ static tsr_err setup(tsr_run_ctx *x) {
   TSR_CHECK(b >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
   x->box = x->layout.boxes[b];
   TSR_CALL(tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan));
-  TSR_CALL(tsr_halo_create(&x->plan, x->comm, c->ncomp, &x->halo));
+  TSR_CALL(x->be->setup(x));
+  x->be_ready = 1;
   x->scheme = tsr_integrate_plan(c->time.scheme);
+  tsr_mem mem = x->be->mem;
   for (int s = 0; s < TSR_NSLOT; ++s)
-    TSR_CALL(tsr_field_create(c->dim, &x->box, x->ghost, c->ncomp, &x->slot[s]));
-  if (x->scheme.uses_acc) TSR_CALL(tsr_field_create(c->dim, &x->box, x->ghost, c->ncomp, &x->acc));
+    TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->slot[s]));
+  if (x->scheme.uses_acc)
+    TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->acc));
+  int any_exact = 0;
+  for (int q = 0; q < c->ncomp; ++q) any_exact |= c->exact[q].text != NULL;
+  if (any_exact)
+    TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->exact));
+  TSR_ALLOC(x->scratch, tsr_box_cells(&x->box), "expression values");
+  TSR_ALLOC(x->coords, 3 * tsr_box_len(&x->box, 0), "cell coordinates");
   int any_src = 0;
   for (int q = 0; q < c->ncomp; ++q)
     if (c->source[q].text) {
@@ -288,7 +282,7 @@ static tsr_err setup(tsr_run_ctx *x) {
       any_src = 1;
       if (tsr_expr_depends_on_time(x->src_expr[q])) x->src_timed = 1;
     }
-  if (any_src) TSR_CALL(tsr_field_create(c->dim, &x->box, x->ghost, c->ncomp, &x->src));
+  if (any_src) TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->src));
   TSR_CALL(tsr_bc_create(c, &x->box, x->ghost, &x->bc));
   x->cellvol = 1.0;
   for (int d = 0; d < 3; ++d) {
@@ -308,8 +302,9 @@ static tsr_err initial(tsr_run_ctx *x) {
   for (int q = 0; q < x->c->ncomp; ++q) {
     tsr_expr *e = NULL;
     TSR_CALL(tsr_case_compile(x->c, &x->c->initial[q], &e));
-    eval_owned(x, e, x->slot[TSR_SLOT_U], q, NULL, 0.0);
+    tsr_err err = load_expr(x, e, x->slot[TSR_SLOT_U], q, 0.0);
     tsr_expr_destroy(&e);
+    TSR_CALL(err);
   }
   x->phase[PH_INIT] += MPI_Wtime() - t0;
   return TSR_OK;
@@ -318,21 +313,18 @@ static tsr_err initial(tsr_run_ctx *x) {
 static tsr_err write_final(tsr_run_ctx *x, double t) {
   double t0 = MPI_Wtime();
   const tsr_case *c = x->c;
-  const tsr_field *u = x->slot[TSR_SLOT_U];
   int64_t n = tsr_box_cells(&x->box);
   double *buf = malloc(sizeof(double) * (size_t)(n * c->ncomp));
   tsr_err err = buf ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for output");
-  TSR_CALL(tsr_run_agree(x->comm, err));
   const double *data[TSR_MAX_COMP];
-  for (int q = 0; q < c->ncomp; ++q) {
-    double *dst = buf + q * n;
-    data[q] = dst;
-    for (int k = x->box.lo[2]; k < x->box.hi[2]; ++k)
-      for (int j = x->box.lo[1]; j < x->box.hi[1]; ++j) {
-        memcpy(dst, u->data + tsr_field_at(u, q, x->box.lo[0], j, k),
-               sizeof(double) * (size_t)tsr_box_len(&x->box, 0));
-        dst += tsr_box_len(&x->box, 0);
-      }
+  for (int q = 0; q < c->ncomp && !err; ++q) {
+    data[q] = buf + q * n;
+    err = x->be->download(x, x->slot[TSR_SLOT_U], q, buf + q * n);
+  }
+  err = tsr_run_agree(x->comm, err);
+  if (err) {
+    free(buf);
+    return err;
   }
   tsr_grid_meta meta = {c->dim, {c->cells[0], c->cells[1], c->cells[2]},
                         {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t,
@@ -386,6 +378,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res, tsr_expr **exact) {
                   c->path, (long long)(step + 1), t, x->dt, x->dt_stable);
     }
   }
+  TSR_CALL(x->be->sync(x));
   tsr_progress_finish(&pg);
   res->wall = MPI_Wtime() - start;
   res->steps = x->nsteps;
@@ -435,6 +428,7 @@ tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_
   x.opts = opts ? *opts : tsr_run_opts_default();
   x.out_dir = x.opts.out_dir ? x.opts.out_dir : c->output.dir;
   x.comm = comm;
+  x.be = &tsr_backend_host;
   MPI_Comm_rank(comm, &x.rank);
   MPI_Comm_size(comm, &x.size);
   memset(res, 0, sizeof *res);

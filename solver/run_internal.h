@@ -5,6 +5,7 @@
 #include "decomp/halo.h"
 #include "io/expr.h"
 #include "kernels/stage.h"
+#include "solver/backend.h"
 #include "solver/boundary.h"
 #include "solver/integrate.h"
 #include "solver/run.h"
@@ -13,8 +14,11 @@ enum { PH_SETUP, PH_INIT, PH_COMPUTE, PH_HALO_WAIT, PH_BOUNDARY, PH_SOURCE, PH_M
        PH_OUTPUT, PH_COUNT };
 extern const char *const tsr_run_phase_names[PH_COUNT];
 
-typedef struct {
+typedef struct tsr_run_ctx {
   const tsr_case *c;
+  const tsr_backend_ops *be;
+  void *be_state;       /* the backend's own (streams, communicators, device buffers) */
+  int be_ready;         /* setup succeeded: teardown is due */
   tsr_run_opts opts;
   const char *out_dir;
   MPI_Comm comm;
@@ -26,6 +30,9 @@ typedef struct {
   tsr_halo *halo;
   tsr_field *slot[TSR_NSLOT];
   tsr_field *acc, *src;
+  tsr_field *exact;     /* exact solution at the monitor's time, when the case gives one */
+  double *scratch;      /* owned cells of one component, host: expression values */
+  double *coords;       /* 3 x (cells along x): coordinates of one row */
   tsr_bc *bc;
   tsr_expr *src_expr[TSR_MAX_COMP];
   int src_timed, src_valid;

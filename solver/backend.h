@@ -1,0 +1,49 @@
+/* Backends of the run driver: where the fields live and how a stage, the physical boundary,
+ * the halo exchange, expression values and the monitors' reductions run there. The host
+ * backend uses loops (OpenMP) and MPI; the CUDA backend kernels on streams and NCCL. Both call
+ * the same per-cell functions (kernels/models/), so their fields agree bit for bit where the
+ * case's expressions are evaluated the same way. Private to solver/. */
+#ifndef TSR_BACKEND_H
+#define TSR_BACKEND_H
+
+#include "io/error.h"
+#include "kernels/field.h"
+#include "kernels/reduce.h"
+#include "kernels/stage.h"
+
+struct tsr_run_ctx;
+
+
+typedef struct tsr_backend_ops {
+  const char *name; /* "host", "cuda" */
+  tsr_mem mem;      /* where its fields live */
+  /* After the layout and halo plan exist: device, streams, communicators, halo exchange. */
+  tsr_err (*setup)(struct tsr_run_ctx *x);
+  void (*teardown)(struct tsr_run_ctx *x);
+  /* Ghost layers of the physical boundary of f at time t. */
+  tsr_err (*boundary)(struct tsr_run_ctx *x, tsr_field *f, double t);
+  /* Split-phase halo exchange of f, ordered after the work that wrote f's owned cells and
+   * before any stage issued after halo_end. */
+  tsr_err (*halo_begin)(struct tsr_run_ctx *x, tsr_field *f);
+  tsr_err (*halo_end)(struct tsr_run_ctx *x, tsr_field *f);
+  /* One stage over region (see tsr_stage_host). */
+  tsr_err (*stage)(struct tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *region,
+                   const tsr_field *in, const tsr_field *base, tsr_field *acc,
+                   const tsr_field *src, tsr_field *out);
+  /* Owned cells of component comp of f from / to a host array (x fastest, tsr_box_cells). */
+  tsr_err (*upload)(struct tsr_run_ctx *x, tsr_field *f, int comp, const double *owned);
+  tsr_err (*download)(struct tsr_run_ctx *x, const tsr_field *f, int comp, double *owned);
+  /* This rank's norms of component comp of u (and its error against exact, when not NULL),
+   * into out[TSR_NNORM]; waits for the result. A non-finite value makes min -inf, max +inf. */
+  tsr_err (*norms)(struct tsr_run_ctx *x, const tsr_field *u, const tsr_field *exact, int comp,
+                   double *out);
+  /* Waits for all work issued so far. */
+  tsr_err (*sync)(struct tsr_run_ctx *x);
+} tsr_backend_ops;
+
+extern const tsr_backend_ops tsr_backend_host;
+#ifdef TSR_HAVE_CUDA
+extern const tsr_backend_ops tsr_backend_cuda;
+#endif
+
+#endif

@@ -1,0 +1,83 @@
+/* The host backend: OpenMP loops over host fields, MPI halo exchange. */
+#include <math.h>
+#include <string.h>
+
+#include "solver/backend.h"
+#include "solver/run_internal.h"
+
+static tsr_err setup(tsr_run_ctx *x) {
+  return tsr_halo_create(&x->plan, x->comm, x->c->ncomp, &x->halo);
+}
+
+static void teardown(tsr_run_ctx *x) { tsr_halo_destroy(&x->halo); }
+
+static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
+  tsr_bc_fill(x->bc, f, t);
+  return TSR_OK;
+}
+
+static tsr_err halo_begin(tsr_run_ctx *x, tsr_field *f) { return tsr_halo_begin(x->halo, f); }
+static tsr_err halo_end(tsr_run_ctx *x, tsr_field *f) { return tsr_halo_end(x->halo, f); }
+
+static tsr_err stage(tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *region,
+                     const tsr_field *in, const tsr_field *base, tsr_field *acc,
+                     const tsr_field *src, tsr_field *out) {
+  tsr_stage_host(d, region, in, base, acc, src, out);
+  return TSR_OK;
+}
+
+static tsr_err upload(tsr_run_ctx *x, tsr_field *f, int comp, const double *owned) {
+  const tsr_box *b = &f->box;
+  size_t nx = (size_t)tsr_box_len(b, 0);
+  for (int k = b->lo[2]; k < b->hi[2]; ++k)
+    for (int j = b->lo[1]; j < b->hi[1]; ++j, owned += nx)
+      memcpy(f->data + tsr_field_at(f, comp, b->lo[0], j, k), owned, nx * sizeof(double));
+  return TSR_OK;
+}
+
+static tsr_err download(tsr_run_ctx *x, const tsr_field *f, int comp, double *owned) {
+  const tsr_box *b = &f->box;
+  size_t nx = (size_t)tsr_box_len(b, 0);
+  for (int k = b->lo[2]; k < b->hi[2]; ++k)
+    for (int j = b->lo[1]; j < b->hi[1]; ++j, owned += nx)
+      memcpy(owned, f->data + tsr_field_at(f, comp, b->lo[0], j, k), nx * sizeof(double));
+  return TSR_OK;
+}
+
+static tsr_err norms(tsr_run_ctx *x, const tsr_field *u, const tsr_field *exact, int q,
+                     double *out) {
+  const tsr_box *b = &u->box;
+  double mn = HUGE_VAL, mx = -HUGE_VAL, s = 0.0, sq = 0.0, es = 0.0, em = 0.0;
+  int nonfinite = 0;
+  for (int k = b->lo[2]; k < b->hi[2]; ++k)
+    for (int j = b->lo[1]; j < b->hi[1]; ++j) {
+      const double *row = u->data + tsr_field_at(u, q, b->lo[0], j, k);
+      const double *ex = exact ? exact->data + tsr_field_at(exact, q, b->lo[0], j, k) : NULL;
+      for (int i = 0; i < tsr_box_len(b, 0); ++i) {
+        double v = row[i];
+        if (!isfinite(v)) nonfinite = 1;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        s += v;
+        sq += v * v;
+        if (ex) {
+          double e = fabs(v - ex[i]);
+          es += e * e;
+          em = e > em ? e : em;
+        }
+      }
+    }
+  out[TSR_NORM_MIN] = nonfinite ? -HUGE_VAL : mn;
+  out[TSR_NORM_MAX] = nonfinite ? HUGE_VAL : mx;
+  out[TSR_NORM_SUM] = s;
+  out[TSR_NORM_SQ] = sq;
+  out[TSR_NORM_ESQ] = es;
+  out[TSR_NORM_EMAX] = nonfinite ? HUGE_VAL : em;
+  return TSR_OK;
+}
+
+static tsr_err sync(tsr_run_ctx *x) { return TSR_OK; }
+
+const tsr_backend_ops tsr_backend_host = {"host",     TSR_MEM_HOST, setup,    teardown,
+                                          boundary,   halo_begin,   halo_end, stage,
+                                          upload,     download,     norms,    sync};
