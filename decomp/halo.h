@@ -43,29 +43,84 @@ tsr_err tsr_halo_plan_build(const tsr_layout *layout, int rank, int ghost, tsr_h
 /* Releases the plan's arrays; safe on a zeroed plan. */
 void tsr_halo_plan_free(tsr_halo_plan *plan);
 
-/* The exchange engine over a plan for fields of ncomp components (host backend: MPI). */
+/* The exchange engine over a plan for fields of ncomp components. One handle type, two
+ * backends: tsr_halo_create gives the host backend (MPI point-to-point on host fields),
+ * tsr_halo_create_nccl the device backend (pack kernels and NCCL on device fields). Both
+ * produce bitwise the same ghosts. Misuse (a second begin, an end without begin or on another
+ * field, a field that does not match the plan or lives in the other memory space) returns
+ * TSR_ERR_STATE and changes nothing. */
 typedef struct tsr_halo tsr_halo;
 
-/* Creates an exchange for fields with this plan's box and ghost width and ncomp components.
- * Borrows plan and comm (both must outlive the exchange); allocates the buffers once.
- * Collective: no. Destroy with tsr_halo_destroy. Errors: TSR_ERR_MEMORY. */
+/* Creates a host (MPI) exchange for host fields with this plan's box and ghost width and
+ * ncomp components. Borrows plan and comm (both must outlive the exchange); allocates the
+ * buffers once. Collective: no. Streams: none. Destroy with tsr_halo_destroy.
+ * Errors: TSR_ERR_MEMORY; TSR_ERR_UNSUPPORTED when a message exceeds MPI's int count. */
 tsr_err tsr_halo_create(const tsr_halo_plan *plan, MPI_Comm comm, int ncomp, tsr_halo **halo);
 
-/* Packs the field's owned cells and posts the non-blocking sends and receives; self-copies
- * (periodic images onto this rank) are done here. The field must not be written until
- * tsr_halo_end returns; the owned interior may be read. Errors: TSR_ERR_STATE when an
- * exchange is already in flight or the field does not match the plan; TSR_ERR_MPI. */
+/* Packs the field's owned cells and starts the exchange; returns without waiting for it.
+ * MPI backend: posts non-blocking receives and sends; self-copies (periodic images onto
+ * this rank) are done here. NCCL backend: equivalent to tsr_halo_begin_after(halo, field,
+ * cudaStreamLegacy): packing waits for all work issued before the call to the legacy default
+ * stream and to every blocking stream (not to streams created with cudaStreamNonBlocking;
+ * use tsr_halo_begin_after for those). The host does not wait for the device.
+ * The field must not be written until tsr_halo_end returns; the owned interior may be read.
+ * Collective: no, but every peer must begin the matching exchange (NCCL: in the same order
+ * of exchanges on every rank). Errors: TSR_ERR_STATE (misuse, see above); TSR_ERR_MPI;
+ * TSR_ERR_CUDA, TSR_ERR_NCCL. Matching call: tsr_halo_end. */
 tsr_err tsr_halo_begin(tsr_halo *halo, tsr_field *field);
 
-/* Waits for the exchange started by tsr_halo_begin on the same field and unpacks the ghost
- * cells. Errors: TSR_ERR_STATE when no exchange is in flight or the field differs;
- * TSR_ERR_MPI. */
+/* Finishes the exchange started on the same field and unpacks the ghost cells; when it
+ * returns, the ghosts hold the peers' values. MPI backend: waits for the messages. NCCL
+ * backend: unpacks on the communication stream and waits on the host until that stream has
+ * finished (polling NCCL for asynchronous errors meanwhile), so any later work on any stream
+ * sees the ghosts. After an error the exchange is idle (what was in flight is abandoned).
+ * Errors: TSR_ERR_STATE when no exchange is in flight or the field differs; TSR_ERR_MPI;
+ * TSR_ERR_CUDA, TSR_ERR_NCCL. */
 tsr_err tsr_halo_end(tsr_halo *halo, tsr_field *field);
 
 /* Bytes this rank sends per exchange (all peers, self-copies excluded). */
 int64_t tsr_halo_bytes_sent(const tsr_halo_plan *plan, int ncomp, int elem_size);
 
-/* Frees the buffers and sets *halo to NULL; accepts NULL. An exchange in flight is waited for. */
+/* Frees the buffers and sets *halo to NULL; accepts NULL. An exchange in flight is waited for
+ * (MPI: its messages; NCCL: all work on the communication stream, so the peers must have
+ * begun the matching exchange). */
 void tsr_halo_destroy(tsr_halo **halo);
+
+#ifdef TSR_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+/* Creates a device (NCCL) exchange for device fields with this plan's box and ghost width and
+ * ncomp components. Plan ranks are ranks of nccl (the rank of the plan must be this
+ * communicator's rank). Borrows plan, nccl and comm_stream (all must outlive the exchange);
+ * allocates per peer a device send and receive buffer and uploads the segment lists once, on
+ * the current device, which must be nccl's device. All kernels and NCCL calls of the exchange
+ * run on comm_stream (a non-blocking, high-priority stream is the intended choice, so that the
+ * exchange overtakes interior work). Collective: no. Streams: synchronous uploads (the device
+ * is idle with respect to this exchange when it returns). Destroy with tsr_halo_destroy.
+ * Errors: TSR_ERR_MEMORY (host or device), TSR_ERR_CUDA, TSR_ERR_NCCL; TSR_ERR_STATE when the
+ * current device is not nccl's or the plan's rank or peers are not ranks of nccl. */
+tsr_err tsr_halo_create_nccl(const tsr_halo_plan *plan, ncclComm_t nccl, int ncomp,
+                             cudaStream_t comm_stream, tsr_halo **halo);
+
+/* tsr_halo_begin for overlap: records an event on producer, makes the communication stream
+ * wait for it, then enqueues the pack kernels and one NCCL group of sends and receives on the
+ * communication stream. So packing reads the owned cells only after all work issued to
+ * producer before this call (the kernel that wrote them); the host returns at once. Work
+ * issued to producer afterwards runs concurrently with the exchange: it may read the owned
+ * cells but must not write the field, nor read its ghosts, until ordered after
+ * tsr_halo_end_before. producer may be the communication stream itself (no event then) or
+ * cudaStreamLegacy. NCCL exchanges only. Errors: as tsr_halo_begin, and TSR_ERR_STATE on an
+ * MPI exchange. Matching call: tsr_halo_end_before (or tsr_halo_end). */
+tsr_err tsr_halo_begin_after(tsr_halo *halo, tsr_field *field, cudaStream_t producer);
+
+/* tsr_halo_end for overlap: enqueues the unpack kernels on the communication stream, records
+ * an event there and makes consumer wait for it, so work issued to consumer after this call
+ * (the shell update) sees the ghosts. No host synchronisation: the host returns at once and
+ * the exchange is idle (a next begin is ordered after this unpack by the communication
+ * stream). Errors: as tsr_halo_end (asynchronous NCCL failures show at a later end or
+ * synchronisation), and TSR_ERR_STATE on an MPI exchange. */
+tsr_err tsr_halo_end_before(tsr_halo *halo, tsr_field *field, cudaStream_t consumer);
+#endif
 
 #endif

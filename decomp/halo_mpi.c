@@ -4,11 +4,10 @@
  * order; per segment each component; cells x-fastest), so one message per peer and direction.
  * Receives are posted before any send is packed, so a peer's data never waits for a buffer.
  *
- * Seam for the GPU backend: moving data between a field and a peer buffer is done only by
- * pack_peer and unpack_peer, and the message traffic only by post_recvs / post_sends /
- * wait_all. The NCCL backend (a .cu) keeps this state machine and replaces those with pack
- * and unpack kernels and ncclSend/ncclRecv inside one ncclGroupStart/End. */
-#include "decomp/halo.h"
+ * The misuse checks and the in-flight state live in halo.c; this file only moves data. The
+ * NCCL backend (halo_nccl_cuda.c) mirrors it with pack/unpack kernels (kernels/pack.cu) and
+ * ncclSend/ncclRecv inside one ncclGroupStart/End. */
+#include "decomp/halo_impl.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -18,15 +17,19 @@
  * per exchange, and MPI keeps messages of a pair in order. */
 #define TSR_HALO_TAG 7301
 
-struct tsr_halo {
-  const tsr_halo_plan *plan; /* borrowed */
-  MPI_Comm comm;             /* borrowed */
-  int ncomp;
+typedef struct {
+  tsr_halo base;               /* first, so that a tsr_halo * is a halo_mpi * */
+  MPI_Comm comm;               /* borrowed */
   double **sendbuf, **recvbuf; /* per peer; self peers use only sendbuf */
   MPI_Request *reqs;           /* receives first, then sends */
   int nreq;
-  tsr_field *active; /* the field of the exchange in flight, NULL when idle */
-};
+} halo_mpi;
+
+static tsr_err mpi_begin(tsr_halo *base, tsr_field *f);
+static tsr_err mpi_end(tsr_halo *base, tsr_field *f);
+static void mpi_destroy(tsr_halo *base);
+
+static const tsr_halo_ops mpi_ops = {"MPI", TSR_MEM_HOST, mpi_begin, mpi_end, mpi_destroy};
 
 /* Turns a failed MPI call into TSR_ERR_MPI naming the call, the peer and this rank. */
 static tsr_err mpi_fail(int rc, const char *call, int peer, int rank) {
@@ -78,11 +81,12 @@ tsr_err tsr_halo_create(const tsr_halo_plan *plan, MPI_Comm comm, int ncomp, tsr
               "rank %d: the halo message to rank %d has %lld values, more than MPI's int count; "
               "use more ranks", plan->rank, p->peer, (long long)(most * ncomp));
   }
-  tsr_halo *h;
+  halo_mpi *h;
   TSR_ALLOC(h, 1, "a halo exchange");
-  h->plan = plan;
+  h->base.ops = &mpi_ops;
+  h->base.plan = plan;
+  h->base.ncomp = ncomp;
   h->comm = comm;
-  h->ncomp = ncomp;
   int n = plan->npeer;
   h->sendbuf = calloc((size_t)n + 1, sizeof *h->sendbuf);
   h->recvbuf = calloc((size_t)n + 1, sizeof *h->recvbuf);
@@ -98,31 +102,16 @@ tsr_err tsr_halo_create(const tsr_halo_plan *plan, MPI_Comm comm, int ncomp, tsr
     }
   }
   if (!ok) {
-    tsr_halo_destroy(&h);
+    mpi_destroy(&h->base);
     return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
                        "out of memory allocating halo buffers for %d peers", n);
   }
-  *out = h;
-  return TSR_OK;
-}
-
-static tsr_err check_field(const tsr_halo *h, const tsr_field *f) {
-  const tsr_halo_plan *p = h->plan;
-  TSR_CHECK(f != NULL, TSR_ERR_STATE, "rank %d: halo exchange on a NULL field", p->rank);
-  TSR_CHECK(tsr_box_equal(&f->box, &p->owned) && f->ghost == p->ghost && f->ncomp == h->ncomp,
-            TSR_ERR_STATE,
-            "rank %d: the field (box [%d,%d)x[%d,%d)x[%d,%d), ghost %d, %d components) does "
-            "not match the halo exchange (box [%d,%d)x[%d,%d)x[%d,%d), ghost %d, %d components)",
-            p->rank, f->box.lo[0], f->box.hi[0], f->box.lo[1], f->box.hi[1], f->box.lo[2],
-            f->box.hi[2], f->ghost, f->ncomp, p->owned.lo[0], p->owned.hi[0], p->owned.lo[1],
-            p->owned.hi[1], p->owned.lo[2], p->owned.hi[2], p->ghost, h->ncomp);
-  TSR_CHECK(f->mem == TSR_MEM_HOST, TSR_ERR_STATE,
-            "rank %d: the MPI halo exchange needs a host field", p->rank);
+  *out = &h->base;
   return TSR_OK;
 }
 
 /* Drops requests already posted when begin fails half-way, so nothing refers to the buffers. */
-static void abandon(tsr_halo *h) {
+static void abandon(halo_mpi *h) {
   for (int i = 0; i < h->nreq; ++i) {
     if (h->reqs[i] == MPI_REQUEST_NULL) continue;
     MPI_Cancel(&h->reqs[i]);
@@ -131,12 +120,12 @@ static void abandon(tsr_halo *h) {
   h->nreq = 0;
 }
 
-static tsr_err post_recvs(tsr_halo *h) {
-  const tsr_halo_plan *p = h->plan;
+static tsr_err post_recvs(halo_mpi *h) {
+  const tsr_halo_plan *p = h->base.plan;
   for (int i = 0; i < p->npeer; ++i) {
     const tsr_halo_peer *q = &p->peers[i];
     if (q->peer == p->rank) continue;
-    int count = (int)(q->recv_cells * h->ncomp);
+    int count = (int)(q->recv_cells * h->base.ncomp);
     int rc = MPI_Irecv(h->recvbuf[i], count, MPI_DOUBLE, q->peer, TSR_HALO_TAG, h->comm,
                        &h->reqs[h->nreq]);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Irecv", q->peer, p->rank);
@@ -146,8 +135,8 @@ static tsr_err post_recvs(tsr_halo *h) {
 }
 
 /* Packs and sends to every other peer; self peers are copied straight into the ghosts. */
-static tsr_err post_sends(tsr_halo *h, tsr_field *f) {
-  const tsr_halo_plan *p = h->plan;
+static tsr_err post_sends(halo_mpi *h, tsr_field *f) {
+  const tsr_halo_plan *p = h->base.plan;
   for (int i = 0; i < p->npeer; ++i) {
     const tsr_halo_peer *q = &p->peers[i];
     pack_peer(f, q->send, q->nseg, h->sendbuf[i]);
@@ -155,7 +144,7 @@ static tsr_err post_sends(tsr_halo *h, tsr_field *f) {
       unpack_peer(f, q->recv, q->nseg, h->sendbuf[i]);
       continue;
     }
-    int count = (int)(q->send_cells * h->ncomp);
+    int count = (int)(q->send_cells * h->base.ncomp);
     int rc = MPI_Isend(h->sendbuf[i], count, MPI_DOUBLE, q->peer, TSR_HALO_TAG, h->comm,
                        &h->reqs[h->nreq]);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Isend", q->peer, p->rank);
@@ -164,59 +153,42 @@ static tsr_err post_sends(tsr_halo *h, tsr_field *f) {
   return TSR_OK;
 }
 
-static tsr_err wait_all(tsr_halo *h) {
+static tsr_err wait_all(halo_mpi *h) {
   int rc = MPI_Waitall(h->nreq, h->reqs, MPI_STATUSES_IGNORE);
-  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Waitall", -1, h->plan->rank);
+  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Waitall", -1, h->base.plan->rank);
   h->nreq = 0;
   return TSR_OK;
 }
 
-tsr_err tsr_halo_begin(tsr_halo *h, tsr_field *field) {
-  TSR_CHECK(h != NULL, TSR_ERR_STATE, "tsr_halo_begin on a NULL halo exchange");
-  TSR_CHECK(h->active == NULL, TSR_ERR_STATE,
-            "rank %d: tsr_halo_begin while an exchange is in flight; call tsr_halo_end first",
-            h->plan->rank);
-  TSR_CALL(check_field(h, field));
+static tsr_err mpi_begin(tsr_halo *base, tsr_field *field) {
+  halo_mpi *h = (halo_mpi *)base;
   tsr_err e = post_recvs(h);
   if (!e) e = post_sends(h, field);
-  if (e) {
-    abandon(h);
-    return e;
-  }
-  h->active = field;
-  return TSR_OK;
+  if (e) abandon(h);
+  return e;
 }
 
-tsr_err tsr_halo_end(tsr_halo *h, tsr_field *field) {
-  TSR_CHECK(h != NULL, TSR_ERR_STATE, "tsr_halo_end on a NULL halo exchange");
-  TSR_CHECK(h->active != NULL, TSR_ERR_STATE,
-            "rank %d: tsr_halo_end without tsr_halo_begin", h->plan->rank);
-  TSR_CHECK(h->active == field, TSR_ERR_STATE,
-            "rank %d: tsr_halo_end on a different field than its tsr_halo_begin",
-            h->plan->rank);
+static tsr_err mpi_end(tsr_halo *base, tsr_field *field) {
+  halo_mpi *h = (halo_mpi *)base;
   tsr_err e = wait_all(h);
   if (e) {
     abandon(h);
-    h->active = NULL;
     return e;
   }
-  const tsr_halo_plan *p = h->plan;
+  const tsr_halo_plan *p = base->plan;
   for (int i = 0; i < p->npeer; ++i)
     if (p->peers[i].peer != p->rank)
       unpack_peer(field, p->peers[i].recv, p->peers[i].nseg, h->recvbuf[i]);
-  h->active = NULL;
   return TSR_OK;
 }
 
-void tsr_halo_destroy(tsr_halo **hp) {
-  if (!hp || !*hp) return;
-  tsr_halo *h = *hp;
+static void mpi_destroy(tsr_halo *base) {
+  halo_mpi *h = (halo_mpi *)base;
   if (h->nreq > 0) MPI_Waitall(h->nreq, h->reqs, MPI_STATUSES_IGNORE);
-  for (int i = 0; h->sendbuf && i < h->plan->npeer; ++i) free(h->sendbuf[i]);
-  for (int i = 0; h->recvbuf && i < h->plan->npeer; ++i) free(h->recvbuf[i]);
+  for (int i = 0; h->sendbuf && i < base->plan->npeer; ++i) free(h->sendbuf[i]);
+  for (int i = 0; h->recvbuf && i < base->plan->npeer; ++i) free(h->recvbuf[i]);
   free(h->sendbuf);
   free(h->recvbuf);
   free(h->reqs);
   free(h);
-  *hp = NULL;
 }

@@ -1,0 +1,54 @@
+/* Pack and unpack kernels of the device halo exchange (kernels/pack.cu), callable from C.
+ *
+ * A peer's segments (boxes of cells) move between a device field and one contiguous device
+ * buffer in the order the host backend uses (decomp/halo.h): for each segment, for each
+ * component, cells x-fastest. One launch moves all segments of one peer: blockIdx.y picks
+ * the segment, threads run along the buffer, so consecutive threads touch consecutive x
+ * cells in both the field and the buffer (coalesced). Only built with TSR_HAVE_CUDA. */
+#ifndef TSR_PACK_H
+#define TSR_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "io/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One segment, in global cell indices, with its place in the peer's buffer. */
+typedef struct {
+  int lo[3];   /* first cell */
+  int n[3];    /* cells along x, y, z (all >= 1) */
+  int64_t off; /* first element in the buffer: sum of cells * ncomp of the segments before */
+} tsr_pack_seg;
+
+/* Where a field's cells are: the allocated box's first cell and the strides (elements). */
+typedef struct {
+  int glo[3];       /* gbox.lo of the field */
+  ptrdiff_t sy, sz; /* y and z strides */
+  ptrdiff_t scomp;  /* component stride */
+  int ncomp;
+} tsr_pack_geom;
+
+/* Copies the nseg segments segs (device memory, uploaded once) of the field data (device)
+ * into buf (device), asynchronously on stream. most_cells is the largest segment's cell count
+ * (it sizes the grid); nseg must be 1..65535. Errors: TSR_ERR_CUDA (launch). */
+tsr_err tsr_pack_cuda(const tsr_pack_seg *segs, int nseg, int64_t most_cells,
+                      const tsr_pack_geom *geom, const double *data, double *buf,
+                      cudaStream_t stream);
+
+/* The inverse: buf (device) into the segments of data (device), asynchronously on stream.
+ * Errors: TSR_ERR_CUDA (launch). */
+tsr_err tsr_unpack_cuda(const tsr_pack_seg *segs, int nseg, int64_t most_cells,
+                        const tsr_pack_geom *geom, const double *buf, double *data,
+                        cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
