@@ -9,7 +9,7 @@
  *   model: NAME              required; heat | advection_diffusion | wave | gray_scott |
  *                            allen_cahn (kernels/models.c)
  *   method: explicit         optional; implicit, pinn, parareal: not in this version
- *   backend: auto | host     optional, default auto; cuda: not in this build yet
+ *   backend: auto | host | cuda  optional, default auto (cuda when GPUs are visible)
  *   grid:                    required
  *     cells: [nx, ny(, nz)]  required; 2 or 3 integers >= 1; their count is the dimension
  *     lo: [..]               optional, default all 0; one number per axis
@@ -248,13 +248,9 @@ static void read_method_backend(tsr_vctx *v, const tsr_yaml_entry *me,
   if (me && tsr_vchoice(v, "method", me->value, methods, 4, &m) && m != 0)
     tsr_vat(v, me->value, "method: %s is not available in this version; use explicit",
             methods[m]);
-  if (be && tsr_vchoice(v, "backend", be->value, backends, 3, &b)) {
-    if (b == 2)
-      tsr_vat(v, be->value,
-              "backend: backend cuda is not available in this build yet; use host or auto");
-    else
-      v->c->backend = b == 0 ? TSR_BACKEND_AUTO : TSR_BACKEND_HOST;
-  }
+  /* whether this build and machine can run cuda is the run's question, not the case's */
+  if (be && tsr_vchoice(v, "backend", be->value, backends, 3, &b))
+    v->c->backend = b == 0 ? TSR_BACKEND_AUTO : b == 1 ? TSR_BACKEND_HOST : TSR_BACKEND_CUDA;
 }
 
 /* A sequence of want numbers (want 0: dimension unknown, only the items are checked). */

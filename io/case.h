@@ -31,7 +31,7 @@ typedef struct {
 } tsr_case_expr;
 
 typedef enum { TSR_METHOD_EXPLICIT = 0 } tsr_method;  /* implicit, pinn, parareal: later */
-typedef enum { TSR_BACKEND_AUTO = 0, TSR_BACKEND_HOST } tsr_backend; /* cuda: next issue */
+typedef enum { TSR_BACKEND_AUTO = 0, TSR_BACKEND_HOST, TSR_BACKEND_CUDA } tsr_backend;
 typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_type;
 typedef enum { TSR_SCHEME_EULER = 0, TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_RK4 } tsr_scheme;
 typedef enum { TSR_PROGRESS_AUTO = 0, TSR_PROGRESS_BAR, TSR_PROGRESS_LINES, TSR_PROGRESS_NONE } tsr_progress_mode;

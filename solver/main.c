@@ -12,7 +12,7 @@
 enum { EXIT_RUN_FAILED = 1, EXIT_BAD_INPUT = 2 };
 
 static const char usage[] =
-    "usage: tessera run CASE.yaml [--set KEY=VALUE]... [--out DIR]\n"
+    "usage: tessera run CASE.yaml [--set KEY=VALUE]... [--out DIR] [--backend B]\n"
     "       tessera check CASE.yaml [--ranks N] [--set KEY=VALUE]...\n"
     "       tessera --help | --version\n"
     "\n"
@@ -27,6 +27,8 @@ static const char usage[] =
     "  --set KEY=VALUE  override a case key, e.g. --set time.end=0.5 --set grid.cells=[64,64]\n"
     "                   (validated like the file; may be repeated)\n"
     "  --out DIR        output directory (default: the case's output.dir, else out/<name>)\n"
+    "  --backend B      host, cuda or auto (GPUs when every rank sees one); same as\n"
+    "                   --set backend=B\n"
     "  --ranks N        (check) the rank count to plan for\n"
     "  -h, --help       this text\n"
     "  --version        print the version\n"
@@ -63,7 +65,14 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       if (rank == 0) printf("tessera %s\n", TSR_VERSION);
       return 0;
     }
-    if (!strcmp(a, "--set") || !strcmp(a, "--out") || !strcmp(a, "--ranks")) {
+    if (!strcmp(a, "--backend")) {
+      if (i + 1 >= argc)
+        return say(rank, EXIT_BAD_INPUT, "option %s needs a value: host, cuda or auto%s", a, "");
+      /* the same key as the case's, validated the same way */
+      static char buf[64];
+      snprintf(buf, sizeof buf, "backend=%s", argv[++i]);
+      o->sets[o->nset++] = buf;
+    } else if (!strcmp(a, "--set") || !strcmp(a, "--out") || !strcmp(a, "--ranks")) {
       if (i + 1 >= argc)
         return say(rank, EXIT_BAD_INPUT, "option %s needs a value (see tessera --help)%s", a, "");
       const char *v = argv[++i];

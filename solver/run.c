@@ -11,6 +11,7 @@
 #include "io/case_expr.h"
 #include "io/output.h"
 #include "io/progress.h"
+#include "solver/device.h"
 #include "solver/run_internal.h"
 
 const char *const tsr_run_phase_names[PH_COUNT] = {
@@ -261,8 +262,8 @@ static tsr_err setup(tsr_run_ctx *x) {
   TSR_CHECK(b >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
   x->box = x->layout.boxes[b];
   TSR_CALL(tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan));
+  x->be_ready = 1; /* teardown also cleans up after a setup that failed half-way */
   TSR_CALL(x->be->setup(x));
-  x->be_ready = 1;
   x->scheme = tsr_integrate_plan(c->time.scheme);
   tsr_mem mem = x->be->mem;
   for (int s = 0; s < TSR_NSLOT; ++s)
@@ -397,9 +398,35 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res, tsr_expr **exact) {
   return TSR_OK;
 }
 
+/* backend: host, cuda, or auto (cuda when every rank sees a GPU). */
+static tsr_err choose_backend(tsr_run_ctx *x) {
+  tsr_backend want = x->opts.backend != TSR_BACKEND_AUTO ? x->opts.backend : x->c->backend;
+  x->be = &tsr_backend_host;
+  if (want == TSR_BACKEND_HOST) return TSR_OK;
+#ifdef TSR_HAVE_CUDA
+  int n = 0, all = 0;
+  tsr_err err = tsr_device_count(&n);
+  if (err) return err;
+  int mine = n > 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, x->comm);
+  if (want == TSR_BACKEND_CUDA && !all)
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "backend cuda: %s; use backend host (or auto)",
+                       mine ? "a rank on another node sees no GPU" : "this node has no GPU visible");
+  if (all) x->be = &tsr_backend_cuda;
+  return TSR_OK;
+#else
+  TSR_CHECK(want != TSR_BACKEND_CUDA, TSR_ERR_INPUT,
+            "backend cuda: this tessera was built without CUDA (nvcc was not found at build "
+            "time); rebuild with CUDA or use backend host");
+  return TSR_OK;
+#endif
+}
+
 static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   const tsr_case *c = x->c;
   double t0 = MPI_Wtime();
+  TSR_CALL(tsr_run_agree(x->comm, choose_backend(x)));
   TSR_CALL(tsr_run_agree(x->comm, setup(x)));
   x->phase[PH_SETUP] = MPI_Wtime() - t0;
   if (x->opts.write_output) TSR_CALL(prepare_outdir(x));

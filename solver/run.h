@@ -14,6 +14,7 @@ typedef struct {
   const char *out_dir;  /* overrides case output.dir when not NULL */
   int quiet;            /* 1: no progress or summary on stdout (tests) */
   int write_output;     /* 1 (default via tsr_run_opts_default): write final.h5, xmf, report */
+  tsr_backend backend;  /* overrides the case's backend unless TSR_BACKEND_AUTO */
 } tsr_run_opts;
 
 typedef struct {
