@@ -37,12 +37,34 @@ void tsr_stage_host(const tsr_stage_desc *s, const tsr_box *region, const tsr_fi
 
 #ifdef TSR_HAVE_CUDA
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* As tsr_stage_host, for device fields, launched on stream (asynchronous). The per-cell
  * arithmetic is the same source and order as the host's, so results are bitwise equal.
- * Errors: TSR_ERR_CUDA (launch), TSR_ERR_STATE (a host field). */
+ * Errors: TSR_ERR_CUDA (launch), TSR_ERR_STATE (a host field, or a field the stage kind
+ * needs is NULL, or out == in). */
 tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *region, const tsr_field *in,
                        const tsr_field *base, tsr_field *acc, const tsr_field *src,
                        tsr_field *out, cudaStream_t stream);
+
+/* Launch shape of tsr_stage_cuda, for benchmarks that tune it: threads per block in x and y
+ * (3D), in x (2D), and cells each thread marches along z (3D) or y (2D). 0 = the default
+ * (3D 64 x 4 threads, 64 cells; 2D 256 threads, 64 cells). bx * by must be at most 256, bx a
+ * multiple of 32. */
+typedef struct {
+  int bx3, by3, chunk3;
+  int bx2, chunk2;
+} tsr_stage_cuda_tuning;
+
+/* Sets the launch shape for later calls in this process (NULL: defaults). Not thread-safe:
+ * call it between steps, never while another thread launches stages. */
+void tsr_stage_cuda_set_tuning(const tsr_stage_cuda_tuning *t);
+
+#ifdef __cplusplus
+}
+#endif
 #endif
 
 #ifdef __cplusplus

@@ -1,0 +1,325 @@
+/* tsr_stage_cuda: the explicit stage of kernels/stage_host.c on the GPU.
+ *
+ * Bitwise equality with the host (DESIGN.md principle 2) comes from calling the same per-cell
+ * functions (tsr_model_rhs, tsr_stage_update) on the same values in the same order, with
+ * contraction off (-fmad=false). The only difference is where the stencil's values come from:
+ * each thread gathers them into a small register array laid out like a 3x3(x3) field (strides
+ * 1, 3, 9) and hands tsr_model_rhs a pointer to its centre, with those strides as compile-time
+ * constants so that the array never leaves registers.
+ *
+ * Memory traffic ("2.5D blocking"): a block covers a tile of the x-y plane (x fastest across
+ * threads, so every access is coalesced) and each thread marches along z (along y in 2D)
+ * through a chunk of the region. The centre column travels in a register ring (k-1, k, k+1
+ * and kPrefetch more loads already issued), so per cell a thread loads one new centre, from
+ * DRAM, and the in-plane neighbours, which the neighbouring threads of the block loaded as
+ * their centres a few steps earlier and which therefore hit L1 (tile edges: L2). Each cell of
+ * `in` is read from DRAM about once, out written once. The grid orders blocks x, y, then z
+ * chunk, so the blocks resident together march through the same few planes and the halo rows
+ * they share stay in L2.
+ *
+ * Launch shape (tsr_stage_cuda_set_tuning; defaults chosen before any device measurement):
+ * 3D 64 x 4 threads marching 64 cells, 2D 256 threads marching 64 rows. Registers per thread
+ * (nvcc 13, sm_90, -Xptxas -v): heat, advection-diffusion, Allen-Cahn 32-40, wave and
+ * Gray-Scott 40-62, no spills or stack, so the 1-component stages run at full occupancy.
+ *
+ * The per-thread body is __host__ __device__ so that a CPU emulation of the launch can check
+ * the indexing without a GPU. */
+#include <cuda_runtime.h>
+#include <nccl.h> /* C++ overloads inside: keep it out of the extern "C" block below */
+
+extern "C" {
+#include "kernels/cuda_util.h"
+#include "kernels/stage.h"
+}
+
+namespace {
+
+/* Centre loads in flight beyond the k+1 the current cell needs: independent DRAM requests per
+ * thread, on top of occupancy, to cover memory latency. */
+constexpr int kPrefetch = 2;
+constexpr int kRing = 3 + kPrefetch;
+
+struct stage_args {
+  const double *__restrict__ in;
+  const double *__restrict__ base;
+  double *acc;
+  const double *__restrict__ src;
+  double *out;
+  tsr_cell_coef coef;
+  double dt;
+  ptrdiff_t origin;      /* offset of the region's first cell (component 0) */
+  ptrdiff_t sy, sz, sc;  /* field strides */
+  int nx, ny, nz;        /* region extent */
+  int chunk;             /* cells each thread marches along the last axis */
+};
+
+__host__ __device__ constexpr bool uses_base(int kind) {
+  return kind != TSR_STAGE_EULER && kind != TSR_STAGE_RK4_4;
+}
+__host__ __device__ constexpr bool uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
+
+/* __ldg on the device (read-only path, cached in L1); a plain load where the body is compiled
+ * for the host (a CPU emulation of the launch checks indexing without a GPU). */
+__host__ __device__ __forceinline__ double ldg(const double *p) {
+#ifdef __CUDA_ARCH__
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
+/* The cells of thread (t, b) of a launch of shape (bdim, grid): column (i, j) marching z from
+ * m0 in 3D, column i marching y from m0 in 2D. 0 when the thread has no cell. */
+template <int DIM>
+__host__ __device__ __forceinline__ bool thread_cells(const stage_args &a, uint3 t, uint3 b,
+                                                      dim3 bdim, int *i, int *j, int *m0) {
+  *i = (int)(b.x * bdim.x + t.x);
+  if constexpr (DIM == 3) {
+    *j = (int)(b.y * bdim.y + t.y);
+    *m0 = (int)b.z * a.chunk;
+    return *i < a.nx && *j < a.ny && *m0 < a.nz;
+  } else {
+    *j = 0;
+    *m0 = (int)(b.y * bdim.y + t.y) * a.chunk;
+    return *i < a.nx && *m0 < a.ny;
+  }
+}
+
+/* One thread's work: the cells (i, j, m0 .. m0 + chunk) in 3D, (i, m0 .. m0 + chunk) in 2D,
+ * with the same per-cell code as stage_host.c's row(). */
+template <int M, int NC, int KIND, int DIM, bool SRC>
+__host__ __device__ __forceinline__ void stage_column(const stage_args &a, int i, int j, int m0) {
+  const int nm = DIM == 3 ? a.nz : a.ny;
+  const ptrdiff_t ms = DIM == 3 ? a.sz : a.sy; /* stride of the marching axis */
+  const int m1 = m0 + a.chunk < nm ? m0 + a.chunk : nm;
+
+  /* strides of the register stencil; constants, so every index into w folds */
+  constexpr ptrdiff_t wy = 3, wz = 9, wc = DIM == 3 ? 27 : 9, wo = DIM == 3 ? 13 : 4;
+  constexpr ptrdiff_t wm = DIM == 3 ? wz : wy; /* the marching axis in w */
+  tsr_cell_coef kc = a.coef;
+  kc.dim = DIM;
+  kc.sy = wy;
+  kc.sz = wz;
+  kc.scomp = wc;
+  const double dt = a.dt;
+  const ptrdiff_t sy = a.sy, sc = a.sc;
+
+  ptrdiff_t o = a.origin + i + (DIM == 3 ? j * sy : 0) + (ptrdiff_t)m0 * ms;
+  const double *__restrict__ in = a.in;
+
+  /* ring[c][q] = centre of component c at marching index m - 1 + q */
+  double ring[NC][kRing];
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+#pragma unroll
+    for (int q = 0; q < kRing; ++q)
+      ring[c][q] = ldg(in + o + c * sc + ((m0 - 1 + q < m1 ? m0 - 1 + q : m1) - m0) * ms);
+  }
+
+  /* not unrolled: the ring already keeps kPrefetch loads in flight, and unrolling only adds
+   * registers (less occupancy) */
+#pragma unroll 1
+  for (int m = m0; m < m1; ++m, o += ms) {
+    /* the centre kPrefetch + 2 ahead; near the chunk's end clamped to m1, the last centre
+     * any of its cells reads (so always inside the field; those values go unused) */
+    double next[NC];
+    const ptrdiff_t ahead = (ptrdiff_t)((m + kPrefetch + 2 < m1 ? m + kPrefetch + 2 : m1) - m) * ms;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) next[c] = ldg(in + o + c * sc + ahead);
+
+    /* slots no stencil reads stay unset; loads nothing uses are dropped by the compiler */
+    double w[NC * wc];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      const double *p = in + o + c * sc;
+      double *wp = w + c * wc + wo;
+      wp[0] = ring[c][1];
+      wp[-wm] = ring[c][0];
+      wp[wm] = ring[c][2];
+      wp[-1] = ldg(p - 1);
+      wp[1] = ldg(p + 1);
+      if constexpr (DIM == 3) {
+        wp[-wy] = ldg(p - sy);
+        wp[wy] = ldg(p + sy);
+      }
+    }
+    double r[TSR_MAX_COMP] = {0};
+    tsr_model_rhs(M, w + wo, &kc, r);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      const ptrdiff_t ac = o + c * sc;
+      double rc = SRC ? r[c] + ldg(a.src + ac) : r[c];
+      double b = uses_base(KIND) ? ldg(a.base + ac) : 0.0;
+      double av = uses_acc(KIND) ? a.acc[ac] : 0.0;
+      a.out[ac] = tsr_stage_update(KIND, dt, b, ring[c][1], rc, &av);
+      if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = av;
+    }
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+#pragma unroll
+      for (int q = 0; q + 1 < kRing; ++q) ring[c][q] = ring[c][q + 1];
+      ring[c][kRing - 1] = next[c];
+    }
+  }
+}
+
+template <int M, int NC, int KIND, int DIM, bool SRC>
+__global__ void __launch_bounds__(256) stage_kernel(const stage_args a) {
+  int i, j, m0;
+  if (thread_cells<DIM>(a, threadIdx, blockIdx, blockDim, &i, &j, &m0))
+    stage_column<M, NC, KIND, DIM, SRC>(a, i, j, m0);
+}
+
+/* Launch shape: process-wide, changed only by tsr_stage_cuda_set_tuning (benchmarks). */
+tsr_stage_cuda_tuning g_tuning = {0, 0, 0, 0, 0};
+
+struct shape {
+  dim3 grid, block;
+  int chunk;
+};
+
+shape pick_shape(int dim, int nx, int ny, int nz) {
+  const tsr_stage_cuda_tuning &t = g_tuning;
+  int bx, by, chunk;
+  if (dim == 3) {
+    bx = t.bx3 > 0 ? t.bx3 : 64;
+    by = t.by3 > 0 ? t.by3 : 4;
+    chunk = t.chunk3 > 0 ? t.chunk3 : 64;
+  } else {
+    bx = t.bx2 > 0 ? t.bx2 : 256;
+    by = 1;
+    chunk = t.chunk2 > 0 ? t.chunk2 : 64;
+  }
+  /* thin regions (shell slabs): fewer idle lanes, same block size */
+  const int threads = bx * by;
+  while (bx > 32 && bx / 2 >= nx) bx /= 2;
+  by = threads / bx;
+  if (dim == 3) {
+    while (by > 1 && by / 2 >= ny) by /= 2;
+  }
+  shape s;
+  s.block = dim3((unsigned)bx, (unsigned)by, 1);
+  s.chunk = chunk;
+  unsigned gx = (unsigned)((nx + bx - 1) / bx);
+  if (dim == 3) {
+    s.grid = dim3(gx, (unsigned)((ny + by - 1) / by), (unsigned)((nz + chunk - 1) / chunk));
+  } else {
+    int chunks = (ny + chunk - 1) / chunk;
+    s.grid = dim3(gx, (unsigned)((chunks + by - 1) / by), 1);
+  }
+  return s;
+}
+
+template <int M, int NC, int KIND>
+void launch_kind(int dim, bool src, const shape &sh, const stage_args &a, cudaStream_t st) {
+  if (dim == 3) {
+    if (src) stage_kernel<M, NC, KIND, 3, true><<<sh.grid, sh.block, 0, st>>>(a);
+    else stage_kernel<M, NC, KIND, 3, false><<<sh.grid, sh.block, 0, st>>>(a);
+  } else {
+    if (src) stage_kernel<M, NC, KIND, 2, true><<<sh.grid, sh.block, 0, st>>>(a);
+    else stage_kernel<M, NC, KIND, 2, false><<<sh.grid, sh.block, 0, st>>>(a);
+  }
+}
+
+template <int M, int NC>
+void launch_model(int kind, int dim, bool src, const shape &sh, const stage_args &a,
+                  cudaStream_t st) {
+  switch (kind) {
+  case TSR_STAGE_EULER: launch_kind<M, NC, TSR_STAGE_EULER>(dim, src, sh, a, st); break;
+  case TSR_STAGE_SSP2_2: launch_kind<M, NC, TSR_STAGE_SSP2_2>(dim, src, sh, a, st); break;
+  case TSR_STAGE_SSP3_2: launch_kind<M, NC, TSR_STAGE_SSP3_2>(dim, src, sh, a, st); break;
+  case TSR_STAGE_SSP3_3: launch_kind<M, NC, TSR_STAGE_SSP3_3>(dim, src, sh, a, st); break;
+  case TSR_STAGE_RK4_1: launch_kind<M, NC, TSR_STAGE_RK4_1>(dim, src, sh, a, st); break;
+  case TSR_STAGE_RK4_2: launch_kind<M, NC, TSR_STAGE_RK4_2>(dim, src, sh, a, st); break;
+  case TSR_STAGE_RK4_3: launch_kind<M, NC, TSR_STAGE_RK4_3>(dim, src, sh, a, st); break;
+  case TSR_STAGE_RK4_4: launch_kind<M, NC, TSR_STAGE_RK4_4>(dim, src, sh, a, st); break;
+  default: break;
+  }
+}
+
+bool on_device(const tsr_field *f) { return !f || f->mem == TSR_MEM_DEVICE; }
+
+/* Checks the call and fills the kernel arguments and launch shape. *empty: nothing to do. */
+tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
+                const tsr_field *base, tsr_field *acc, const tsr_field *src, tsr_field *out,
+                stage_args *a, shape *sh, bool *empty) {
+  TSR_CHECK(on_device(in) && on_device(base) && on_device(acc) && on_device(src) &&
+                on_device(out),
+            TSR_ERR_STATE, "tsr_stage_cuda needs device fields (a host field was passed)");
+  TSR_CHECK(in && out && in != out, TSR_ERR_STATE,
+            "tsr_stage_cuda needs an input and a distinct output field");
+  TSR_CHECK(s->model >= 0 && s->model < TSR_MODEL_COUNT && s->kind >= TSR_STAGE_EULER &&
+                s->kind <= TSR_STAGE_RK4_4 && (s->coef.dim == 2 || s->coef.dim == 3),
+            TSR_ERR_STATE, "tsr_stage_cuda: model %d, stage kind %d, dimension %d out of range",
+            s->model, (int)s->kind, s->coef.dim);
+  TSR_CHECK(base || !uses_base(s->kind), TSR_ERR_STATE,
+            "tsr_stage_cuda: stage kind %d reads a base field and none was given", (int)s->kind);
+  TSR_CHECK(acc || !uses_acc(s->kind), TSR_ERR_STATE,
+            "tsr_stage_cuda: RK4 stage kind %d needs an accumulator field", (int)s->kind);
+  TSR_CHECK(in->ghost >= 1, TSR_ERR_STATE, "tsr_stage_cuda: the input field has no ghost cells");
+  *empty = tsr_box_empty(rg);
+  if (*empty) return TSR_OK;
+
+  const int nx = tsr_box_len(rg, 0), ny = tsr_box_len(rg, 1), nz = tsr_box_len(rg, 2);
+  a->in = in->data;
+  a->base = base ? base->data : nullptr;
+  a->acc = acc ? acc->data : nullptr;
+  a->src = src ? src->data : nullptr;
+  a->out = out->data;
+  a->coef = s->coef;
+  a->dt = s->dt;
+  a->origin = tsr_field_at(in, 0, rg->lo[0], rg->lo[1], rg->lo[2]);
+  a->sy = in->sy;
+  a->sz = in->sz;
+  a->sc = in->scomp;
+  a->nx = nx;
+  a->ny = ny;
+  a->nz = nz;
+  *sh = pick_shape(s->coef.dim, nx, ny, nz);
+  a->chunk = sh->chunk;
+  return TSR_OK;
+}
+
+} // namespace
+
+extern "C" void tsr_stage_cuda_set_tuning(const tsr_stage_cuda_tuning *t) {
+  g_tuning = t ? *t : tsr_stage_cuda_tuning{0, 0, 0, 0, 0};
+  /* a shape the kernels cannot launch (over __launch_bounds__, partial warps) falls back to the
+   * default rather than failing every later stage */
+  tsr_stage_cuda_tuning &g = g_tuning;
+  const int bx3 = g.bx3 > 0 ? g.bx3 : 64, by3 = g.by3 > 0 ? g.by3 : 4;
+  if (bx3 % 32 || bx3 * by3 > 256) g.bx3 = g.by3 = 0;
+  if (g.bx2 % 32 || g.bx2 > 256) g.bx2 = 0;
+  if (g.chunk3 < 0) g.chunk3 = 0;
+  if (g.chunk2 < 0) g.chunk2 = 0;
+}
+
+extern "C" tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
+                                  const tsr_field *base, tsr_field *acc, const tsr_field *src,
+                                  tsr_field *out, cudaStream_t stream) {
+  stage_args a;
+  shape sh;
+  bool empty;
+  TSR_CALL(prepare(s, rg, in, base, acc, src, out, &a, &sh, &empty));
+  if (empty) return TSR_OK;
+  const int dim = s->coef.dim;
+  const bool has_src = src != nullptr;
+  switch (s->model) {
+  case TSR_MODEL_HEAT:
+    launch_model<TSR_MODEL_HEAT, 1>(s->kind, dim, has_src, sh, a, stream);
+    break;
+  case TSR_MODEL_ADVECTION_DIFFUSION:
+    launch_model<TSR_MODEL_ADVECTION_DIFFUSION, 1>(s->kind, dim, has_src, sh, a, stream);
+    break;
+  case TSR_MODEL_WAVE: launch_model<TSR_MODEL_WAVE, 2>(s->kind, dim, has_src, sh, a, stream); break;
+  case TSR_MODEL_GRAY_SCOTT:
+    launch_model<TSR_MODEL_GRAY_SCOTT, 2>(s->kind, dim, has_src, sh, a, stream);
+    break;
+  case TSR_MODEL_ALLEN_CAHN:
+    launch_model<TSR_MODEL_ALLEN_CAHN, 1>(s->kind, dim, has_src, sh, a, stream);
+    break;
+  default: break;
+  }
+  TSR_CUDA_LAUNCHED("stage kernel");
+  return TSR_OK;
+}

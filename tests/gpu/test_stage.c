@@ -1,0 +1,297 @@
+/* tsr_stage_cuda against tsr_stage_host, bit for bit: every model x stage kind x dimension x
+ * source / no source, on odd-sized boxes at a non-zero global offset, over the whole box, the
+ * interior, each shell slab and a few thin or off-centre boxes, with the default launch shape
+ * and with a tiny one (many blocks and many z / y chunks per column). Cells outside the region
+ * must keep their poison (out) or their old value (acc) on both sides. Also: host fields and
+ * missing fields are refused with TSR_ERR_STATE.
+ *
+ * Every rank does the same work on device rank % device count. Exits non-zero on the first
+ * failure (MPI_Abort). */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/stage.h"
+
+static int g_rank;
+
+#define CHECK(cond, ...)                                                                       \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", g_rank, __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                                            \
+      fprintf(stderr, "\n  last message: %s\n", tsr_err_message());                           \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                            \
+    }                                                                                          \
+  } while (0)
+
+#define CUDA_OK(call)                                                                          \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                         \
+  } while (0)
+
+static const char *kind_name[] = {"euler", "ssp2_2", "ssp3_2", "ssp3_3",
+                                  "rk4_1", "rk4_2",  "rk4_3",  "rk4_4"};
+
+static int uses_base(int kind) { return kind != TSR_STAGE_EULER && kind != TSR_STAGE_RK4_4; }
+static int uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
+
+/* xorshift64*: reproducible and fresh for every case */
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static double uniform(void) {
+  g_rng ^= g_rng >> 12;
+  g_rng ^= g_rng << 25;
+  g_rng ^= g_rng >> 27;
+  return (double)((g_rng * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void fill_random(tsr_field *f) {
+  size_t n = (size_t)f->ncomp * (size_t)f->scomp;
+  for (size_t i = 0; i < n; ++i) f->data[i] = 0.5 + uniform();
+}
+
+/* A quiet NaN with a payload no arithmetic produces, so an untouched cell is recognisable. */
+static double poison(void) {
+  uint64_t bits = 0x7ff8dead0000beefull;
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+static size_t field_bytes(const tsr_field *f) {
+  return (size_t)f->ncomp * (size_t)f->scomp * sizeof(double);
+}
+
+static void upload(tsr_field *d, const tsr_field *h) {
+  CUDA_OK(cudaMemcpy(d->data, h->data, field_bytes(h), cudaMemcpyHostToDevice));
+}
+static void download(tsr_field *h, const tsr_field *d) {
+  CUDA_OK(cudaMemcpy(h->data, d->data, field_bytes(d), cudaMemcpyDeviceToHost));
+}
+
+static int inside(const tsr_box *r, int i, int j, int k) {
+  return i >= r->lo[0] && i < r->hi[0] && j >= r->lo[1] && j < r->hi[1] && k >= r->lo[2] &&
+         k < r->hi[2];
+}
+
+/* The regions: whole box, interior, the shell slabs around it (as the solver splits them),
+ * and boxes one cell thin or off-centre. Returns their number. */
+static int regions(int dim, const tsr_box *box, tsr_box *out) {
+  int n = 0;
+  out[n++] = *box;
+  tsr_box rest = tsr_box_grow(box, dim, -1);
+  out[n++] = rest;
+  rest = *box;
+  for (int d = 0; d < dim; ++d) {
+    tsr_box lo = rest, hi = rest;
+    lo.hi[d] = lo.lo[d] + 1;
+    hi.lo[d] = hi.hi[d] - 1;
+    out[n++] = lo;
+    out[n++] = hi;
+    rest.lo[d] += 1;
+    rest.hi[d] -= 1;
+  }
+  tsr_box off = *box; /* off-centre, odd sizes */
+  for (int d = 0; d < dim; ++d) {
+    off.lo[d] = box->lo[d] + 2 + d;
+    off.hi[d] = box->hi[d] - 1 - (d == 0 ? 5 : 1);
+  }
+  out[n++] = off;
+  tsr_box one = *box; /* a single cell */
+  for (int d = 0; d < dim; ++d) {
+    one.lo[d] = box->lo[d] + 3;
+    one.hi[d] = one.lo[d] + 1;
+  }
+  out[n++] = one;
+  tsr_box line = *box; /* a single column along the last axis */
+  line.lo[0] = box->lo[0] + 4;
+  line.hi[0] = line.lo[0] + 1;
+  out[n++] = line;
+  return n;
+}
+
+typedef struct {
+  tsr_field *in, *base, *acc, *src, *out;
+} field_set;
+
+static void fields_create(field_set *s, int dim, const tsr_box *box, int ncomp, tsr_mem mem) {
+  tsr_field **all[] = {&s->in, &s->base, &s->acc, &s->src, &s->out};
+  for (int i = 0; i < 5; ++i)
+    CHECK(tsr_field_create_in(dim, box, 1, ncomp, mem, all[i]) == TSR_OK, "field create");
+}
+
+static void fields_destroy(field_set *s) {
+  tsr_field_destroy(&s->in);
+  tsr_field_destroy(&s->base);
+  tsr_field_destroy(&s->acc);
+  tsr_field_destroy(&s->src);
+  tsr_field_destroy(&s->out);
+}
+
+/* Parameters that exercise every term (the defaults of some models zero a velocity). */
+static void params(int model, double *p) {
+  const tsr_model_info *mi = &tsr_models[model];
+  for (int i = 0; i < mi->nparam; ++i) p[i] = mi->param[i].def;
+  if (model == TSR_MODEL_ADVECTION_DIFFUSION) {
+    p[0] = 0.3;
+    p[1] = 1.25;
+    p[2] = -0.7;
+    p[3] = 0.45;
+  }
+  if (model == TSR_MODEL_GRAY_SCOTT) {
+    p[0] = 0.2;
+    p[1] = 0.1;
+  }
+  if (model == TSR_MODEL_ALLEN_CAHN) p[0] = 0.3;
+}
+
+/* One model, dimension and launch shape: every kind, with and without source, every region.
+ * Returns the number of (kind, source, region) cases checked. */
+static int check_model_dim(int model, int dim, const char *shape_name) {
+  const int ncomp = tsr_models[model].ncomp;
+  const int lo[3] = {4, -3, 7}; /* global offset: indices are not offsets */
+  const int len2[3] = {37, 23, 1}, len3[3] = {19, 13, 11};
+  tsr_box box = {{0, 0, 0}, {1, 1, 1}};
+  for (int d = 0; d < dim; ++d) {
+    box.lo[d] = lo[d];
+    box.hi[d] = lo[d] + (dim == 2 ? len2[d] : len3[d]);
+  }
+  field_set h, g, hh; /* host reference, device, device results brought back */
+  fields_create(&h, dim, &box, ncomp, TSR_MEM_HOST);
+  fields_create(&hh, dim, &box, ncomp, TSR_MEM_HOST);
+  fields_create(&g, dim, &box, ncomp, TSR_MEM_DEVICE);
+  tsr_field *acc0 = NULL;
+  CHECK(tsr_field_create(dim, &box, 1, ncomp, &acc0) == TSR_OK, "acc0");
+
+  double p[TSR_MAX_MODEL_PARAMS];
+  params(model, p);
+  const double hx[3] = {0.11, 0.13, 0.17};
+  tsr_stage_desc d = {model, ncomp, TSR_STAGE_EULER, 0.0123, {0}};
+  tsr_stage_coef_init(&d.coef, model, p, hx, h.in);
+
+  tsr_box rg[16];
+  const int nrg = regions(dim, &box, rg);
+  const size_t n = (size_t)ncomp * (size_t)h.in->scomp;
+  const double nan = poison();
+  int cases = 0;
+  for (int kind = TSR_STAGE_EULER; kind <= TSR_STAGE_RK4_4; ++kind)
+    for (int has_src = 0; has_src <= 1; ++has_src)
+      for (int r = 0; r < nrg; ++r) {
+        d.kind = (tsr_stage_kind)kind;
+        fill_random(h.in);
+        fill_random(h.base);
+        fill_random(h.acc);
+        fill_random(h.src);
+        memcpy(acc0->data, h.acc->data, n * sizeof(double));
+        for (size_t i = 0; i < n; ++i) h.out->data[i] = nan;
+        upload(g.in, h.in);
+        upload(g.base, h.base);
+        upload(g.acc, h.acc);
+        upload(g.src, h.src);
+        upload(g.out, h.out);
+
+        const tsr_field *hb = uses_base(kind) ? h.base : NULL, *gb = uses_base(kind) ? g.base : NULL;
+        tsr_field *ha = uses_acc(kind) ? h.acc : NULL, *ga = uses_acc(kind) ? g.acc : NULL;
+        const tsr_field *hs = has_src ? h.src : NULL, *gs = has_src ? g.src : NULL;
+        tsr_stage_host(&d, &rg[r], h.in, hb, ha, hs, h.out);
+        CHECK(tsr_stage_cuda(&d, &rg[r], g.in, gb, ga, gs, g.out, 0) == TSR_OK, "stage_cuda");
+        CUDA_OK(cudaDeviceSynchronize());
+        download(hh.out, g.out);
+        download(hh.acc, g.acc);
+
+        for (int c = 0; c < ncomp; ++c)
+          for (int k = h.in->gbox.lo[2]; k < h.in->gbox.hi[2]; ++k)
+            for (int j = h.in->gbox.lo[1]; j < h.in->gbox.hi[1]; ++j)
+              for (int i = h.in->gbox.lo[0]; i < h.in->gbox.hi[0]; ++i) {
+                ptrdiff_t at = tsr_field_at(h.in, c, i, j, k);
+                int in_rg = inside(&rg[r], i, j, k);
+                const double *want_out = in_rg ? &h.out->data[at] : &nan;
+                const double *want_acc = in_rg ? &h.acc->data[at] : &acc0->data[at];
+                CHECK(memcmp(&hh.out->data[at], want_out, sizeof(double)) == 0,
+                      "%s %dD %s src %d %s region %d [%d,%d)x[%d,%d)x[%d,%d): out of cell "
+                      "(%d,%d,%d) comp %d: GPU %.17g, host %.17g%s",
+                      tsr_models[model].name, dim, kind_name[kind], has_src, shape_name, r,
+                      rg[r].lo[0], rg[r].hi[0], rg[r].lo[1], rg[r].hi[1], rg[r].lo[2],
+                      rg[r].hi[2], i, j, k, c, hh.out->data[at], *want_out,
+                      in_rg ? "" : " (outside the region: must stay poisoned)");
+                CHECK(memcmp(&hh.acc->data[at], want_acc, sizeof(double)) == 0,
+                      "%s %dD %s src %d %s region %d: acc of cell (%d,%d,%d) comp %d: GPU "
+                      "%.17g, expected %.17g%s",
+                      tsr_models[model].name, dim, kind_name[kind], has_src, shape_name, r, i,
+                      j, k, c, hh.acc->data[at], *want_acc, in_rg ? "" : " (outside the region)");
+                /* the host reference itself leaves outside cells alone */
+                if (!in_rg) CHECK(memcmp(&h.out->data[at], &nan, sizeof(double)) == 0, "host");
+              }
+        cases++;
+      }
+  tsr_field_destroy(&acc0);
+  fields_destroy(&h);
+  fields_destroy(&hh);
+  fields_destroy(&g);
+  return cases;
+}
+
+/* Host fields and missing fields are API misuse: TSR_ERR_STATE, nothing launched. */
+static void check_misuse(void) {
+  int cells[3] = {8, 8, 1};
+  tsr_box box = tsr_box_make(2, cells);
+  tsr_field *hin = NULL, *gin = NULL, *gout = NULL;
+  CHECK(tsr_field_create(2, &box, 1, 1, &hin) == TSR_OK, "create");
+  CHECK(tsr_field_create_in(2, &box, 1, 1, TSR_MEM_DEVICE, &gin) == TSR_OK, "create");
+  CHECK(tsr_field_create_in(2, &box, 1, 1, TSR_MEM_DEVICE, &gout) == TSR_OK, "create");
+  double kappa = 1.0, hx[3] = {0.1, 0.1, 0.1};
+  tsr_stage_desc d = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, 0.001, {0}};
+  tsr_stage_coef_init(&d.coef, TSR_MODEL_HEAT, &kappa, hx, gin);
+  CHECK(tsr_stage_cuda(&d, &box, hin, NULL, NULL, NULL, gout, 0) == TSR_ERR_STATE, "host in");
+  CHECK(strstr(tsr_err_message(), "device") != NULL, "message names device fields");
+  d.kind = TSR_STAGE_SSP2_2;
+  CHECK(tsr_stage_cuda(&d, &box, gin, NULL, NULL, NULL, gout, 0) == TSR_ERR_STATE, "no base");
+  d.kind = TSR_STAGE_RK4_2;
+  CHECK(tsr_stage_cuda(&d, &box, gin, gin, NULL, NULL, gout, 0) == TSR_ERR_STATE, "no acc");
+  d.kind = TSR_STAGE_EULER;
+  CHECK(tsr_stage_cuda(&d, &box, gin, NULL, NULL, NULL, gin, 0) == TSR_ERR_STATE, "out == in");
+  tsr_box empty = box;
+  empty.hi[0] = empty.lo[0];
+  CHECK(tsr_stage_cuda(&d, &empty, gin, NULL, NULL, NULL, gout, 0) == TSR_OK, "empty region");
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaGetLastError());
+  tsr_field_destroy(&hin);
+  tsr_field_destroy(&gin);
+  tsr_field_destroy(&gout);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  int ndev = 0;
+  CUDA_OK(cudaGetDeviceCount(&ndev));
+  CHECK(ndev > 0, "no CUDA device");
+  CUDA_OK(cudaSetDevice(g_rank % ndev));
+
+  check_misuse();
+  /* the default shape, then a tiny one: blocks of 32 x 2 and chunks of 3 (3D) or 5 (2D) rows,
+   * so that block edges and chunk edges cross every region */
+  const tsr_stage_cuda_tuning tiny = {32, 2, 3, 32, 5};
+  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
+    int cases = 0;
+    for (int t = 0; t < 2; ++t) {
+      tsr_stage_cuda_set_tuning(t ? &tiny : NULL);
+      for (int dim = 2; dim <= 3; ++dim)
+        cases += check_model_dim(model, dim, t ? "tiny shape" : "default shape");
+    }
+    if (g_rank == 0)
+      printf("test_stage: %-20s %4d cases (8 kinds x src/none x 2D/3D x regions x 2 shapes): "
+             "GPU == host bitwise, outside cells untouched\n",
+             tsr_models[model].name, cases);
+  }
+  tsr_stage_cuda_set_tuning(NULL);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) printf("test_stage: OK\n");
+  MPI_Finalize();
+  return 0;
+}
