@@ -1,11 +1,12 @@
 /* The tessera command: parses the command line, loads and validates the case, and runs or
- * checks it. The only place that decides how the process ends. */
+ * checks it, or describes the machine. The only place that decides how the process ends. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/case.h"
+#include "solver/info.h"
 #include "solver/run.h"
 #include "tsr_version.h"
 
@@ -14,6 +15,7 @@ enum { EXIT_RUN_FAILED = 1, EXIT_BAD_INPUT = 2 };
 static const char usage[] =
     "usage: tessera run CASE.yaml [--set KEY=VALUE]... [--out DIR] [--backend B]\n"
     "       tessera check CASE.yaml [--ranks N] [--set KEY=VALUE]...\n"
+    "       tessera info\n"
     "       tessera --help | --version\n"
     "\n"
     "commands:\n"
@@ -22,6 +24,9 @@ static const char usage[] =
     "  check   validate the case and print the plan for N ranks (default: the ranks it is\n"
     "          launched on) without running: box per rank, cells, neighbours, halo bytes\n"
     "          per step, memory per rank.\n"
+    "  info    print the version, the build (CUDA on/off), the MPI, HDF5, libyaml, muparser\n"
+    "          and OpenMP in use, and this node's GPUs: CUDA and NCCL versions, each GPU,\n"
+    "          peer access and links between them. Takes no case file.\n"
     "\n"
     "options:\n"
     "  --set KEY=VALUE  override a case key, e.g. --set time.end=0.5 --set grid.cells=[64,64]\n"
@@ -92,8 +97,8 @@ static int parse(int argc, char **argv, int rank, cli *o) {
     } else if (a[0] == '-' && a[1]) {
       return say(rank, EXIT_BAD_INPUT, "unknown option '%s' (see tessera --help)%s", a, "");
     } else if (!o->command) {
-      if (strcmp(a, "run") && strcmp(a, "check"))
-        return say(rank, EXIT_BAD_INPUT, "unknown command '%s': expected run or check (see tessera --help)%s", a, "");
+      if (strcmp(a, "run") && strcmp(a, "check") && strcmp(a, "info"))
+        return say(rank, EXIT_BAD_INPUT, "unknown command '%s': expected run, check or info (see tessera --help)%s", a, "");
       o->command = a;
     } else if (!o->case_path) {
       o->case_path = a;
@@ -104,6 +109,13 @@ static int parse(int argc, char **argv, int rank, cli *o) {
   if (!o->command) {
     if (rank == 0) fputs(usage, stderr);
     return EXIT_BAD_INPUT;
+  }
+  if (!strcmp(o->command, "info")) {
+    if (o->case_path)
+      return say(rank, EXIT_BAD_INPUT, "info takes no case file, got '%s': tessera info%s", o->case_path, "");
+    if (o->nset || o->out_dir || o->ranks)
+      return say(rank, EXIT_BAD_INPUT, "info takes no options (--set, --out, --ranks belong to run and check)%s%s", "", "");
+    return -1;
   }
   if (!o->case_path)
     return say(rank, EXIT_BAD_INPUT, "%s needs a case file: tessera %s CASE.yaml", o->command, o->command);
@@ -130,7 +142,10 @@ int main(int argc, char **argv) {
   cli o;
   int code = parse(argc, argv, rank, &o);
   tsr_case *c = NULL;
-  if (code < 0) {
+  if (code < 0 && !strcmp(o.command, "info")) {
+    tsr_err err = tsr_info_print(MPI_COMM_WORLD, stdout);
+    code = err ? fail(rank, err) : 0;
+  } else if (code < 0) {
     tsr_err err = tsr_case_load(o.case_path, o.nset, o.sets, &c);
     if (!err) err = tsr_case_check_expressions(c);
     err = tsr_run_agree(MPI_COMM_WORLD, err);

@@ -7,6 +7,26 @@ trap 'rm -rf "$work"' EXIT
 if "$TESSERA_BIN" --help | grep -q "usage: tessera run"; then pass "--help prints usage"; else failure "--help"; fi
 if "$TESSERA_BIN" --version | grep -qE "^tessera [0-9]+\.[0-9]+\.[0-9]+$"; then pass "--version"; else failure "--version"; fi
 if "$TESSERA_BIN" >/dev/null 2>&1; then failure "no arguments exits 0"; else pass "no arguments: usage, non-zero exit"; fi
+# info: no case file; the versions, MPI, HDF5 and a GPUs line, and exit 0 where there is no GPU
+version=$("$TESSERA_BIN" --version)
+if info=$("$MPIEXEC" -n 2 "$TESSERA_BIN" info 2>&1); then pass "info exits 0"; else echo "$info"; failure "info exits non-zero"; fi
+for re in "^$version\$" '^build: +CUDA (on|off)' '^MPI: +.+ 2 ranks on [0-9]+ nodes?$' \
+          '^HDF5: +[0-9]+\.[0-9]+\.[0-9]+, (parallel|serial)' '^libyaml: +[0-9]' '^OpenMP: +[0-9]+ threads?' \
+          '^GPUs: +(none found \(.+\)|[0-9]+ on node )'; do
+  if grep -qE "$re" <<<"$info"; then pass "info prints /$re/"; else echo "$info"; failure "info lacks /$re/"; fi
+done
+if [ "$(grep -c "^$version\$" <<<"$info")" -eq 1 ]; then pass "info prints on rank 0 only"; else failure "info printed more than once"; fi
+# no GPU here (no device node): the GPUs line says so, with the runtime's reason
+if [ ! -e /dev/nvidia0 ] && [ ! -e /dev/nvidiactl ]; then
+  if grep -qE '^GPUs: +none found \(.+\)$' <<<"$info"; then pass "info: GPUs none found, with a reason"; else echo "$info"; failure "info GPUs line on a machine without GPUs"; fi
+fi
+if out=$("$TESSERA_BIN" info c.yaml 2>&1); then
+  failure "info with a case file exits 0"
+elif grep -q "info takes no case file" <<<"$out"; then
+  pass "info refuses a case file"
+else
+  echo "$out"; failure "info with a case file: message"
+fi
 cat >"$work/c.yaml" <<'YAML'
 model: heat
 grid: {cells: [24, 20]}
