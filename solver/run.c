@@ -17,7 +17,9 @@
 const char *const tsr_run_phase_names[PH_COUNT] = {
     "setup", "initial", "compute", "halo_wait", "boundary", "source", "monitor", "output"};
 
-tsr_run_opts tsr_run_opts_default(void) { return (tsr_run_opts){NULL, 0, 1}; }
+tsr_run_opts tsr_run_opts_default(void) {
+  return (tsr_run_opts){.out_dir = NULL, .quiet = 0, .write_output = 1, .backend = TSR_BACKEND_AUTO};
+}
 
 /* Makes a locally found error collective: every rank returns the code of the lowest failing
  * rank with its message, so that no rank runs on while another has stopped. */
