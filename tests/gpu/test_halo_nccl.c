@@ -154,6 +154,9 @@ static void round_trip(int round, tsr_halo *h, tsr_halo *mpi, tsr_field *dev, ts
     MUST(tsr_halo_begin_after(h, dev, in));
     MUST(tsr_halo_end_before(h, dev, out));
   }
+  /* the upload above reads pinned asynchronously: let it finish before pinned is reused (this
+   * waits for the producer's copy only, not for the exchange on the communication stream) */
+  CUDA_MUST(cudaStreamSynchronize(in));
   memset(pinned, 0, bytes);
   CUDA_MUST(cudaMemcpyAsync(pinned, dev->data, bytes, cudaMemcpyDeviceToHost, out));
   CUDA_MUST(cudaStreamSynchronize(out));
