@@ -174,7 +174,7 @@ static void test_overrides(void **state) {
   (void)state;
   char *set[] = {"time.end=0.5", "grid.cells=[64,64,8]", "initial.u=cos(pi*y)",
                  "boundary.xlo.type=neumann", "decomposition.partition=slabs",
-                 "params.kappa=2", "grid.periodic=[false, true, false]"};
+                 "params.kappa=2", "grid.periodic=[false, true, false]", "backend=cuda"};
   int n = (int)(sizeof set / sizeof *set);
   tsr_case *plain = load_ok("base.yaml", base, 0, NULL);
   tsr_case *c = load_ok("base.yaml", base, n, set);
@@ -195,6 +195,8 @@ static void test_overrides(void **state) {
   assert_int_equal(c->decomp.partition, TSR_PART_SLABS);
   assert_true(tsr_case_param(c, "kappa") == 2.0);
   assert_ptr_equal(c->param_loc[0].file, c->overrides[5]);
+  assert_int_equal(c->backend, TSR_BACKEND_CUDA); /* the run decides whether it can */
+  assert_int_equal(plain->backend, TSR_BACKEND_AUTO);
   assert_int_equal(c->noverride, n);
   assert_string_equal(c->overrides[1], "grid.cells=[64,64,8]");
   assert_true(c->hash != plain->hash);
@@ -323,8 +325,7 @@ static const bad_case bad[] = {
     {MODEL GRID "params: {a: b}\n" INIT TIME, {0}, {"c.yaml:3:13: params.a: expected a number, got 'b'"}},
     /* not in this version */
     {MODEL "method: pinn\n" GRID INIT TIME, {0}, {"c.yaml:2:9: method: pinn is not available in this version"}},
-    {MODEL "backend: cuda\n" GRID INIT TIME, {0},
-     {"c.yaml:2:10: backend: backend cuda is not available in this build yet; use host or auto"}},
+    {MODEL "backend: cdua\n" GRID INIT TIME, {0}, {"c.yaml:2:10: backend:", "did you mean 'cuda'"}},
     {MODEL GRID INIT TIME "decomposition: {time_slices: 4}\n", {0},
      {"c.yaml:5:30: decomposition.time_slices: time_slices > 1 (parareal) is not available"}},
     {MODEL GRID INIT TIME "decomposition: {partition: rcb, ranks: [2, 2]}\n", {0},
