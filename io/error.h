@@ -8,6 +8,7 @@
 #define TSR_ERROR_H
 
 #include <stdarg.h>
+#include <stdlib.h> /* calloc in TSR_ALLOC */
 
 #ifdef __cplusplus
 extern "C" {

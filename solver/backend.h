@@ -7,6 +7,7 @@
 #define TSR_BACKEND_H
 
 #include "io/error.h"
+#include "io/expr.h"
 #include "kernels/field.h"
 #include "kernels/reduce.h"
 #include "kernels/stage.h"
@@ -20,6 +21,11 @@ typedef struct tsr_backend_ops {
   /* After the layout and halo plan exist: device, streams, communicators, halo exchange. */
   tsr_err (*setup)(struct tsr_run_ctx *x);
   void (*teardown)(struct tsr_run_ctx *x);
+  /* Once every expression of the run is compiled (x->init_expr, src_expr, exact_expr and the
+   * boundary's): whatever the backend needs to evaluate them. */
+  tsr_err (*prepare)(struct tsr_run_ctx *x);
+  /* Component comp of f's owned cells from expression e (one of those) at time t. */
+  tsr_err (*eval)(struct tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t);
   /* Ghost layers of the physical boundary of f at time t. */
   tsr_err (*boundary)(struct tsr_run_ctx *x, tsr_field *f, double t);
   /* Split-phase halo exchange of f, ordered after the work that wrote f's owned cells and

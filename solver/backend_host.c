@@ -11,6 +11,32 @@ static tsr_err setup(tsr_run_ctx *x) {
 
 static void teardown(tsr_run_ctx *x) { tsr_halo_destroy(&x->halo); }
 
+static tsr_err upload(tsr_run_ctx *x, tsr_field *f, int comp, const double *owned);
+
+static tsr_err prepare(tsr_run_ctx *x) {
+  TSR_ALLOC(x->scratch, tsr_box_cells(&x->box), "expression values");
+  TSR_ALLOC(x->coords, 3 * tsr_box_len(&x->box, 0), "cell coordinates");
+  return TSR_OK;
+}
+
+/* muparser, row by row, into the scratch array; then into the field. */
+static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t) {
+  const tsr_box *b = &x->box;
+  int nx = tsr_box_len(b, 0);
+  double *xs = x->coords, *ys = xs + nx, *zs = ys + nx, *row = x->scratch;
+  for (int i = 0; i < nx; ++i) xs[i] = tsr_cell_center(x->c, 0, b->lo[0] + i);
+  for (int k = b->lo[2]; k < b->hi[2]; ++k)
+    for (int j = b->lo[1]; j < b->hi[1]; ++j, row += nx) {
+      double yv = tsr_cell_center(x->c, 1, j), zv = tsr_cell_center(x->c, 2, k);
+      for (int i = 0; i < nx; ++i) {
+        ys[i] = yv;
+        zs[i] = zv;
+      }
+      tsr_expr_eval_many(e, (size_t)nx, xs, ys, zs, t, row);
+    }
+  return upload(x, f, comp, x->scratch);
+}
+
 static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
   tsr_bc_fill(x->bc, f, t);
   return TSR_OK;
@@ -78,6 +104,8 @@ static tsr_err norms(tsr_run_ctx *x, const tsr_field *u, const tsr_field *exact,
 
 static tsr_err sync(tsr_run_ctx *x) { return TSR_OK; }
 
-const tsr_backend_ops tsr_backend_host = {"host",     TSR_MEM_HOST, setup,    teardown,
-                                          boundary,   halo_begin,   halo_end, stage,
-                                          upload,     download,     norms,    sync};
+const tsr_backend_ops tsr_backend_host = {
+    .name = "host", .mem = TSR_MEM_HOST, .setup = setup, .teardown = teardown,
+    .prepare = prepare, .eval = eval, .boundary = boundary, .halo_begin = halo_begin,
+    .halo_end = halo_end, .stage = stage, .upload = upload, .download = download,
+    .norms = norms, .sync = sync};

@@ -87,6 +87,8 @@ tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, int ghost, tsr_bc *
 int tsr_bc_nfaces(const tsr_bc *bc) { return bc->nface; }
 
 const tsr_bc_face *tsr_bc_face_info(const tsr_bc *bc, int i) { return &bc->face[i].info; }
+tsr_expr *tsr_bc_expr(const tsr_bc *bc, int i, int q) { return bc->face[i].expr[q]; }
+int tsr_bc_face_timed(const tsr_bc *bc, int i) { return bc->face[i].timed; }
 
 static void evaluate(tsr_bc *bc, face_bc *fb, double t) {
   const tsr_case *c = bc->c;

@@ -7,6 +7,7 @@
 #define TSR_BOUNDARY_H
 
 #include "io/case.h"
+#include "io/expr.h"
 #include "kernels/field.h"
 #include "kernels/models/boundary_cell.h"
 
@@ -30,6 +31,11 @@ const tsr_bc_face *tsr_bc_face_info(const tsr_bc *bc, int i);
  * evaluated only when they depend on t and t changed. *fresh is 1 when they were (re)evaluated
  * by this call, so a device copy needs refreshing. */
 const double *tsr_bc_values(tsr_bc *bc, int i, double t, int *fresh);
+
+/* The expression giving component q of face i (NULL: the value is 0), borrowed; and whether
+ * any component of face i depends on t. For backends that evaluate them themselves. */
+tsr_expr *tsr_bc_expr(const tsr_bc *bc, int i, int q);
+int tsr_bc_face_timed(const tsr_bc *bc, int i);
 
 /* Frees and sets *bc to NULL; accepts NULL. */
 void tsr_bc_destroy(tsr_bc **bc);

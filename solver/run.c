@@ -40,26 +40,6 @@ tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err) {
   return (tsr_err)code;
 }
 
-/* Evaluates expression e at time t on the owned cells into x->scratch (x fastest). */
-static void eval_owned(const tsr_run_ctx *x, tsr_expr *e, double t) {
-  const tsr_box *b = &x->box;
-  int nx = tsr_box_len(b, 0);
-  double *xs = x->coords, *ys = xs + nx, *zs = ys + nx, *row = x->scratch;
-  for (int i = 0; i < nx; ++i) xs[i] = tsr_cell_center(x->c, 0, b->lo[0] + i);
-  for (int k = b->lo[2]; k < b->hi[2]; ++k)
-    for (int j = b->lo[1]; j < b->hi[1]; ++j, row += nx) {
-      double yv = tsr_cell_center(x->c, 1, j), zv = tsr_cell_center(x->c, 2, k);
-      for (int i = 0; i < nx; ++i) { ys[i] = yv; zs[i] = zv; }
-      tsr_expr_eval_many(e, (size_t)nx, xs, ys, zs, t, row);
-    }
-}
-
-/* Component q of f (in the backend's memory) from expression e at time t. */
-static tsr_err load_expr(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int q, double t) {
-  eval_owned(x, e, t);
-  return x->be->upload(x, f, q, x->scratch);
-}
-
 /* The cells of box whose stencil reads no ghost cell, and the shell around them as at most
  * 2*dim disjoint slabs. */
 static int split_shell(const tsr_box *b, int dim, int g, tsr_box *interior, tsr_box shell[6]) {
@@ -87,7 +67,7 @@ static tsr_err source_eval(tsr_run_ctx *x, double t) {
   if (!x->src || (x->src_valid && (!x->src_timed || x->src_at == t))) return TSR_OK;
   double t0 = MPI_Wtime();
   for (int q = 0; q < x->c->ncomp; ++q)
-    if (x->src_expr[q]) TSR_CALL(load_expr(x, x->src_expr[q], x->src, q, t));
+    if (x->src_expr[q]) TSR_CALL(x->be->eval(x, x->src_expr[q], x->src, q, t));
   x->src_valid = 1;
   x->src_at = t;
   x->phase[PH_SOURCE] += MPI_Wtime() - t0;
@@ -131,14 +111,15 @@ typedef struct {
 } norms;
 
 /* Norms of the state (and its error against exact at t), reduced over all ranks. */
-static tsr_err monitor(tsr_run_ctx *x, double t, tsr_expr **exact, norms *nm) {
+static tsr_err monitor(tsr_run_ctx *x, double t, norms *nm) {
+  tsr_expr *const *exact = x->exact_expr;
   double t0 = MPI_Wtime();
   const tsr_case *c = x->c;
   int nc = c->ncomp;
   nm->has_exact = 0;
   for (int q = 0; q < nc; ++q)
     if (exact[q]) {
-      TSR_CALL(load_expr(x, exact[q], x->exact, q, t));
+      TSR_CALL(x->be->eval(x, exact[q], x->exact, q, t));
       nm->has_exact = 1;
     }
   double lmin[TSR_MAX_COMP], lmax[TSR_MAX_COMP], lemax[TSR_MAX_COMP], lsum[3 * TSR_MAX_COMP];
@@ -232,6 +213,10 @@ static void ctx_free(tsr_run_ctx *x) {
   tsr_field_destroy(&x->exact);
   free(x->scratch);
   free(x->coords);
+  for (int q = 0; q < TSR_MAX_COMP; ++q) {
+    tsr_expr_destroy(&x->init_expr[q]);
+    tsr_expr_destroy(&x->exact_expr[q]);
+  }
   tsr_halo_plan_free(&x->plan);
   tsr_layout_free(&x->layout);
   for (int s = 0; s < TSR_NSLOT; ++s) tsr_field_destroy(&x->slot[s]);
@@ -276,8 +261,6 @@ static tsr_err setup(tsr_run_ctx *x) {
   for (int q = 0; q < c->ncomp; ++q) any_exact |= c->exact[q].text != NULL;
   if (any_exact)
     TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->exact));
-  TSR_ALLOC(x->scratch, tsr_box_cells(&x->box), "expression values");
-  TSR_ALLOC(x->coords, 3 * tsr_box_len(&x->box, 0), "cell coordinates");
   int any_src = 0;
   for (int q = 0; q < c->ncomp; ++q)
     if (c->source[q].text) {
@@ -286,6 +269,10 @@ static tsr_err setup(tsr_run_ctx *x) {
       if (tsr_expr_depends_on_time(x->src_expr[q])) x->src_timed = 1;
     }
   if (any_src) TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->src));
+  for (int q = 0; q < c->ncomp; ++q) {
+    TSR_CALL(tsr_case_compile(c, &c->initial[q], &x->init_expr[q]));
+    if (c->exact[q].text) TSR_CALL(tsr_case_compile(c, &c->exact[q], &x->exact_expr[q]));
+  }
   TSR_CALL(tsr_bc_create(c, &x->box, x->ghost, &x->bc));
   x->cellvol = 1.0;
   for (int d = 0; d < 3; ++d) {
@@ -297,18 +284,14 @@ static tsr_err setup(tsr_run_ctx *x) {
   x->desc.ncomp = c->ncomp;
   x->desc.dt = x->dt;
   tsr_stage_coef_init(&x->desc.coef, c->model, c->param_value, x->h, x->slot[0]);
-  return TSR_OK;
+  return x->be->prepare(x);
 }
 
 static tsr_err initial(tsr_run_ctx *x) {
   double t0 = MPI_Wtime();
-  for (int q = 0; q < x->c->ncomp; ++q) {
-    tsr_expr *e = NULL;
-    TSR_CALL(tsr_case_compile(x->c, &x->c->initial[q], &e));
-    tsr_err err = load_expr(x, e, x->slot[TSR_SLOT_U], q, 0.0);
-    tsr_expr_destroy(&e);
-    TSR_CALL(err);
-  }
+  for (int q = 0; q < x->c->ncomp; ++q)
+    TSR_CALL(x->be->eval(x, x->init_expr[q], x->slot[TSR_SLOT_U], q, 0.0));
+  TSR_CALL(x->be->sync(x));
   x->phase[PH_INIT] += MPI_Wtime() - t0;
   return TSR_OK;
 }
@@ -348,7 +331,7 @@ static tsr_err write_final(tsr_run_ctx *x, double t) {
   return TSR_OK;
 }
 
-static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res, tsr_expr **exact) {
+static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   const tsr_case *c = x->c;
   tsr_progress pg;
   tsr_progress_init(&pg, x->opts.quiet || x->rank != 0 ? 3 : (int)c->output.progress, stdout,
@@ -359,7 +342,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res, tsr_expr **exact) {
   char line[2048];
   norms nm;
   double t = 0.0, start = MPI_Wtime();
-  TSR_CALL(monitor(x, t, exact, &nm));
+  TSR_CALL(monitor(x, t, &nm));
   monitor_line(x, 0, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
   for (int64_t step = 0; step < x->nsteps; ++step) {
@@ -371,7 +354,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res, tsr_expr **exact) {
     double cps = cells * (double)(step + 1) / (MPI_Wtime() - start);
     tsr_progress_step(&pg, step + 1, t, cps);
     if ((step + 1) % every == 0 || step + 1 == x->nsteps) {
-      TSR_CALL(monitor(x, t, exact, &nm));
+      TSR_CALL(monitor(x, t, &nm));
       monitor_line(x, step + 1, t, &nm, cps, line, sizeof line);
       tsr_progress_line(&pg, line);
       for (int q = 0; q < c->ncomp; ++q)
@@ -426,26 +409,20 @@ static tsr_err choose_backend(tsr_run_ctx *x) {
 }
 
 static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
-  const tsr_case *c = x->c;
   double t0 = MPI_Wtime();
   TSR_CALL(tsr_run_agree(x->comm, choose_backend(x)));
   TSR_CALL(tsr_run_agree(x->comm, setup(x)));
   x->phase[PH_SETUP] = MPI_Wtime() - t0;
   if (x->opts.write_output) TSR_CALL(prepare_outdir(x));
   TSR_CALL(tsr_run_agree(x->comm, initial(x)));
-  tsr_expr *exact[TSR_MAX_COMP] = {0};
-  tsr_err err = TSR_OK;
-  for (int q = 0; q < c->ncomp && !err; ++q)
-    if (c->exact[q].text) err = tsr_case_compile(c, &c->exact[q], &exact[q]);
-  if (!err) err = tsr_run_agree(x->comm, err);
   /* one exchange before the clock starts: NCCL connects to each peer at the first send to it
    * (about a second over NVLink), which is set-up, not stepping; the ghosts it fills are
    * filled again by the first stage */
-  if (!err) err = x->be->halo_begin(x, x->slot[TSR_SLOT_U]);
+  tsr_err err = x->be->halo_begin(x, x->slot[TSR_SLOT_U]);
   if (!err) err = x->be->halo_end(x, x->slot[TSR_SLOT_U]);
   if (!err) err = x->be->sync(x);
-  if (!err) err = loop(x, res, exact);
-  for (int q = 0; q < TSR_MAX_COMP; ++q) tsr_expr_destroy(&exact[q]);
+  TSR_CALL(tsr_run_agree(x->comm, err));
+  err = loop(x, res);
   TSR_CALL(err);
   if (!x->opts.write_output) return TSR_OK;
   TSR_CALL(write_final(x, res->t_final));

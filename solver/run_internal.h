@@ -31,10 +31,12 @@ typedef struct tsr_run_ctx {
   tsr_field *slot[TSR_NSLOT];
   tsr_field *acc, *src;
   tsr_field *exact;     /* exact solution at the monitor's time, when the case gives one */
-  double *scratch;      /* owned cells of one component, host: expression values */
-  double *coords;       /* 3 x (cells along x): coordinates of one row */
+  double *scratch;      /* host backend: owned cells of one component, expression values */
+  double *coords;       /* host backend: 3 x (cells along x), coordinates of one row */
   tsr_bc *bc;
-  tsr_expr *src_expr[TSR_MAX_COMP];
+  tsr_expr *init_expr[TSR_MAX_COMP];  /* initial conditions */
+  tsr_expr *src_expr[TSR_MAX_COMP];   /* sources (NULL: none) */
+  tsr_expr *exact_expr[TSR_MAX_COMP]; /* exact solution (NULL: none) */
   int src_timed, src_valid;
   double src_at;
   tsr_scheme_plan scheme;
