@@ -186,14 +186,14 @@ static void run_case(result *res, int sweep, cudaStream_t st) {
   if (sweep) {
     static const int shapes3[][2] = {{32, 4}, {32, 8}, {64, 2}, {64, 4}, {128, 1}, {128, 2},
                                      {256, 1}};
-    static const int chunks[] = {16, 32, 64, 128, 512};
+    static const int chunks[] = {1, 2, 4, 8, 16, 64};
     static const int bx2[] = {64, 128, 256};
     const int nshape = dim == 3 ? 7 : 3;
     printf("  sweep %s (ms per step; default %.4f):\n", res->name, 1e3 * res->step_s);
     for (int s = 0; s < nshape; ++s) {
       if (dim == 3) printf("    %3d x %-3d ", shapes3[s][0], shapes3[s][1]);
       else printf("    %3d       ", bx2[s]);
-      for (int c = 0; c < 5; ++c) {
+      for (int c = 0; c < 6; ++c) {
         tsr_stage_cuda_tuning t = {0, 0, 0, 0, 0};
         if (dim == 3) {
           t.bx3 = shapes3[s][0];

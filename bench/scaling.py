@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Scaling study driver: generates the cases, launches the runs, and writes a CSV, a markdown
+table and a PNG plot of time, speedup and efficiency against the GPU count.
+
+    bench/scaling.py --gpus 1 2 [4 8] --study strong2d|weak3d|strong3d [--steps N]
+                     [--tessera build/tessera] [--out bench/results] [--launcher "mpirun -np {n}"]
+
+strong2d: 2D 5-point heat, forward Euler, 20480^2 fp64 (the GPU issue's item 1);
+weak3d:   3D 7-point heat, 512^3 fp64 per GPU, split along x;
+strong3d: 3D 7-point heat, 1024^3 fp64.
+Throughput is report.json's cells_per_second (cells x steps / step-loop wall time, which
+excludes set-up and output). Efficiency: strong = speedup / (n / n0); weak = (cells/s per
+GPU) / (cells/s per GPU at n0). Multi-node: pass --launcher "srun -n {n}" or a hostfile."""
+import argparse, csv, json, os, subprocess, sys, time
+
+CASE = """name: {name}
+model: heat
+backend: cuda
+grid: {{cells: {cells}}}
+initial: {{u: "{init}"}}
+boundary: {{default: {{type: dirichlet, value: 0}}}}
+time: {{scheme: euler, dt: auto, steps: {steps}}}
+output: {{monitor_every: 100, progress: lines}}
+"""
+
+def case_for(study, n, steps):
+    if study == "strong2d":
+        return [20480, 20480], "x*(1 - x)*y*(1 - y)"
+    if study == "weak3d":
+        return [512 * n, 512, 512], "x*(1 - x)*y*(1 - y)*z*(1 - z)"
+    if study == "strong3d":
+        return [1024, 1024, 1024], "x*(1 - x)*y*(1 - y)*z*(1 - z)"
+    raise SystemExit(f"unknown study {study}")
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpus", type=int, nargs="+", required=True)
+    ap.add_argument("--study", default="strong2d", choices=["strong2d", "weak3d", "strong3d"])
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--tessera", default="build/tessera")
+    ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--launcher", default="mpirun -np {n}")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    rows = []
+    for n in a.gpus:
+        cells, init = case_for(a.study, n, a.steps)
+        name = f"{a.study}_{n}gpu"
+        path = os.path.join(a.out, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(CASE.format(name=name, cells=cells, init=init, steps=a.steps))
+        run_dir = os.path.join(a.out, "run_" + name)
+        cmd = a.launcher.format(n=n).split() + [a.tessera, "run", path, "--out", run_dir]
+        t0 = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.stderr.write(p.stdout[-2000:] + p.stderr[-2000:])
+            raise SystemExit(f"scaling: {' '.join(cmd)} failed")
+        r = json.load(open(os.path.join(run_dir, "report.json")))
+        total = 1
+        for c in cells:
+            total *= c
+        rows.append(dict(study=a.study, gpus=n, cells=total, steps=r["steps"], wall_s=r["wall_time"],
+                         cells_per_s=r["cells_per_second"], halo_wait_s=r["phases_max_over_ranks"]["halo_wait"],
+                         process_s=round(time.time() - t0, 2)))
+        try:
+            os.remove(os.path.join(run_dir, "final.h5"))  # GBs of fields nobody reads here
+        except OSError:
+            pass
+    base = rows[0]
+    for r in rows:
+        ratio = r["gpus"] / base["gpus"]
+        if a.study.startswith("strong"):
+            r["speedup"] = base["wall_s"] / r["wall_s"]
+            r["efficiency"] = r["speedup"] / ratio
+        else:
+            r["speedup"] = r["cells_per_s"] / base["cells_per_s"]
+            r["efficiency"] = (r["cells_per_s"] / r["gpus"]) / (base["cells_per_s"] / base["gpus"])
+    stem = os.path.join(a.out, a.study)
+    with open(stem + ".csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    with open(stem + ".md", "w") as f:
+        f.write(f"| GPUs | cells | steps | step-loop s | Gcells/s | speedup | efficiency |\n|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['gpus']} | {r['cells']} | {r['steps']} | {r['wall_s']:.4f} | {r['cells_per_s']/1e9:.1f} | "
+                    f"{r['speedup']:.3f} | {100*r['efficiency']:.1f}% |\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(1, 3, figsize=(12, 3.5))
+        g = [r["gpus"] for r in rows]
+        ax[0].plot(g, [r["wall_s"] for r in rows], "o-"); ax[0].set_title("step-loop time (s)")
+        ax[1].plot(g, [r["speedup"] for r in rows], "o-", label="tessera")
+        ax[1].plot(g, [x / g[0] for x in g] if a.study.startswith("strong") else [x / g[0] for x in g], "k--", label="ideal")
+        ax[1].set_title("speedup"); ax[1].legend()
+        ax[2].plot(g, [100 * r["efficiency"] for r in rows], "o-"); ax[2].set_ylim(0, 105); ax[2].set_title("efficiency (%)")
+        for x in ax:
+            x.set_xlabel("GPUs"); x.set_xticks(g)
+        fig.suptitle(f"tessera {a.study}")
+        fig.tight_layout()
+        fig.savefig(stem + ".png", dpi=100)
+    except ImportError:
+        print("scaling: matplotlib not found, no plot", file=sys.stderr)
+    print(open(stem + ".md").read())
+
+if __name__ == "__main__":
+    main()
