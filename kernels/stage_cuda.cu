@@ -17,8 +17,9 @@
  * chunk, so the blocks resident together march through the same few planes and the halo rows
  * they share stay in L2.
  *
- * Launch shape (tsr_stage_cuda_set_tuning; defaults chosen before any device measurement):
- * 3D 64 x 4 threads marching 64 cells, 2D 256 threads marching 64 rows. Registers per thread
+ * Launch shape (tsr_stage_cuda_set_tuning): 3D 32 x 4 threads marching 4 cells, 2D 64 threads
+ * marching 4 rows, the fastest of bench/gpu_stencil --sweep on an H200 (2026-11-22: 0.78 and
+ * 0.88 of copy bandwidth; long marches, 64 cells, gave 0.66 and 0.71: fewer blocks in flight). Registers per thread
  * (nvcc 13, sm_90, -Xptxas -v): heat, advection-diffusion, Allen-Cahn 32-40, wave and
  * Gray-Scott 40-62, no spills or stack, so the 1-component stages run at full occupancy.
  *
@@ -182,13 +183,13 @@ shape pick_shape(int dim, int nx, int ny, int nz) {
   const tsr_stage_cuda_tuning &t = g_tuning;
   int bx, by, chunk;
   if (dim == 3) {
-    bx = t.bx3 > 0 ? t.bx3 : 64;
+    bx = t.bx3 > 0 ? t.bx3 : 32;
     by = t.by3 > 0 ? t.by3 : 4;
-    chunk = t.chunk3 > 0 ? t.chunk3 : 64;
+    chunk = t.chunk3 > 0 ? t.chunk3 : 4;
   } else {
-    bx = t.bx2 > 0 ? t.bx2 : 256;
+    bx = t.bx2 > 0 ? t.bx2 : 64;
     by = 1;
-    chunk = t.chunk2 > 0 ? t.chunk2 : 64;
+    chunk = t.chunk2 > 0 ? t.chunk2 : 4;
   }
   /* thin regions (shell slabs): fewer idle lanes, same block size */
   const int threads = bx * by;

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # compute-sanitizer (memcheck and racecheck) on a small case of each model with the CUDA
-# backend, 2D and 3D (label gpu). Clean means: exit 0 and "ERROR SUMMARY: 0 errors".
+# backend, 2D and 3D (label gpu). Clean means: exit 0 and memcheck's "ERROR SUMMARY: 0 errors"
+# (CUDA API calls that return an error on purpose, as NCCL's probing of the platform at
+# communicator creation does, are not memory errors: --report-api-errors no), racecheck's
+# "0 hazards displayed (0 errors, 0 warnings)".
 set -u
 . "$TESSERA_SOURCE/tests/scripts/lib.bash"
 work=$(mktemp -d)
@@ -11,11 +14,17 @@ for case in "$TESSERA_SOURCE"/tests/cases/bw_*.yaml; do
   name=$(basename "$case" .yaml)
   for tool in memcheck racecheck; do
     log="$work/$name-$tool.txt"
-    if "$cs" --tool "$tool" --error-exitcode 9 "$TESSERA_BIN" run "$case" --backend cuda \
-         --out "$work/$name-$tool" >"$log" 2>&1 && grep -q "ERROR SUMMARY: 0 errors" "$log"; then
+    if [ "$tool" = memcheck ]; then
+      opts="--report-api-errors no" clean="ERROR SUMMARY: 0 errors"
+    else
+      opts="" clean="0 hazards displayed (0 errors, 0 warnings)"
+    fi
+    # shellcheck disable=SC2086
+    if "$cs" --tool "$tool" $opts --error-exitcode 9 "$TESSERA_BIN" run "$case" --backend cuda \
+         --out "$work/$name-$tool" >"$log" 2>&1 && grep -qF "$clean" "$log"; then
       pass "$name: $tool clean"
     else
-      tail -20 "$log"
+      grep -v "Host Frame" "$log" | grep "=========" | head -20
       failure "$name: $tool"
     fi
   done
