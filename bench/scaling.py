@@ -94,7 +94,7 @@ def main():
         g = [r["gpus"] for r in rows]
         ax[0].plot(g, [r["wall_s"] for r in rows], "o-"); ax[0].set_title("step-loop time (s)")
         ax[1].plot(g, [r["speedup"] for r in rows], "o-", label="tessera")
-        ax[1].plot(g, [x / g[0] for x in g] if a.study.startswith("strong") else [x / g[0] for x in g], "k--", label="ideal")
+        ax[1].plot(g, [x / g[0] for x in g], "k--", label="ideal")
         ax[1].set_title("speedup"); ax[1].legend()
         ax[2].plot(g, [100 * r["efficiency"] for r in rows], "o-"); ax[2].set_ylim(0, 105); ax[2].set_title("efficiency (%)")
         for x in ax:
