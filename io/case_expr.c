@@ -1,4 +1,5 @@
 #include "io/case_expr.h"
+#include "io/case_validate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,21 +24,6 @@ tsr_err tsr_case_compile(const tsr_case *c, const tsr_case_expr *e, tsr_expr **o
                        e->loc.col + col, e->key, msg);
   return tsr_err_set(err, __FILE__, __LINE__, "%s: %s: %s (at column %d of \"%s\")",
                      e->loc.file ? e->loc.file : "?", e->key, msg, col + 1, e->text);
-}
-
-static int edit_distance(const char *a, const char *b) {
-  int la = (int)strlen(a), lb = (int)strlen(b);
-  if (la > 63 || lb > 63) return 99;
-  int d[64][64];
-  for (int i = 0; i <= la; ++i) d[i][0] = i;
-  for (int j = 0; j <= lb; ++j) d[0][j] = j;
-  for (int i = 1; i <= la; ++i)
-    for (int j = 1; j <= lb; ++j) {
-      int s = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-      int x = d[i - 1][j] + 1, y = d[i][j - 1] + 1;
-      d[i][j] = s < x ? (s < y ? s : y) : (x < y ? x : y);
-    }
-  return d[la][lb];
 }
 
 /* Appends (or sets, for the first) one problem line. */
@@ -77,9 +63,9 @@ tsr_err tsr_case_check_expressions(const tsr_case *c) {
   const tsr_model_info *m = &tsr_models[c->model];
   for (int p = m->nparam; p < c->nparam; ++p) {
     if (used[p]) continue;
-    const char *best = NULL;
-    for (int k = 0; k < m->nparam; ++k)
-      if (edit_distance(c->param_name[p], m->param[k].name) <= 2) best = m->param[k].name;
+    const char *names[TSR_MAX_MODEL_PARAMS];
+    for (int k = 0; k < m->nparam; ++k) names[k] = m->param[k].name;
+    const char *best = tsr_suggest(c->param_name[p], names, m->nparam);
     char hint[128] = "";
     if (best) snprintf(hint, sizeof hint, " (did you mean '%s'?)", best);
     snprintf(line, sizeof line,

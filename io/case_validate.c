@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp, stat */
 #include "io/case_validate.h"
+#include "io/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -101,32 +102,12 @@ char *tsr_vstrdup(tsr_vctx *v, const char *s) {
   return d;
 }
 
-/* Case keys are short; longer words are never close to one. */
-#define LEV_MAX 64
-
-static int levenshtein(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la >= LEV_MAX || lb >= LEV_MAX) return LEV_MAX;
-  int prev[LEV_MAX + 1], cur[LEV_MAX + 1];
-  for (size_t j = 0; j <= lb; ++j) prev[j] = (int)j;
-  for (size_t i = 1; i <= la; ++i) {
-    cur[0] = (int)i;
-    for (size_t j = 1; j <= lb; ++j) {
-      int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-      int del = prev[j] + 1, ins = cur[j - 1] + 1;
-      cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-    }
-    memcpy(prev, cur, (lb + 1) * sizeof *cur);
-  }
-  return prev[lb];
-}
-
 const char *tsr_suggest(const char *word, const char *const *cand, int n) {
   const char *best = NULL;
-  int bestd = LEV_MAX;
+  int bestd = 64;
   int lw = (int)strlen(word);
   for (int i = 0; i < n; ++i) {
-    int d = levenshtein(word, cand[i]);
+    int d = tsr_text_distance(word, cand[i], 0);
     int lc = (int)strlen(cand[i]);
     int limit = lw / 3 > 2 ? lw / 3 : 2;
     /* a distance equal to a whole word's length is a replacement, not a typo */

@@ -7,6 +7,7 @@
  * variable tokens, so hiding them behind a non-optimisable call keeps muparser's arithmetic
  * exactly C's, while it still folds constant subexpressions (to the doubles C would get). */
 #include "io/expr.h"
+#include "io/text.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -243,27 +244,6 @@ static int new_node(parser *p, int kind, int a, int b, const token *t) {
   return p->nn++;
 }
 
-static int lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
-
-/* Case-insensitive, so that 'PI' or 'Sin' suggest their spelling. */
-static int levenshtein(const char *a, const char *b) {
-  int la = (int)strlen(a), lb = (int)strlen(b), row[65];
-  if (la > 64 || lb > 64) return 99;
-  for (int j = 0; j <= lb; j++) row[j] = j;
-  for (int i = 1; i <= la; i++) {
-    int diag = row[0];
-    row[0] = i;
-    for (int j = 1; j <= lb; j++) {
-      int up = row[j], best = diag + (lower(a[i - 1]) != lower(b[j - 1]));
-      if (up + 1 < best) best = up + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      diag = up;
-      row[j] = best;
-    }
-  }
-  return row[lb];
-}
-
 /* Writes " (did you mean 'sin'?)" or "" into out. Calls consider only functions. */
 static void suggest(const parser *p, const char *name, int call, char *out, size_t n) {
   static const char *const aliases[][2] = {{"ln", "log"}, {"e", "exp(1)"}, {"M_PI", "pi"}};
@@ -281,7 +261,7 @@ static void suggest(const parser *p, const char *name, int call, char *out, size
                        : k == NFUNS + 4 ? "pi"
                                         : p->env->names[k - NFUNS - 5];
     if (call && k >= NFUNS) break;
-    int d = levenshtein(name, cand);
+    int d = tsr_text_distance(name, cand, 1); /* 'PI', 'Sin' suggest their spelling */
     /* distance must be smaller than the name, or 'a' would suggest 'x' */
     if (d < best && d < nl) best = d, pick = cand;
   }
@@ -414,32 +394,6 @@ static int parse_expr(parser *p) { return parse_binary(p, parse_term, "+-", N_AD
 
 /* ---- rendering ----------------------------------------------------------------------- */
 
-typedef struct {
-  char *s;
-  size_t n, cap;
-  int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-  va_end(ap);
-  if (k < 0) { b->oom = 1; return; }
-  if (b->n + (size_t)k + 1 > b->cap) {
-    size_t cap = 2 * (b->n + (size_t)k + 1) + 64;
-    char *s = realloc(b->s, cap);
-    if (!s) { b->oom = 1; return; }
-    b->s = s;
-    b->cap = cap;
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-    va_end(ap);
-  }
-  b->n += (size_t)k;
-}
 
 static const char binop[] = {[N_ADD] = '+', [N_SUB] = '-', [N_MUL] = '*', [N_DIV] = '/'};
 
@@ -454,53 +408,53 @@ static int prec(int kind) {
  * grouping would differ from the tree's, including right operands of equal precedence
  * (a - (b - c); a + (b + c) rounds differently); + - * / group alike in C and muparser.
  * Unary minus is always parenthesised in C so that the text never holds "--". */
-static void render(const tsr_expr *e, int i, int mu, sbuf *b) {
+static void render(const tsr_expr *e, int i, int mu, tsr_strbuf *b) {
   const node *n = &e->nodes[i];
   char num[40];
   switch (n->kind) {
   case N_NUM: case N_PI: {
     if (mu) {
-      put(b, "_k%d", i);
+      tsr_strbuf_printf(b, "_k%d", i);
       break;
     }
     snprintf(num, sizeof num, "%.17g", n->kind == N_PI ? tsr_pi : n->val);
     char *dot = strchr(num, locale_point());
     if (dot) *dot = '.';
-    put(b, "%s%s", num, strpbrk(num, ".e") ? "" : ".0");
+    tsr_strbuf_printf(b, "%s%s", num, strpbrk(num, ".e") ? "" : ".0");
     break;
   }
   case N_VAR:
-    put(b, mu ? "_v(_%s)" : "%s", var_names[n->idx]);
+    tsr_strbuf_printf(b, mu ? "_v(_%s)" : "%s", var_names[n->idx]);
     break;
   case N_PARAM:
-    if (mu) put(b, "_p%d", n->idx);
-    else put(b, "%.*s", n->len, e->text + n->col);
+    if (mu) tsr_strbuf_printf(b, "_p%d", n->idx);
+    else tsr_strbuf_printf(b, "%.*s", n->len, e->text + n->col);
     break;
   case N_NEG: {
     int par = !mu && prec(e->nodes[n->a].kind) < 3;
-    put(b, mu ? "_n(" : par ? "(-(" : "(-");
+    tsr_strbuf_printf(b, mu ? "_n(" : par ? "(-(" : "(-");
     render(e, n->a, mu, b);
-    put(b, par ? "))" : ")");
+    tsr_strbuf_printf(b, par ? "))" : ")");
     break;
   }
   case N_FUN:
-    put(b, "%s%s(", mu ? "_" : "", funs[n->idx].name);
+    tsr_strbuf_printf(b, "%s%s(", mu ? "_" : "", funs[n->idx].name);
     render(e, n->a, mu, b);
     if (n->b >= 0) {
-      put(b, mu ? "," : ", ");
+      tsr_strbuf_printf(b, mu ? "," : ", ");
       render(e, n->b, mu, b);
     }
-    put(b, ")");
+    tsr_strbuf_printf(b, ")");
     break;
   default: {
     int p = prec(n->kind), lp = prec(e->nodes[n->a].kind) < p;
     int rp = prec(e->nodes[n->b].kind) <= p;
     const char *sp = mu ? "" : " ";
-    put(b, "%s", lp ? "(" : "");
+    tsr_strbuf_printf(b, "%s", lp ? "(" : "");
     render(e, n->a, mu, b);
-    put(b, "%s%s%c%s%s", lp ? ")" : "", sp, binop[n->kind], sp, rp ? "(" : "");
+    tsr_strbuf_printf(b, "%s%s%c%s%s", lp ? ")" : "", sp, binop[n->kind], sp, rp ? "(" : "");
     render(e, n->b, mu, b);
-    put(b, "%s", rp ? ")" : "");
+    tsr_strbuf_printf(b, "%s", rp ? ")" : "");
   }
   }
 }
@@ -526,7 +480,7 @@ static tsr_err check_env(const tsr_expr_env *env) {
 }
 
 static tsr_err setup_muparser(tsr_expr *e, const tsr_expr_env *env) {
-  sbuf b = {0};
+  tsr_strbuf b = {0};
   render(e, e->root, 1, &b);
   if (b.oom) free(b.s);
   TSR_CHECK(!b.oom, TSR_ERR_MEMORY, "out of memory rendering an expression");
@@ -614,7 +568,7 @@ tsr_err tsr_expr_compile(const char *text, const tsr_expr_env *env, tsr_expr **o
   /* nodes are created children first, so the root is the last one */
   e->root = root;
 
-  sbuf c = {0};
+  tsr_strbuf c = {0};
   render(e, root, 0, &c);
   e->c_text = c.s;
   tsr_err err = c.oom ? tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,

@@ -1,0 +1,31 @@
+/* Small text helpers shared by the case reader, the expression compiler and code generation:
+ * edit distance for "did you mean" suggestions and a growing string buffer. */
+#ifndef TSR_TEXT_H
+#define TSR_TEXT_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Levenshtein distance between a and b (case-insensitive ASCII when nocase); words of 64
+ * characters or more are never close: the result is then 64. */
+int tsr_text_distance(const char *a, const char *b, int nocase);
+
+/* A NUL-terminated string that grows as it is written. oom is set, and later writes are
+ * dropped, when memory runs out; s is owned by the caller (free). Start from {0}. */
+typedef struct {
+  char *s;
+  size_t n, cap;
+  int oom;
+} tsr_strbuf;
+
+/* Appends printf-formatted text. */
+void tsr_strbuf_printf(tsr_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
