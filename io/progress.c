@@ -1,5 +1,6 @@
 #include "io/progress.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -8,6 +9,14 @@ static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int launched_by_mpi(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMIX_RANK",
+                                     "SLURM_STEP_ID", "MPI_LOCALRANKID"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; ++i)
+    if (getenv(vars[i])) return 1;
+  return 0;
 }
 
 void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total) {
@@ -19,7 +28,11 @@ void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total) {
   case 1: p->style = TSR_PROGRESS_STYLE_BAR; break;
   case 2: p->style = TSR_PROGRESS_STYLE_LINES; break;
   case 3: p->style = TSR_PROGRESS_STYLE_NONE; break;
-  default: p->style = isatty(fileno(out)) ? TSR_PROGRESS_STYLE_BAR : TSR_PROGRESS_STYLE_LINES;
+  default:
+    /* mpirun forwards each rank's output through a pseudo-terminal, so under a launcher a
+     * terminal cannot be told from a file: lines there, a bar only when run directly */
+    p->style = isatty(fileno(out)) && !launched_by_mpi() ? TSR_PROGRESS_STYLE_BAR
+                                                         : TSR_PROGRESS_STYLE_LINES;
   }
   if (!out) p->style = TSR_PROGRESS_STYLE_NONE;
 }
