@@ -37,11 +37,13 @@ static int64_t layer_capacity(const tsr_box *b, int dim, int w, int skip) {
   return cap;
 }
 
-/* Active axes by decreasing length, ties to the lower index (a stable insertion sort). */
+/* Active axes by decreasing length, ties to the higher index: a cut across the slowest axis
+ * leaves faces that are contiguous rows or planes in memory (x fastest), which the halo packs
+ * and the shell kernels read at full width. */
 static void axes_by_length(const tsr_box *b, int dim, int order[3]) {
   for (int d = 0; d < dim; ++d) {
     int i = d;
-    while (i > 0 && tsr_box_len(b, order[i - 1]) < tsr_box_len(b, d)) {
+    while (i > 0 && tsr_box_len(b, order[i - 1]) <= tsr_box_len(b, d)) {
       order[i] = order[i - 1];
       --i;
     }

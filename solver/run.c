@@ -40,27 +40,52 @@ tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err) {
   return (tsr_err)code;
 }
 
-/* The cells of box whose stencil reads no ghost cell, and the shell around them as at most
- * 2*dim disjoint slabs. */
-static int split_shell(const tsr_box *b, int dim, int g, tsr_box *interior, tsr_box shell[6]) {
-  *interior = tsr_box_grow(b, dim, -g);
-  if (tsr_box_empty(interior)) {
-    shell[0] = *b;
-    *interior = (tsr_box){{0, 0, 0}, {0, 0, 0}};
-    return 1;
+/* Splits this rank's box for the overlap: the interior, whose stencils read no ghost cell that
+ * the halo exchange fills, and the shell, at most 2*dim disjoint slabs along the faces whose
+ * ghost layers some peer (or a periodic image) fills. Faces on the physical boundary get their
+ * ghosts from tsr_bc before the exchange starts, so their cells stay in the interior. The
+ * stencils are stars (no diagonal neighbours), so only the face-adjacent ghost slabs count. */
+static void split_shell(tsr_run_ctx *x) {
+  const tsr_box *b = &x->box;
+  int dim = x->c->dim, g = x->ghost, exchanged[6] = {0};
+  for (int f = 0; f < 2 * dim; ++f) {
+    int d = f / 2;
+    tsr_box slab = *b;
+    if (f % 2 == 0) {
+      slab.hi[d] = b->lo[d];
+      slab.lo[d] = b->lo[d] - g;
+    } else {
+      slab.lo[d] = b->hi[d];
+      slab.hi[d] = b->hi[d] + g;
+    }
+    for (int p = 0; p < x->plan.npeer && !exchanged[f]; ++p)
+      for (int s = 0; s < x->plan.peers[p].nseg && !exchanged[f]; ++s) {
+        tsr_box i = tsr_box_intersect(&slab, &x->plan.peers[p].recv[s]);
+        exchanged[f] = !tsr_box_empty(&i);
+      }
   }
-  int n = 0;
+  tsr_box in = *b;
+  for (int d = 0; d < dim; ++d) {
+    if (exchanged[2 * d]) in.lo[d] += g;
+    if (exchanged[2 * d + 1]) in.hi[d] -= g;
+  }
+  x->nshell = 0;
+  if (tsr_box_empty(&in)) { /* too thin to have an interior: all of it waits */
+    x->shell[x->nshell++] = *b;
+    x->interior = (tsr_box){{0, 0, 0}, {0, 0, 0}};
+    return;
+  }
+  x->interior = in;
   tsr_box rest = *b;
   for (int d = 0; d < dim; ++d) {
     tsr_box lo = rest, hi = rest;
-    lo.hi[d] = interior->lo[d];
-    hi.lo[d] = interior->hi[d];
-    shell[n++] = lo;
-    shell[n++] = hi;
-    rest.lo[d] = interior->lo[d];
-    rest.hi[d] = interior->hi[d];
+    lo.hi[d] = in.lo[d];
+    hi.lo[d] = in.hi[d];
+    if (!tsr_box_empty(&lo)) x->shell[x->nshell++] = lo;
+    if (!tsr_box_empty(&hi)) x->shell[x->nshell++] = hi;
+    rest.lo[d] = in.lo[d];
+    rest.hi[d] = in.hi[d];
   }
-  return n;
 }
 
 static tsr_err source_eval(tsr_run_ctx *x, double t) {
@@ -86,15 +111,13 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   TSR_CALL(source_eval(x, ts));
   tsr_stage_desc d = x->desc;
   d.kind = sp->stage[s].kind;
-  tsr_box interior, shell[6];
-  int nshell = split_shell(&x->box, x->c->dim, x->ghost, &interior, shell);
   double t2 = MPI_Wtime();
-  TSR_CALL(be->stage(x, &d, &interior, in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
+  TSR_CALL(be->stage(x, &d, &x->interior, in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
   double t3 = MPI_Wtime();
   TSR_CALL(be->halo_end(x, in));
   double t4 = MPI_Wtime();
-  for (int i = 0; i < nshell; ++i)
-    TSR_CALL(be->stage(x, &d, &shell[i], in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
+  for (int i = 0; i < x->nshell; ++i)
+    TSR_CALL(be->stage(x, &d, &x->shell[i], in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
   double t5 = MPI_Wtime();
   /* on an asynchronous backend these are the host's issue times, and the step loop's total
    * (synchronised at every monitor) is the figure to read */
@@ -249,6 +272,7 @@ static tsr_err setup(tsr_run_ctx *x) {
   TSR_CHECK(b >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
   x->box = x->layout.boxes[b];
   TSR_CALL(tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan));
+  split_shell(x);
   x->be_ready = 1; /* teardown also cleans up after a setup that failed half-way */
   TSR_CALL(x->be->setup(x));
   x->scheme = tsr_integrate_plan(c->time.scheme);

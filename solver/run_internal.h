@@ -27,6 +27,9 @@ typedef struct tsr_run_ctx {
   tsr_box box;
   int ghost;
   tsr_halo_plan plan;
+  tsr_box interior;     /* cells updated while the exchange runs */
+  tsr_box shell[6];     /* cells updated after it: slabs along the exchanged faces */
+  int nshell;
   tsr_halo *halo;
   tsr_field *slot[TSR_NSLOT];
   tsr_field *acc, *src;

@@ -129,7 +129,8 @@ static void test_many_layouts(void **state) {
   assert_true(nlayout > 300);
 }
 
-/* 3 ranks on 60x60: rank 0 is [0,20) x [0,60), and its +x face touches ranks 1 and 2. */
+/* 3 ranks on 60x60: rank 0 is [0,60) x [0,20) (ties cut the slowest axis), and its +y face
+ * touches ranks 1 and 2. */
 static void test_two_neighbours_on_one_face(void **state) {
   (void)state;
   int cells[3] = {60, 60, 1};
@@ -142,10 +143,10 @@ static void test_two_neighbours_on_one_face(void **state) {
     assert_int_equal(p.peers[i].peer, i + 1);
     assert_int_equal(p.peers[i].nseg, 1);
     const tsr_box *r = &p.peers[i].recv[0];
-    assert_int_equal(r->lo[0], 20);
-    assert_int_equal(r->hi[0], 21);
-    assert_int_equal(r->lo[1], i == 0 ? 0 : 30);
-    assert_int_equal(r->hi[1], i == 0 ? 30 : 60);
+    assert_int_equal(r->lo[1], 20);
+    assert_int_equal(r->hi[1], 21);
+    assert_int_equal(r->lo[0], i == 0 ? 0 : 30);
+    assert_int_equal(r->hi[0], i == 0 ? 30 : 60);
   }
   tsr_halo_plan_free(&p);
   check_layout(&L, 1);

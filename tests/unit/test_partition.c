@@ -93,15 +93,16 @@ static void test_rcb_examples(void **state) {
     assert_int_equal(tsr_box_len(&L.boxes[b], 1), 32);
   }
   tsr_layout_free(&L);
-  /* 3 ranks on 60x60: one 20x60 slab, then the 40x60 rest halved across y: all 1200 cells */
+  /* 3 ranks on 60x60: one 60x20 slab, then the 60x40 rest halved across x: all 1200 cells */
   int c60[3] = {60, 60, 1};
   assert_int_equal(tsr_partition(2, c60, NULL, 3, NULL, &L), TSR_OK);
   for (int b = 0; b < 3; ++b) assert_int_equal(tsr_box_cells(&L.boxes[b]), 1200);
   tsr_layout_free(&L);
-  /* ties in length go to the lowest axis */
+  /* ties in length go to the highest (slowest) axis: faces are contiguous planes */
   int c3[3] = {16, 16, 16};
   assert_int_equal(tsr_partition(3, c3, NULL, 2, NULL, &L), TSR_OK);
-  assert_int_equal(L.boxes[0].hi[0], 8);
+  assert_int_equal(L.boxes[0].hi[2], 8);
+  assert_int_equal(tsr_box_len(&L.boxes[0], 0), 16);
   assert_int_equal(tsr_box_len(&L.boxes[0], 1), 16);
   tsr_layout_free(&L);
 }
@@ -149,7 +150,7 @@ static void test_slabs(void **state) {
     int dim = shapes[s][0], c[3] = {shapes[s][1], shapes[s][2], shapes[s][3]};
     int axis = 0;
     for (int d = 1; d < dim; ++d)
-      if (c[d] > c[axis]) axis = d;
+      if (c[d] >= c[axis]) axis = d; /* ties: the slowest axis */
     for (int n = 1; n <= c[axis] && n <= 64; ++n) {
       tsr_layout L;
       assert_int_equal(tsr_partition(dim, c, NULL, n, &o, &L), TSR_OK);
