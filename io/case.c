@@ -44,6 +44,8 @@
  *     dir: out/NAME          where results go
  *     monitor_every: N       steps between monitor lines; default: about 20 per run
  *     progress: auto         auto | bar | lines | none
+ *     checkpoint_every: 0    steps between checkpoints (DIR/checkpoint_<step>.h5); 0: none
+ *     keep: 3                checkpoints kept (the newest); integer >= 1
  *
  * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
  * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else
@@ -475,6 +477,7 @@ static tsr_case *case_new(const char *name, const char *text, int noverride,
     h = fnv1a(h, overrides[i], strlen(overrides[i]));
   }
   c->hash = h;
+  c->output.keep = 3;
   c->model = TSR_MODEL_HEAT; /* meaningful only once ncomp > 0 */
   for (int a = 0; a < 3; ++a) {
     c->cells[a] = 1;
@@ -568,4 +571,23 @@ tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, t
   tsr_err err = tsr_case_load_string(path, buf, noverride, overrides, out);
   free(buf);
   return err;
+}
+
+/* Prefixes of --set keys that change how a run is laid out or where it writes, never its
+ * numbers (bitwise invariance across decompositions and backends, DESIGN.md). */
+static int layout_override(const char *o) {
+  static const char *const pre[] = {"decomposition.", "output.", "backend="};
+  for (size_t i = 0; i < sizeof pre / sizeof pre[0]; ++i)
+    if (strncmp(o, pre[i], strlen(pre[i])) == 0) return 1;
+  return 0;
+}
+
+uint64_t tsr_case_restart_hash(const tsr_case *c) {
+  uint64_t h = fnv1a(0xcbf29ce484222325ULL, c->text, strlen(c->text));
+  for (int i = 0; i < c->noverride; ++i) {
+    if (layout_override(c->overrides[i])) continue;
+    h = fnv1a(h, "", 1);
+    h = fnv1a(h, c->overrides[i], strlen(c->overrides[i]));
+  }
+  return h;
 }

@@ -98,6 +98,8 @@ typedef struct {
     char *dir;               /* default "out/<name>" */
     int monitor_every;       /* steps between monitor lines; default: about 20 lines per run */
     tsr_progress_mode progress;
+    int checkpoint_every;    /* steps between checkpoints; 0: none */
+    int keep;                /* checkpoints kept in dir (the newest); default 3 */
   } output;
 } tsr_case;
 
@@ -125,6 +127,12 @@ const char *tsr_case_loc_str(const tsr_loc *loc, char *buf, size_t size);
 /* Face index 0..5 from "xlo".."zhi", or -1. */
 int tsr_case_face(const char *name);
 extern const char *const tsr_case_face_names[TSR_NFACE];
+
+/* Hash of what determines the solution, for checkpoints: as c->hash but leaving out the
+ * --set overrides of keys that only say how a run is laid out or where it writes
+ * (decomposition.*, output.*, backend), so a restart may use other ranks or partitioner.
+ * Edits to those keys inside the file still change it. */
+uint64_t tsr_case_restart_hash(const tsr_case *c);
 
 /* Frees the case and sets *c to NULL; accepts NULL. */
 void tsr_case_destroy(tsr_case **c);

@@ -2,6 +2,7 @@
  * boundary (faces, their types, values and the periodicity they imply), time, decomposition
  * and output. The schema is documented at the top of io/case.c. */
 #define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp, stat */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,12 +351,13 @@ void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e) {
 }
 
 void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
-  static const char *const keys[] = {"dir", "monitor_every", "progress"};
+  static const char *const keys[] = {"dir", "monitor_every", "progress", "checkpoint_every",
+                                     "keep"};
   static const char *const modes[] = {"auto", "bar", "lines", "none"}; /* tsr_progress_mode */
   tsr_case *c = v->c;
   const tsr_yaml_node *o = e && tsr_vmap(v, "output", e->value) ? e->value : NULL;
   const tsr_yaml_entry *x;
-  if (o) tsr_vkeys(v, "output", o, keys, 3);
+  if (o) tsr_vkeys(v, "output", o, keys, 5);
   const char *dir = NULL;
   if ((x = tsr_yaml_find(o, "dir")) && tsr_vstring(v, "output.dir", x->value, &dir)) {
     if (!dir[0]) tsr_vat(v, x->value, "output.dir: expected a folder name, got an empty string");
@@ -377,4 +379,14 @@ void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
   if ((x = tsr_yaml_find(o, "progress")) &&
       tsr_vchoice(v, "output.progress", x->value, modes, 4, &mode))
     c->output.progress = (tsr_progress_mode)mode;
+  long n;
+  if ((x = tsr_yaml_find(o, "checkpoint_every")) &&
+      tsr_vint(v, "output.checkpoint_every", x->value, &n)) {
+    if (n >= 1 && n <= INT32_MAX) c->output.checkpoint_every = (int)n;
+    else tsr_vat(v, x->value, "output.checkpoint_every: must be >= 1 steps, got %ld", n);
+  }
+  if ((x = tsr_yaml_find(o, "keep")) && tsr_vint(v, "output.keep", x->value, &n)) {
+    if (n >= 1 && n <= INT32_MAX) c->output.keep = (int)n;
+    else tsr_vat(v, x->value, "output.keep: must be >= 1, got %ld", n);
+  }
 }

@@ -74,7 +74,7 @@ static tsr_err h5_fail(int line, const char *what, const char *path) {
 
 /* Every rank returns the code and the message of the lowest failing rank, so no rank reports
  * success (or waits in a collective call) while another has failed. Collective. */
-static tsr_err agree(MPI_Comm comm, tsr_err local) {
+tsr_err tsr_output_agree(MPI_Comm comm, tsr_err local) {
   int rank, size, mine, first;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -96,6 +96,8 @@ static tsr_err agree(MPI_Comm comm, tsr_err local) {
   }
   return (tsr_err)code;
 }
+
+#define agree tsr_output_agree
 
 /* ---- layout ---------------------------------------------------------------------------- */
 
@@ -212,7 +214,8 @@ static tsr_err attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
 /* Root attributes, the /fields group and empty datasets: collective metadata in parallel, so
  * every rank passes the same values. */
 static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, int nfield,
-                            const char *const *names, const char *path) {
+                            const char *const *names, const tsr_output_opts *o,
+                            const char *path) {
   int dim = m->dim;
   int64_t cells[3] = {1, 1, 1}, step = m->step;
   for (int d = 0; d < dim; ++d) cells[d] = m->cells[d];
@@ -227,16 +230,47 @@ static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, i
   tsr_err err = attr_write(file, "tessera_version", str, str, 0, TSR_VERSION, path);
   H5Tclose(str);
   TSR_CALL(err);
+  for (int i = 0; o && i < o->nattr; ++i) {
+    const tsr_output_attr *a = &o->attrs[i];
+    if (!a->str) {
+      TSR_CALL(attr_write(file, a->name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, &a->num, path));
+      continue;
+    }
+    if ((str = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(str, strlen(a->str) + 1) < 0)
+      return H5_FAIL("make a string type", path);
+    err = attr_write(file, a->name, str, str, 0, a->str, path);
+    H5Tclose(str);
+    TSR_CALL(err);
+  }
 
   hid_t g = H5Gcreate2(file, "fields", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (g < 0) return H5_FAIL("create group /fields", path);
   hid_t space = H5Screate_simple(s->rank, s->gdims, NULL);
   if (space < 0) err = H5_FAIL("create a dataspace", path);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (dcpl < 0) err = H5_FAIL("create a dataset creation list", path);
+  if (!err && o && o->checksum) {
+    /* chunks of at most 4 MiB (HDF5 caps a chunk at 4 GiB; small chunks keep a damaged byte
+     * from costing more than its chunk), halving the longest axis */
+    hsize_t chunk[3] = {s->gdims[0], s->rank > 1 ? s->gdims[1] : 1, s->rank > 2 ? s->gdims[2] : 1};
+    for (;;) {
+      hsize_t n = 8, *big = &chunk[0];
+      for (int i = 0; i < s->rank; ++i) {
+        n *= chunk[i];
+        if (chunk[i] > *big) big = &chunk[i];
+      }
+      if (n <= ((hsize_t)4 << 20) || *big == 1) break;
+      *big = (*big + 1) / 2;
+    }
+    if (H5Pset_chunk(dcpl, s->rank, chunk) < 0 || H5Pset_fletcher32(dcpl) < 0)
+      err = H5_FAIL("set chunking and checksums", path);
+  }
   for (int f = 0; f < nfield && !err; ++f) {
-    hid_t d = H5Dcreate2(g, names[f], H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t d = H5Dcreate2(g, names[f], H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (d < 0) err = H5_FAIL("create a field dataset", path);
     else H5Dclose(d);
   }
+  if (dcpl >= 0) H5Pclose(dcpl);
   if (space >= 0) H5Sclose(space);
   H5Gclose(g);
   return err;
@@ -291,11 +325,12 @@ static hid_t make_dxpl(int mpio) {
 /* Everything done with the open file: create the layout (create), write slabs, close. */
 static tsr_err fill_and_close(hid_t file, const char *path, int create, int mpio,
                               const tsr_grid_meta *m, const slab *s, int nfield,
-                              const char *const *names, const double *const *data) {
+                              const char *const *names, const double *const *data,
+                              const tsr_output_opts *o) {
   tsr_err err = TSR_OK;
   hid_t dxpl = make_dxpl(mpio), g = -1;
   if (dxpl < 0) err = H5_FAIL("create a transfer list", path);
-  if (!err && create) err = write_layout(file, m, s, nfield, names, path);
+  if (!err && create) err = write_layout(file, m, s, nfield, names, o, path);
   if (!err && (g = H5Gopen2(file, "fields", H5P_DEFAULT)) < 0) err = H5_FAIL("open /fields", path);
   for (int f = 0; f < nfield && !err && (mpio || !s->empty); ++f) {
     hid_t d = H5Dopen2(g, names[f], H5P_DEFAULT);
@@ -329,16 +364,28 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
   hid_t file = -1;
   if (mpio) {
     err = agree(comm, open_file(tmp, path, OPEN_CREATE, 1, comm, &file));
-    if (!err) err = agree(comm, fill_and_close(file, path, 1, 1, meta, &s, nfield, names, data));
+    if (!err)
+      err = agree(comm, fill_and_close(file, path, 1, 1, meta, &s, nfield, names, data, opts));
     else if (file >= 0) H5Fclose(file); /* opened here while another rank failed */
-  } else {
+    /* parallel writes through filters need an HDF5 built for them (1.10.2+ with MPI-3):
+     * checkpoints fall back to the ranks-in-turn path rather than fail */
+    if (err == TSR_ERR_HDF5 && opts && opts->checksum) {
+      if (rank == 0) remove(tmp);
+      tsr_err_clear();
+      err = TSR_OK;
+      mpio = 0;
+      MPI_Barrier(comm);
+    }
+  }
+  if (!mpio) {
     /* ranks take turns; rank 0 creates the file, a rank with nothing to write skips its turn.
      * Each agree() is also the barrier that orders the turns. */
     for (int turn = 0; turn < size && !err; ++turn) {
       tsr_err mine = TSR_OK;
       if (rank == turn && (turn == 0 || !s.empty)) {
         mine = open_file(tmp, path, turn == 0 ? OPEN_CREATE : OPEN_WRITE, 0, comm, &file);
-        if (!mine) mine = fill_and_close(file, path, turn == 0, 0, meta, &s, nfield, names, data);
+        if (!mine)
+          mine = fill_and_close(file, path, turn == 0, 0, meta, &s, nfield, names, data, opts);
       }
       err = agree(comm, mine);
     }
@@ -492,4 +539,46 @@ tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
 out:
   h5_restore(q);
   return err;
+}
+
+tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, char *str,
+                             size_t n, double *num) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  tsr_err err = TSR_OK;
+  char text[MSG_MAX] = "";
+  double v = 0;
+  if (rank == 0) {
+    quiet_state q = h5_quiet();
+    hid_t file = -1;
+    err = check_readable(path);
+    if (err) err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s", tsr_err_message());
+    if (!err) err = open_file(path, path, OPEN_READ, 0, MPI_COMM_SELF, &file);
+    if (!err && !str) err = attr_read(file, name, H5T_NATIVE_DOUBLE, 0, &v, path);
+    if (!err && str) {
+      hid_t a = H5Aexists(file, name) > 0 ? H5Aopen(file, name, H5P_DEFAULT) : -1;
+      hid_t t = a < 0 ? -1 : H5Aget_type(a);
+      size_t len = t < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0
+                       ? 0 : H5Tget_size(t);
+      char *buf = len ? calloc(len + 1, 1) : NULL;
+      if (!buf || H5Aread(a, t, buf) < 0)
+        err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                          "'%s': root attribute '%s' is missing or not a fixed-length string",
+                          path, name);
+      else
+        snprintf(text, sizeof text, "%s", buf);
+      free(buf);
+      if (t >= 0) H5Tclose(t);
+      if (a >= 0) H5Aclose(a);
+    }
+    if (file >= 0) H5Fclose(file);
+    h5_restore(q);
+  }
+  err = agree(comm, err);
+  if (err) return err;
+  MPI_Bcast(text, MSG_MAX, MPI_CHAR, 0, comm);
+  MPI_Bcast(&v, 1, MPI_DOUBLE, 0, comm);
+  if (str) snprintf(str, n, "%s", text);
+  else *num = v;
+  return TSR_OK;
 }

@@ -8,6 +8,7 @@
 #define TSR_OUTPUT_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "decomp/box.h"
@@ -21,8 +22,19 @@ typedef struct {
   int64_t step;
 } tsr_grid_meta;
 
+/* An extra root attribute: a string when str is not NULL, else one float64. */
+typedef struct {
+  const char *name;
+  const char *str;
+  double num;
+} tsr_output_attr;
+
 typedef struct {
   int force_serial; /* 1: ranks write their hyperslabs in turn even where HDF5 is parallel */
+  int checksum;     /* 1: chunked datasets with Fletcher32 checksums (checkpoints); where a
+                       parallel filtered write fails, the ranks write in turn instead */
+  int nattr;        /* extra root attributes, the same on every rank */
+  const tsr_output_attr *attrs;
 } tsr_output_opts;
 
 /* Writes nfield fields into path. Collective over comm. Rank r passes its owned box and, for
@@ -46,6 +58,12 @@ tsr_err tsr_output_write_xdmf(const char *xmf_path, const char *h5_name,
  * Errors: TSR_ERR_IO (missing file), TSR_ERR_INPUT (no such field, wrong shape), TSR_ERR_HDF5. */
 tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
                               const tsr_box *owned, double *data, tsr_grid_meta *meta);
+
+/* Reads root attribute name of path: a string into str (n bytes, truncated) when str is not
+ * NULL, else one number into *num. Collective: rank 0 reads, the others get its result.
+ * Errors: TSR_ERR_INPUT (missing file, not HDF5, no such attribute), TSR_ERR_HDF5. */
+tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, char *str,
+                             size_t n, double *num);
 
 /* 1 when this build's HDF5 has parallel (MPI-IO) support. */
 int tsr_output_parallel_available(void);

@@ -2,6 +2,7 @@
 #ifndef TSR_OUTPUT_INTERNAL_H
 #define TSR_OUTPUT_INTERNAL_H
 
+#include <mpi.h>
 #include <stddef.h>
 
 #include "io/error.h"
@@ -17,5 +18,8 @@ int tsr_output_dir_problem(const char *path, char *buf, size_t n);
 
 /* Renames tmp to path; on failure removes tmp and records TSR_ERR_IO naming path. */
 tsr_err tsr_output_commit(const char *tmp, const char *path);
+
+/* Every rank returns the code and message of the lowest failing rank (collective). */
+tsr_err tsr_output_agree(MPI_Comm comm, tsr_err local);
 
 #endif

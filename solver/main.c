@@ -14,6 +14,7 @@ enum { EXIT_RUN_FAILED = 1, EXIT_BAD_INPUT = 2 };
 
 static const char usage[] =
     "usage: tessera run CASE.yaml [--set KEY=VALUE]... [--out DIR] [--backend B]\n"
+    "                   [--restart latest|FILE]\n"
     "       tessera check CASE.yaml [--ranks N] [--set KEY=VALUE]...\n"
     "       tessera info\n"
     "       tessera --help | --version\n"
@@ -34,6 +35,10 @@ static const char usage[] =
     "  --out DIR        output directory (default: the case's output.dir, else out/<name>)\n"
     "  --backend B      host, cuda or auto (GPUs when every rank sees one); same as\n"
     "                   --set backend=B\n"
+    "  --restart R      (run) start from a checkpoint instead of the initial conditions:\n"
+    "                   latest (the newest in the output directory that reads) or a file;\n"
+    "                   the case and --set options must be the ones that wrote it, except\n"
+    "                   decomposition.*, output.* and backend (any rank count works)\n"
     "  --ranks N        (check) the rank count to plan for\n"
     "  -h, --help       this text\n"
     "  --version        print the version\n"
@@ -41,7 +46,7 @@ static const char usage[] =
     "The case-file reference is in README.md.\n";
 
 typedef struct {
-  const char *command, *case_path, *out_dir;
+  const char *command, *case_path, *out_dir, *restart;
   int ranks;
   int nset;
   char **sets;
@@ -77,6 +82,11 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       static char buf[64];
       snprintf(buf, sizeof buf, "backend=%s", argv[++i]);
       o->sets[o->nset++] = buf;
+    } else if (!strcmp(a, "--restart") || !strncmp(a, "--restart=", 10)) {
+      if (a[9] == '=') o->restart = a + 10;
+      else if (i + 1 < argc) o->restart = argv[++i];
+      if (!o->restart || !*o->restart)
+        return say(rank, EXIT_BAD_INPUT, "option --restart needs a value: latest or a checkpoint file%s%s", "", "");
     } else if (!strcmp(a, "--set") || !strcmp(a, "--out") || !strcmp(a, "--ranks")) {
       if (i + 1 >= argc)
         return say(rank, EXIT_BAD_INPUT, "option %s needs a value (see tessera --help)%s", a, "");
@@ -113,7 +123,7 @@ static int parse(int argc, char **argv, int rank, cli *o) {
   if (!strcmp(o->command, "info")) {
     if (o->case_path)
       return say(rank, EXIT_BAD_INPUT, "info takes no case file, got '%s': tessera info%s", o->case_path, "");
-    if (o->nset || o->out_dir || o->ranks)
+    if (o->nset || o->out_dir || o->ranks || o->restart)
       return say(rank, EXIT_BAD_INPUT, "info takes no options (--set, --out, --ranks belong to run and check)%s%s", "", "");
     return -1;
   }
@@ -121,6 +131,8 @@ static int parse(int argc, char **argv, int rank, cli *o) {
     return say(rank, EXIT_BAD_INPUT, "%s needs a case file: tessera %s CASE.yaml", o->command, o->command);
   if (o->ranks && strcmp(o->command, "check"))
     return say(rank, EXIT_BAD_INPUT, "--ranks is an option of check; run takes its ranks from mpirun -np N%s", "", "");
+  if (o->restart && strcmp(o->command, "run"))
+    return say(rank, EXIT_BAD_INPUT, "--restart is an option of run%s%s", "", "");
   if (o->out_dir && !*o->out_dir)
     return say(rank, EXIT_BAD_INPUT, "--out: expected a directory, got an empty string%s", "", "");
   return -1;
@@ -158,6 +170,7 @@ int main(int argc, char **argv) {
     } else {
       tsr_run_opts ro = tsr_run_opts_default();
       ro.out_dir = o.out_dir;
+      ro.restart = o.restart;
       tsr_run_result res;
       err = tsr_run(c, MPI_COMM_WORLD, &ro, &res);
       if (err) {

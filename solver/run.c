@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "io/case_expr.h"
+#include "io/checkpoint.h"
 #include "io/output.h"
 #include "io/progress.h"
 #include "solver/device.h"
@@ -18,7 +19,8 @@ const char *const tsr_run_phase_names[PH_COUNT] = {
     "setup", "initial", "compute", "halo_wait", "boundary", "source", "monitor", "output"};
 
 tsr_run_opts tsr_run_opts_default(void) {
-  return (tsr_run_opts){.out_dir = NULL, .quiet = 0, .write_output = 1, .backend = TSR_BACKEND_AUTO};
+  return (tsr_run_opts){.out_dir = NULL, .quiet = 0, .write_output = 1, .backend = TSR_BACKEND_AUTO,
+                        .restart = NULL};
 }
 
 /* Makes a locally found error collective: every rank returns the code of the lowest failing
@@ -320,6 +322,100 @@ static tsr_err initial(tsr_run_ctx *x) {
   return TSR_OK;
 }
 
+/* The case as a checkpoint records it: the file's text, then the --set overrides as
+ * comments, so the file alone says how its state was made. NULL when out of memory. */
+static char *case_record(const tsr_case *c) {
+  size_t n = strlen(c->text) + 2;
+  for (int i = 0; i < c->noverride; ++i) n += strlen(c->overrides[i]) + 16;
+  char *s = malloc(n);
+  if (!s) return NULL;
+  size_t w = (size_t)snprintf(s, n, "%s", c->text);
+  for (int i = 0; i < c->noverride && w < n; ++i)
+    w += (size_t)snprintf(s + w, n - w, "%s# --set %s\n", w && s[w - 1] != '\n' ? "\n" : "",
+                          c->overrides[i]);
+  return s;
+}
+
+/* Owned cells of every component of U into a new host buffer (n per component). */
+static tsr_err download_all(tsr_run_ctx *x, double **out) {
+  int64_t n = tsr_box_cells(&x->box);
+  double *buf = malloc(sizeof(double) * (size_t)(n * x->c->ncomp) + 1);
+  tsr_err err = buf ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for output");
+  if (!err) err = x->be->sync(x);
+  for (int q = 0; q < x->c->ncomp && !err; ++q)
+    err = x->be->download(x, x->slot[TSR_SLOT_U], q, buf + q * n);
+  err = tsr_run_agree(x->comm, err);
+  if (err) {
+    free(buf);
+    buf = NULL;
+  }
+  *out = buf;
+  return err;
+}
+
+static tsr_grid_meta grid_meta(const tsr_case *c, double t, int64_t step) {
+  return (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
+                         {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t, step};
+}
+
+static tsr_err write_checkpoint(tsr_run_ctx *x, int64_t step, double t) {
+  double t0 = MPI_Wtime();
+  const tsr_case *c = x->c;
+  double *buf;
+  TSR_CALL(download_all(x, &buf));
+  int64_t n = tsr_box_cells(&x->box);
+  const double *data[TSR_MAX_COMP];
+  for (int q = 0; q < c->ncomp; ++q) data[q] = buf + q * n;
+  char *text = case_record(c);
+  tsr_err err = tsr_run_agree(
+      x->comm, text ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory"));
+  tsr_grid_meta meta = grid_meta(c, t, step);
+  if (!err)
+    err = tsr_checkpoint_write(x->comm, x->out_dir, &meta, x->dt, text, tsr_case_restart_hash(c),
+                               c->output.keep, &x->box, c->ncomp, tsr_models[c->model].comp, data);
+  free(text);
+  free(buf);
+  x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
+  return err;
+}
+
+/* U from a checkpoint (any decomposition) instead of the initial conditions; the loop then
+ * starts at its step. */
+static tsr_err restart(tsr_run_ctx *x) {
+  double t0 = MPI_Wtime();
+  const tsr_case *c = x->c;
+  int64_t n = tsr_box_cells(&x->box);
+  double *buf = malloc(sizeof(double) * (size_t)(n * c->ncomp) + 1);
+  TSR_CHECK(buf, TSR_ERR_MEMORY, "out of memory reading a checkpoint");
+  double *data[TSR_MAX_COMP];
+  for (int q = 0; q < c->ncomp; ++q) data[q] = buf + q * n;
+  tsr_checkpoint_info info;
+  tsr_err err = tsr_checkpoint_load(x->comm, x->opts.restart, x->out_dir, c->ncomp,
+                                    tsr_models[c->model].comp, &x->box, data, &info);
+  char mine[17];
+  snprintf(mine, sizeof mine, "%016llx", (unsigned long long)tsr_case_restart_hash(c));
+  if (!err && strcmp(info.case_hash, mine) != 0)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "checkpoint %s was written by a different case (hash %s, this case %s); "
+                      "use the same case file and --set options",
+                      info.path, info.case_hash, mine);
+  if (!err && (info.step < 0 || info.step > x->nsteps))
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "checkpoint %s is at step %lld, past this run's %lld steps", info.path,
+                      (long long)info.step, (long long)x->nsteps);
+  if (!err && info.dt != x->dt)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "checkpoint %s has dt = %.17g where this run has %.17g", info.path, info.dt,
+                      x->dt);
+  for (int q = 0; q < c->ncomp && !err; ++q)
+    err = x->be->upload(x, x->slot[TSR_SLOT_U], q, data[q]);
+  if (!err) err = x->be->sync(x);
+  free(buf);
+  x->start_step = err ? 0 : info.step;
+  x->phase[PH_INIT] += MPI_Wtime() - t0;
+  return err;
+}
+
 static tsr_err write_final(tsr_run_ctx *x, double t) {
   double t0 = MPI_Wtime();
   const tsr_case *c = x->c;
@@ -365,17 +461,20 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   double cells = (double)tsr_box_cells(&x->layout.global);
   char line[2048];
   norms nm;
-  double t = 0.0, start = MPI_Wtime();
+  /* t = step * dt as an uninterrupted run has it at that step, so a restart matches bitwise */
+  int64_t first = x->start_step;
+  double t = (double)first * x->dt, start = MPI_Wtime();
+  int64_t ckpt = x->opts.write_output ? c->output.checkpoint_every : 0;
   TSR_CALL(monitor(x, t, &nm));
-  monitor_line(x, 0, t, &nm, 0.0, line, sizeof line);
+  monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
-  for (int64_t step = 0; step < x->nsteps; ++step) {
+  for (int64_t step = first; step < x->nsteps; ++step) {
     for (int s = 0; s < x->scheme.nstage; ++s) TSR_CALL(run_stage(x, s, t));
     tsr_field *tmp = x->slot[TSR_SLOT_U];
     x->slot[TSR_SLOT_U] = x->slot[x->scheme.result];
     x->slot[x->scheme.result] = tmp;
     t = (double)(step + 1) * x->dt;
-    double cps = cells * (double)(step + 1) / (MPI_Wtime() - start);
+    double cps = cells * (double)(step + 1 - first) / (MPI_Wtime() - start);
     tsr_progress_step(&pg, step + 1, t, cps);
     if ((step + 1) % every == 0 || step + 1 == x->nsteps) {
       TSR_CALL(monitor(x, t, &nm));
@@ -387,6 +486,9 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
                   "limit %g): lower time.cfl or time.dt",
                   c->path, (long long)(step + 1), t, x->dt, x->dt_stable);
     }
+    /* none at the last step: final.h5 holds that state */
+    if (ckpt > 0 && (step + 1) % ckpt == 0 && step + 1 < x->nsteps)
+      TSR_CALL(write_checkpoint(x, step + 1, t));
   }
   TSR_CALL(x->be->sync(x));
   tsr_progress_finish(&pg);
@@ -394,7 +496,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   res->steps = x->nsteps;
   res->t_final = t;
   res->dt = x->dt;
-  res->cells_per_s = res->wall > 0 ? cells * (double)x->nsteps / res->wall : 0.0;
+  res->cells_per_s = res->wall > 0 ? cells * (double)(x->nsteps - first) / res->wall : 0.0;
   res->has_exact = nm.has_exact;
   for (int q = 0; q < c->ncomp; ++q) {
     res->err_l2[q] = nm.esq[q];
@@ -438,7 +540,8 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   TSR_CALL(tsr_run_agree(x->comm, setup(x)));
   x->phase[PH_SETUP] = MPI_Wtime() - t0;
   if (x->opts.write_output) TSR_CALL(prepare_outdir(x));
-  TSR_CALL(tsr_run_agree(x->comm, initial(x)));
+  if (x->opts.restart) TSR_CALL(tsr_run_agree(x->comm, restart(x)));
+  else TSR_CALL(tsr_run_agree(x->comm, initial(x)));
   /* one exchange before the clock starts: NCCL connects to each peer at the first send to it
    * (about a second over NVLink), which is set-up, not stepping; the ghosts it fills are
    * filled again by the first stage */

@@ -15,6 +15,8 @@ typedef struct {
   int quiet;            /* 1: no progress or summary on stdout (tests) */
   int write_output;     /* 1 (default via tsr_run_opts_default): write final.h5, xmf, report */
   tsr_backend backend;  /* overrides the case's backend unless TSR_BACKEND_AUTO */
+  const char *restart;  /* NULL, "latest" (newest good checkpoint in the output dir) or a
+                           checkpoint file: start from it instead of the initial conditions */
 } tsr_run_opts;
 
 typedef struct {

@@ -47,6 +47,7 @@ typedef struct tsr_run_ctx {
   double h[3], cellvol;
   double dt, dt_stable;
   int64_t nsteps;
+  int64_t start_step;   /* 0, or the checkpoint's step on a restart */
   double phase[PH_COUNT];
   int created_dir;
 } tsr_run_ctx;

@@ -1,0 +1,201 @@
+/* Checkpoints: written through io/output.c with checksums, read back on any decomposition
+ * (io/checkpoint.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "io/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/output_internal.h"
+
+#define PATH_MAX_ 4096
+#define MAX_CAND 256
+
+/* step of "checkpoint_<digits>.h5", or -1 for any other name */
+static int64_t step_of(const char *name) {
+  const char *p = name + strlen("checkpoint_");
+  if (strncmp(name, "checkpoint_", strlen("checkpoint_")) != 0) return -1;
+  char *end;
+  errno = 0;
+  long long v = strtoll(p, &end, 10);
+  if (end - p < 8 || errno || strcmp(end, ".h5") != 0 || v < 0) return -1;
+  for (const char *q = p; q < end; ++q)
+    if (*q < '0' || *q > '9') return -1;
+  return (int64_t)v;
+}
+
+static int by_step_desc(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Steps of the checkpoints in dir, newest first; at most max. Returns the count (0 when dir
+ * cannot be listed). */
+static int list_steps(const char *dir, int64_t *steps, int max) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) && n < max;) {
+    int64_t s = step_of(e->d_name);
+    if (s >= 0) steps[n++] = s;
+  }
+  closedir(d);
+  qsort(steps, (size_t)n, sizeof *steps, by_step_desc);
+  return n;
+}
+
+static void file_name(char *buf, size_t n, int64_t step) {
+  snprintf(buf, n, "checkpoint_%08" PRId64 ".h5", step);
+}
+
+/* dir/latest := name, atomically. */
+static tsr_err write_latest(const char *dir, const char *name) {
+  char path[PATH_MAX_];
+  snprintf(path, sizeof path, "%s/latest", dir);
+  char *tmp = tsr_output_tmp_name(path);
+  if (!tmp) return TSR_ERR_MEMORY;
+  FILE *fp = fopen(tmp, "w");
+  int ok = fp && fprintf(fp, "%s\n", name) > 0;
+  if (fp && fclose(fp) != 0) ok = 0;
+  tsr_err err = TSR_OK;
+  if (!ok) {
+    err = tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s': %s; " TSR_OUTPUT_DIR_ADVICE,
+                      tmp, strerror(errno));
+    remove(tmp);
+  } else {
+    err = tsr_output_commit(tmp, path);
+  }
+  free(tmp);
+  return err;
+}
+
+/* Removes all but the newest keep checkpoints of dir. A file that will not go is left: the
+ * next checkpoint tries again. */
+static void prune(const char *dir, int keep) {
+  int64_t steps[MAX_CAND];
+  int n = list_steps(dir, steps, MAX_CAND);
+  for (int i = keep; i < n; ++i) {
+    char name[64], path[PATH_MAX_];
+    file_name(name, sizeof name, steps[i]);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    remove(path);
+  }
+}
+
+tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta *meta, double dt,
+                             const char *case_text, uint64_t case_hash, int keep,
+                             const tsr_box *owned, int nfield, const char *const *names,
+                             const double *const *data) {
+  char name[64], path[PATH_MAX_], hash[17];
+  file_name(name, sizeof name, meta->step);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(hash, sizeof hash, "%016" PRIx64, case_hash);
+  tsr_output_attr attrs[] = {
+      {"dt", NULL, dt}, {"case_text", case_text ? case_text : "", 0}, {"case_hash", hash, 0}};
+  tsr_output_opts oo = {.checksum = 1, .nattr = 3, .attrs = attrs};
+  TSR_CALL(tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo));
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  tsr_err err = TSR_OK;
+  if (rank == 0) {
+    err = write_latest(dir, name);
+    if (!err) prune(dir, keep >= 1 ? keep : 1);
+  }
+  return tsr_output_agree(comm, err);
+}
+
+tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
+                            const char *const *names, const tsr_box *owned, double *const *data,
+                            tsr_checkpoint_info *info) {
+  memset(info, 0, sizeof *info);
+  snprintf(info->path, sizeof info->path, "%s", path);
+  tsr_grid_meta meta = {0};
+  tsr_err err = tsr_output_read_attr(comm, path, "case_hash", info->case_hash,
+                                     sizeof info->case_hash, NULL);
+  if (!err) err = tsr_output_read_attr(comm, path, "dt", NULL, 0, &info->dt);
+  for (int f = 0; f < nfield && !err; ++f)
+    err = tsr_output_read_field(comm, path, names[f], owned, data[f], f == 0 ? &meta : NULL);
+  if (!err) {
+    info->step = meta.step;
+    info->time = meta.time;
+    return TSR_OK;
+  }
+  /* every failure is collective (agreed in io/output.c), so every rank rewrites alike */
+  char why[4096];
+  snprintf(why, sizeof why, "%s", tsr_err_message());
+  if (strstr(why, "checksum") || strstr(why, "filter"))
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "checkpoint '%s': checksum error, the file is damaged (%s)", path, why);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (%s)",
+                     path, why);
+}
+
+tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, int nfield,
+                            const char *const *names, const tsr_box *owned, double *const *data,
+                            tsr_checkpoint_info *info) {
+  if (strcmp(spec, "latest") != 0)
+    return tsr_checkpoint_read(comm, spec, nfield, names, owned, data, info);
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  /* candidates, on rank 0: what latest names, then the others newest first */
+  static char cand[MAX_CAND][64];
+  int ncand = 0, named = 0;
+  if (rank == 0) {
+    char path[PATH_MAX_], line[64] = "";
+    snprintf(path, sizeof path, "%s/latest", dir);
+    FILE *fp = fopen(path, "r");
+    if (fp) {
+      if (fgets(line, sizeof line, fp)) line[strcspn(line, "\r\n")] = '\0';
+      fclose(fp);
+    }
+    if (step_of(line) >= 0) {
+      snprintf(cand[ncand++], sizeof cand[0], "%s", line);
+      named = 1;
+    }
+    int64_t steps[MAX_CAND];
+    int n = list_steps(dir, steps, MAX_CAND);
+    for (int i = 0; i < n && ncand < MAX_CAND; ++i) {
+      char name[64];
+      file_name(name, sizeof name, steps[i]);
+      if (!named || strcmp(name, cand[0]) != 0) snprintf(cand[ncand++], sizeof cand[0], "%s", name);
+    }
+  }
+  MPI_Bcast(&ncand, 1, MPI_INT, 0, comm);
+  MPI_Bcast(&named, 1, MPI_INT, 0, comm);
+  MPI_Bcast(cand, (int)sizeof cand, MPI_CHAR, 0, comm);
+  TSR_CHECK(ncand > 0, TSR_ERR_INPUT,
+            "--restart latest: no checkpoint in '%s' (no checkpoint_*.h5 there); run with "
+            "output.checkpoint_every first, or give a checkpoint file",
+            dir);
+  char failed[4096] = "";
+  for (int i = 0; i < ncand; ++i) {
+    char path[PATH_MAX_];
+    snprintf(path, sizeof path, "%s/%s", dir, cand[i]);
+    tsr_err err = tsr_checkpoint_read(comm, path, nfield, names, owned, data, info);
+    if (!err) {
+      if (rank == 0) {
+        if (i > 0 || !named)
+          printf("restart: %s; using the older '%s' (step %" PRId64 ")\n",
+                 named ? "the checkpoint 'latest' names does not read" : "no usable 'latest'",
+                 path, info->step);
+        else
+          printf("restart: from '%s' (step %" PRId64 ")\n", path, info->step);
+        fflush(stdout);
+      }
+      return TSR_OK;
+    }
+    size_t len = strlen(failed);
+    snprintf(failed + len, sizeof failed - len, "\n  %s", tsr_err_message());
+    if (rank == 0) {
+      fprintf(stderr, "tessera: restart: skipping %s\n", tsr_err_message());
+      fflush(stderr);
+    }
+  }
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                     "--restart latest: no checkpoint in '%s' reads:%s", dir, failed);
+}

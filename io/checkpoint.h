@@ -1,0 +1,47 @@
+/* Checkpoints (DESIGN.md, State on disk): DIR/checkpoint_<step, 8 digits>.h5 holds the state
+ * as global datasets /fields/<comp> (chunked, Fletcher32 checksums), independent of the
+ * decomposition, and root attributes step, time, dt, case_text, case_hash (16 hex digits),
+ * tessera_version, lo, hi, cells. DIR/latest names the newest; the newest `keep` are kept. */
+#ifndef TSR_CHECKPOINT_H
+#define TSR_CHECKPOINT_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "decomp/box.h"
+#include "io/error.h"
+#include "io/output.h"
+
+/* What a checkpoint says about itself, besides its fields. */
+typedef struct {
+  int64_t step;
+  double time, dt;
+  char case_hash[17]; /* hex */
+  char path[4096];    /* the file read */
+} tsr_checkpoint_info;
+
+/* Writes the checkpoint of meta->step into dir (temporary name, then renamed), then rank 0
+ * points dir/latest at it (also atomically) and removes all but the newest keep checkpoints.
+ * Collective; arguments as tsr_output_write_fields. Errors: TSR_ERR_IO, TSR_ERR_HDF5, the same
+ * on every rank. */
+tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta *meta, double dt,
+                             const char *case_text, uint64_t case_hash, int keep,
+                             const tsr_box *owned, int nfield, const char *const *names,
+                             const double *const *data);
+
+/* Reads the owned hyperslab of each field of the checkpoint at path (any decomposition) into
+ * data[f] (tsr_box_cells(owned) values, x fastest) and its attributes into *info. Collective.
+ * Errors: TSR_ERR_INPUT naming the file for a missing, truncated or damaged file ("not a valid
+ * checkpoint") or a failed checksum ("checksum error"); the same on every rank. */
+tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
+                            const char *const *names, const tsr_box *owned, double *const *data,
+                            tsr_checkpoint_info *info);
+
+/* As tsr_checkpoint_read for spec "latest" (dir/latest, else the newest checkpoint in dir that
+ * reads; rank 0 says on stdout which one it used when it is not the one latest names) or a
+ * file name. Errors: TSR_ERR_INPUT when none reads (every failure is listed). */
+tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, int nfield,
+                            const char *const *names, const tsr_box *owned, double *const *data,
+                            tsr_checkpoint_info *info);
+
+#endif
