@@ -46,6 +46,8 @@
  *     progress: auto         auto | bar | lines | none
  *     checkpoint_every: 0    steps between checkpoints (DIR/checkpoint_<step>.h5); 0: none
  *     keep: 3                checkpoints kept (the newest); integer >= 1
+ *     io: auto               auto | serial: serial makes ranks write their parts in turn even
+ *                            where HDF5 is parallel (the path of serial-HDF5 builds)
  *
  * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
  * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else

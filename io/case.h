@@ -100,6 +100,7 @@ typedef struct {
     tsr_progress_mode progress;
     int checkpoint_every;    /* steps between checkpoints; 0: none */
     int keep;                /* checkpoints kept in dir (the newest); default 3 */
+    int serial_io;           /* output.io: serial: ranks write in turn even with parallel HDF5 */
   } output;
 } tsr_case;
 

@@ -371,8 +371,8 @@ static tsr_err write_checkpoint(tsr_run_ctx *x, int64_t step, double t) {
       x->comm, text ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory"));
   tsr_grid_meta meta = grid_meta(c, t, step);
   if (!err)
-    err = tsr_checkpoint_write(x->comm, x->out_dir, &meta, x->dt, text, tsr_case_restart_hash(c),
-                               c->output.keep, &x->box, c->ncomp, tsr_models[c->model].comp, data);
+    err = tsr_checkpoint_write(x->comm, x->out_dir, &meta, c->output.serial_io, x->dt, text,
+                               tsr_case_restart_hash(c), c->output.keep, &x->box, c->ncomp, tsr_models[c->model].comp, data);
   free(text);
   free(buf);
   x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
@@ -437,7 +437,7 @@ static tsr_err write_final(tsr_run_ctx *x, double t) {
                         x->nsteps};
   char path[4200];
   snprintf(path, sizeof path, "%s/final.h5", x->out_dir);
-  tsr_output_opts oo = {0};
+  tsr_output_opts oo = {.force_serial = c->output.serial_io};
   err = tsr_output_write_fields(x->comm, path, &meta, &x->box, c->ncomp,
                                 tsr_models[c->model].comp, data, &oo);
   free(buf);
