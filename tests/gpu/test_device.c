@@ -12,15 +12,7 @@
 
 static int g_rank;
 
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", g_rank, __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                            \
-      fprintf(stderr, "\n  last message: %s\n", tsr_err_message());                           \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                            \
-    }                                                                                          \
-  } while (0)
+#include "tests/check.h"
 
 /* Every rank of comm holds the same err. */
 static void check_same(tsr_err err) {

@@ -17,15 +17,7 @@
 static int g_rank, g_size;
 static char g_dir[256];
 
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", g_rank, __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                            \
-      fprintf(stderr, "\n  last message: %s\n", tsr_err_message());                           \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                            \
-    }                                                                                          \
-  } while (0)
+#include "tests/check.h"
 
 /* Cells of the slab this rank owns when the grid is cut along axis into g_size pieces
  * (some empty when the axis has fewer cells than there are ranks). */
