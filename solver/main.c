@@ -147,7 +147,10 @@ static int fail(int rank, tsr_err err) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  /* threads call MPI beside the step loop (the background checkpoint writer, the watchdog);
+   * where the library gives less, those fall back (MPI_Query_thread tells them) */
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
