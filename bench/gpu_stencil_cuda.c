@@ -1,15 +1,16 @@
-/* bench/gpu_stencil: the heat stage on one GPU (tsr_stage_cuda, fp64) against the device's
- * copy bandwidth measured in the same run.
+/* bench/gpu_stencil: the heat stage on one GPU (tsr_stage_cuda, fp64 and fp32 fields) against
+ * the device's copy bandwidth measured in the same run.
  *
  *   (a) 2D heat, 5-point, forward Euler, 20480^2, 1000 steps ping-ponging two fields whose
  *       ghosts stay fixed (Dirichlet-like): Gcells/s = cells x steps / time.
  *   (b) 3D heat, 7-point, forward Euler, 512^3, one stage repeated 50 times (median).
- * Bytes per cell: one read of u and one write of u_new (16 B), the least any stencil moves;
+ * Bytes per cell: one read of u and one write of u_new (16 B in fp64, 8 B in fp32), the least
+ * any stencil moves;
  * the ceiling, a cudaMemcpyAsync device-to-device of one field, counts read + write the same
  * way. Each case is checked first: one GPU step against tsr_stage_host on the whole box, bit
  * for bit (every cell, ghosts included).
  *
- *   usage: gpu_stencil [--json PATH] [--quick] [--sweep]
+ *   usage: gpu_stencil [--json PATH] [--quick] [--sweep] [--precision double|single|both]
  * --quick: small sizes (a smoke run). --sweep: also time a set of launch shapes
  * (tsr_stage_cuda_set_tuning) per case, to choose the defaults. Prints a table last; exits
  * non-zero when a result is wrong or a CUDA call fails. TESSERA_COMMIT, when set, goes into the
@@ -52,9 +53,7 @@ static double median(double *t, int n) {
   return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
-static size_t field_bytes(const tsr_field *f) {
-  return (size_t)f->ncomp * (size_t)f->scomp * sizeof(double);
-}
+static size_t field_bytes(const tsr_field *f) { return tsr_field_bytes(f); }
 
 /* Values in [0.5, 1.5) from a hash of the index: not zeros (which hide unwritten cells) and
  * cheap to make for gigabytes. */
@@ -66,7 +65,7 @@ static void fill(tsr_field *f) {
     x ^= x >> 29;
     x *= 0xbf58476d1ce4e5b9ull;
     x ^= x >> 32;
-    f->data[i] = 0.5 + (double)(x >> 11) * (1.0 / 9007199254740992.0);
+    tsr_field_set(f, i, 0.5 + (double)(x >> 11) * (1.0 / 9007199254740992.0));
   }
 }
 
@@ -120,6 +119,7 @@ static double time_stage(const tsr_stage_desc *d, const tsr_box *box, tsr_field 
 typedef struct {
   const char *name;
   int dim, n, steps;
+  tsr_prec prec;
   double cells;           /* cells updated per step */
   double copy_s, step_s;  /* median copy time, median time per step */
   double copy_GBps, stencil_GBps, gcells, ratio;
@@ -136,11 +136,13 @@ static void run_case(result *res, int sweep, cudaStream_t st) {
   int cells[3] = {n, n, n};
   tsr_box box = tsr_box_make(dim, cells);
   tsr_field *hu = NULL, *href = NULL, *hgot = NULL, *du = NULL, *dv = NULL;
-  TSR_OK_OR_DIE(tsr_field_create(dim, &box, 1, 1, &hu));
-  TSR_OK_OR_DIE(tsr_field_create(dim, &box, 1, 1, &href));
-  TSR_OK_OR_DIE(tsr_field_create(dim, &box, 1, 1, &hgot));
-  TSR_OK_OR_DIE(tsr_field_create_in(dim, &box, 1, 1, TSR_MEM_DEVICE, &du));
-  TSR_OK_OR_DIE(tsr_field_create_in(dim, &box, 1, 1, TSR_MEM_DEVICE, &dv));
+  const tsr_prec pr = res->prec;
+  const size_t es = tsr_prec_size(pr);
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, 1, 1, TSR_MEM_HOST, pr, &hu));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, 1, 1, TSR_MEM_HOST, pr, &href));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, 1, 1, TSR_MEM_HOST, pr, &hgot));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, 1, 1, TSR_MEM_DEVICE, pr, &du));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, 1, 1, TSR_MEM_DEVICE, pr, &dv));
   const size_t bytes = field_bytes(hu);
   fill(hu);
   memcpy(href->data, hu->data, bytes); /* same ghosts in out as in in */
@@ -162,14 +164,14 @@ static void run_case(result *res, int sweep, cudaStream_t st) {
   res->correct = memcmp(hgot->data, href->data, bytes) == 0;
   if (!res->correct) {
     int64_t nb = 0, first = -1;
-    for (int64_t i = 0; i < (int64_t)(bytes / sizeof(double)); ++i)
-      if (memcmp(&hgot->data[i], &href->data[i], sizeof(double))) {
+    for (int64_t i = 0; i < (int64_t)(bytes / es); ++i)
+      if (memcmp((char *)hgot->data + i * es, (char *)href->data + i * es, es)) {
         if (first < 0) first = i;
         nb++;
       }
     fprintf(stderr, "gpu_stencil: %s: %lld cells differ from tsr_stage_host (first at offset "
             "%lld: GPU %.17g, host %.17g)\n", res->name, (long long)nb, (long long)first,
-            hgot->data[first], href->data[first]);
+            tsr_field_get(hgot, first), tsr_field_get(href, first));
   }
 
   /* ceiling: du -> dv leaves dv equal to du, as the ping-pong wants */
@@ -178,7 +180,7 @@ static void run_case(result *res, int sweep, cudaStream_t st) {
 
   res->step_s = time_stage(&d, &box, du, dv, res->steps, st);
   res->gcells = res->cells / res->step_s / 1e9;
-  res->stencil_GBps = 16.0 * res->cells / res->step_s / 1e9;
+  res->stencil_GBps = 2.0 * es * res->cells / res->step_s / 1e9;
   res->ratio = res->stencil_GBps / res->copy_GBps;
   res->best = (tsr_stage_cuda_tuning){0, 0, 0, 0, 0};
   res->best_step_s = res->step_s;
@@ -224,16 +226,24 @@ static void run_case(result *res, int sweep, cudaStream_t st) {
 }
 
 int main(int argc, char **argv) {
-  const char *json = NULL;
+  const char *json = NULL, *precision = "both";
   int quick = 0, sweep = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = 1;
     else if (!strcmp(argv[i], "--sweep")) sweep = 1;
+    else if (!strcmp(argv[i], "--precision") && i + 1 < argc) precision = argv[++i];
     else {
-      fprintf(stderr, "usage: gpu_stencil [--json PATH] [--quick] [--sweep]\n");
+      fprintf(stderr, "usage: gpu_stencil [--json PATH] [--quick] [--sweep] "
+                      "[--precision double|single|both]\n");
       return 2;
     }
+  }
+  const int want64 = !strcmp(precision, "double") || !strcmp(precision, "both");
+  const int want32 = !strcmp(precision, "single") || !strcmp(precision, "both");
+  if (!want64 && !want32) {
+    fprintf(stderr, "gpu_stencil: --precision %s: expected double, single or both\n", precision);
+    return 2;
   }
   int dev = 0;
   CUDA_OK(cudaGetDevice(&dev));
@@ -247,35 +257,43 @@ int main(int argc, char **argv) {
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
 
-  result res[2] = {
-      {.name = "2D heat 5-pt", .dim = 2, .n = quick ? 2048 : 20480, .steps = quick ? 20 : 1000},
-      {.name = "3D heat 7-pt", .dim = 3, .n = quick ? 128 : 512, .steps = quick ? 10 : 50},
-  };
-  printf("gpu_stencil: %s, %d SMs, %.0f MiB L2, %.1f GiB; forward Euler, fp64%s\n", prop.name,
+  result res[4];
+  int nres = 0;
+  for (int p = 0; p < 2; ++p) {
+    if (!(p ? want32 : want64)) continue;
+    tsr_prec pr = p ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
+    res[nres++] = (result){.name = p ? "2D 5-pt fp32" : "2D 5-pt fp64", .dim = 2,
+                           .n = quick ? 2048 : 20480, .steps = quick ? 20 : 1000, .prec = pr};
+    res[nres++] = (result){.name = p ? "3D 7-pt fp32" : "3D 7-pt fp64", .dim = 3,
+                           .n = quick ? 128 : 512, .steps = quick ? 10 : 50, .prec = pr};
+  }
+  printf("gpu_stencil: %s, %d SMs, %.0f MiB L2, %.1f GiB; heat, forward Euler%s\n", prop.name,
          prop.multiProcessorCount, prop.l2CacheSize / 1048576.0,
          prop.totalGlobalMem / 1073741824.0, quick ? " (--quick sizes)" : "");
-  for (int c = 0; c < 2; ++c) run_case(&res[c], sweep, st);
+  for (int c = 0; c < nres; ++c) run_case(&res[c], sweep, st);
 
-  int ok = res[0].correct && res[1].correct;
+  int ok = 1;
+  for (int c = 0; c < nres; ++c) ok &= res[c].correct;
   printf("\n  %-14s %8s %6s %10s %10s %10s %9s %8s  %s\n", "case", "size", "steps", "ms/step",
          "copy GB/s", "stage GB/s", "Gcells/s", "/copy", "check");
-  for (int c = 0; c < 2; ++c) {
+  for (int c = 0; c < nres; ++c) {
     char size[32];
     snprintf(size, sizeof size, "%d^%d", res[c].n, res[c].dim);
     printf("  %-14s %8s %6d %10.4f %10.1f %10.1f %9.2f %8.3f  %s\n", res[c].name, size,
            res[c].steps, 1e3 * res[c].step_s, res[c].copy_GBps, res[c].stencil_GBps,
            res[c].gcells, res[c].ratio, res[c].correct ? "bitwise == host" : "WRONG");
   }
-  printf("  goals: 3D >= 0.90 of copy, 2D ~0.92; fp32: not yet (float kernels come later)\n");
+  printf("  goals: 2D >= 245 Gcells/s fp64, >= 460 fp32; 3D >= 0.90 of copy\n");
   printf("  device peak from clocks %.0f GB/s (reference only)\n", peak_GBps);
   if (sweep)
-    for (int c = 0; c < 2; ++c) {
+    for (int c = 0; c < nres; ++c) {
       const tsr_stage_cuda_tuning *b = &res[c].best;
+      double es = (double)tsr_prec_size(res[c].prec);
       printf("  sweep best %s: %.4f ms (%.3f of copy) with bx3 %d by3 %d chunk3 %d bx2 %d "
              "chunk2 %d (0 = default)\n",
              res[c].name, 1e3 * res[c].best_step_s,
-             16.0 * res[c].cells / res[c].best_step_s / 1e9 / res[c].copy_GBps, b->bx3, b->by3,
-             b->chunk3, b->bx2, b->chunk2);
+             2.0 * es * res[c].cells / res[c].best_step_s / 1e9 / res[c].copy_GBps, b->bx3,
+             b->by3, b->chunk3, b->bx2, b->chunk2);
     }
 
   if (json) {
@@ -287,17 +305,18 @@ int main(int argc, char **argv) {
     const char *commit = getenv("TESSERA_COMMIT");
     fprintf(fp, "{\"bench\": \"gpu_stencil\", \"version\": \"%s\", \"commit\": \"%s\", "
             "\"machine\": \"%s\", \"sms\": %d, \"peak_GBps_from_clocks\": %.1f, \"quick\": %s, "
-            "\"precision\": \"fp64\", \"fp32\": \"not yet\", \"cases\": [",
+            "\"cases\": [",
             TSR_VERSION, commit ? commit : "unknown", prop.name, prop.multiProcessorCount,
             peak_GBps, quick ? "true" : "false");
-    for (int c = 0; c < 2; ++c) {
+    for (int c = 0; c < nres; ++c) {
       const result *r = &res[c];
-      fprintf(fp, "%s{\"case\": \"%s\", \"dim\": %d, \"n\": %d, \"steps\": %d, "
-              "\"cells\": %.0f, \"copy_s\": %.6e, \"step_s\": %.6e, \"copy_GBps\": %.2f, "
-              "\"stencil_GBps\": %.2f, \"gcells_per_s\": %.4f, \"ratio\": %.4f, "
-              "\"correct\": %s",
-              c ? ", " : "", r->name, r->dim, r->n, r->steps, r->cells, r->copy_s, r->step_s,
-              r->copy_GBps, r->stencil_GBps, r->gcells, r->ratio, r->correct ? "true" : "false");
+      fprintf(fp, "%s{\"case\": \"%s\", \"precision\": \"%s\", \"dim\": %d, \"n\": %d, "
+              "\"steps\": %d, \"cells\": %.0f, \"copy_s\": %.6e, \"step_s\": %.6e, "
+              "\"copy_GBps\": %.2f, \"stencil_GBps\": %.2f, \"gcells_per_s\": %.4f, "
+              "\"ratio\": %.4f, \"correct\": %s",
+              c ? ", " : "", r->name, r->prec == TSR_PREC_SINGLE ? "fp32" : "fp64", r->dim, r->n,
+              r->steps, r->cells, r->copy_s, r->step_s, r->copy_GBps, r->stencil_GBps, r->gcells,
+              r->ratio, r->correct ? "true" : "false");
       if (sweep)
         fprintf(fp, ", \"sweep_best\": {\"step_s\": %.6e, \"bx3\": %d, \"by3\": %d, "
                 "\"chunk3\": %d, \"bx2\": %d, \"chunk2\": %d}",

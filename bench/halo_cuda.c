@@ -167,7 +167,7 @@ int main(int argc, char **argv) {
     for (int k = b->lo[2]; k < b->hi[2]; ++k)
       for (int j = b->lo[1]; j < b->hi[1]; ++j)
         for (int i = b->lo[0]; i < b->hi[0]; ++i)
-          h->data[tsr_field_at(h, 0, i, j, k)] = (double)i + 1e4 * j + 1e8 * k;
+          tsr_field_set(h, tsr_field_at(h, 0, i, j, k), (double)i + 1e4 * j + 1e8 * k);
     CUDA(cudaMemcpy(c.u->data, h->data, sizeof(double) * (size_t)h->scomp, cudaMemcpyHostToDevice));
     tsr_field_destroy(&h);
     exchange(&c);

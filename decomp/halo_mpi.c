@@ -20,7 +20,8 @@
 typedef struct {
   tsr_halo base;               /* first, so that a tsr_halo * is a halo_mpi * */
   MPI_Comm comm;               /* borrowed */
-  double **sendbuf, **recvbuf; /* per peer; self peers use only sendbuf */
+  char **sendbuf, **recvbuf;   /* per peer, sized for double values (float fields use half);
+                                  self peers use only sendbuf */
   MPI_Request *reqs;           /* receives first, then sends */
   int nreq;
 } halo_mpi;
@@ -42,31 +43,37 @@ static tsr_err mpi_fail(int rc, const char *call, int peer, int rank) {
 }
 
 /* Copies the cells of segs (each component, x-fastest) from f into buf (host memory). */
-static void pack_peer(const tsr_field *f, const tsr_box *segs, int nseg, double *buf) {
+static void pack_peer(const tsr_field *f, const tsr_box *segs, int nseg, char *buf) {
+  const size_t es = tsr_prec_size(f->prec);
   for (int s = 0; s < nseg; ++s) {
     const tsr_box *b = &segs[s];
     size_t nx = (size_t)tsr_box_len(b, 0);
     for (int c = 0; c < f->ncomp; ++c)
       for (int k = b->lo[2]; k < b->hi[2]; ++k)
         for (int j = b->lo[1]; j < b->hi[1]; ++j) {
-          memcpy(buf, f->data + tsr_field_at(f, c, b->lo[0], j, k), nx * sizeof *buf);
-          buf += nx;
+          memcpy(buf, (const char *)f->data + es * tsr_field_at(f, c, b->lo[0], j, k), nx * es);
+          buf += nx * es;
         }
   }
 }
 
 /* The inverse of pack_peer: buf into the cells of segs of f. */
-static void unpack_peer(tsr_field *f, const tsr_box *segs, int nseg, const double *buf) {
+static void unpack_peer(tsr_field *f, const tsr_box *segs, int nseg, const char *buf) {
+  const size_t es = tsr_prec_size(f->prec);
   for (int s = 0; s < nseg; ++s) {
     const tsr_box *b = &segs[s];
     size_t nx = (size_t)tsr_box_len(b, 0);
     for (int c = 0; c < f->ncomp; ++c)
       for (int k = b->lo[2]; k < b->hi[2]; ++k)
         for (int j = b->lo[1]; j < b->hi[1]; ++j) {
-          memcpy(f->data + tsr_field_at(f, c, b->lo[0], j, k), buf, nx * sizeof *buf);
-          buf += nx;
+          memcpy((char *)f->data + es * tsr_field_at(f, c, b->lo[0], j, k), buf, nx * es);
+          buf += nx * es;
         }
   }
+}
+
+static MPI_Datatype mpi_type(const tsr_field *f) {
+  return f->prec == TSR_PREC_SINGLE ? MPI_FLOAT : MPI_DOUBLE;
 }
 
 tsr_err tsr_halo_create(const tsr_halo_plan *plan, MPI_Comm comm, int ncomp, tsr_halo **out) {
@@ -120,13 +127,13 @@ static void abandon(halo_mpi *h) {
   h->nreq = 0;
 }
 
-static tsr_err post_recvs(halo_mpi *h) {
+static tsr_err post_recvs(halo_mpi *h, const tsr_field *f) {
   const tsr_halo_plan *p = h->base.plan;
   for (int i = 0; i < p->npeer; ++i) {
     const tsr_halo_peer *q = &p->peers[i];
     if (q->peer == p->rank) continue;
     int count = (int)(q->recv_cells * h->base.ncomp);
-    int rc = MPI_Irecv(h->recvbuf[i], count, MPI_DOUBLE, q->peer, TSR_HALO_TAG, h->comm,
+    int rc = MPI_Irecv(h->recvbuf[i], count, mpi_type(f), q->peer, TSR_HALO_TAG, h->comm,
                        &h->reqs[h->nreq]);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Irecv", q->peer, p->rank);
     ++h->nreq;
@@ -145,7 +152,7 @@ static tsr_err post_sends(halo_mpi *h, tsr_field *f) {
       continue;
     }
     int count = (int)(q->send_cells * h->base.ncomp);
-    int rc = MPI_Isend(h->sendbuf[i], count, MPI_DOUBLE, q->peer, TSR_HALO_TAG, h->comm,
+    int rc = MPI_Isend(h->sendbuf[i], count, mpi_type(f), q->peer, TSR_HALO_TAG, h->comm,
                        &h->reqs[h->nreq]);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Isend", q->peer, p->rank);
     ++h->nreq;
@@ -162,7 +169,7 @@ static tsr_err wait_all(halo_mpi *h) {
 
 static tsr_err mpi_begin(tsr_halo *base, tsr_field *field) {
   halo_mpi *h = (halo_mpi *)base;
-  tsr_err e = post_recvs(h);
+  tsr_err e = post_recvs(h, field);
   if (!e) e = post_sends(h, field);
   if (e) abandon(h);
   return e;

@@ -20,7 +20,8 @@ typedef struct {
   int device;          /* nccl's device, which every call checks is current */
   cudaEvent_t ready;   /* producer -> comm stream */
   cudaEvent_t done;    /* comm stream -> consumer */
-  double **sendbuf, **recvbuf; /* device, per peer; a self peer's recvbuf aliases its sendbuf */
+  void **sendbuf, **recvbuf;   /* device, per peer, sized for double values (float fields use
+                                  half); a self peer's recvbuf aliases its sendbuf */
   tsr_pack_seg *segs;          /* device: per peer nseg send segments then nseg receive ones */
   int *seg_at;                 /* per peer, the index of its first segment in segs */
   int64_t *most;               /* per peer, the largest segment's cells (sizes the launch) */
@@ -97,9 +98,9 @@ static tsr_err check_comm(const tsr_halo_plan *plan, ncclComm_t nccl, int *devic
   return TSR_OK;
 }
 
-static tsr_err device_buffer(double **buf, int64_t elems, int rank, int peer) {
+static tsr_err device_buffer(void **buf, int64_t elems, int rank, int peer) {
   size_t bytes = (size_t)elems * sizeof(double);
-  cudaError_t e = cudaMalloc((void **)buf, bytes ? bytes : sizeof(double));
+  cudaError_t e = cudaMalloc(buf, bytes ? bytes : sizeof(double));
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
@@ -178,13 +179,15 @@ static tsr_pack_geom geom_of(const tsr_field *f) {
   g.sz = f->sz;
   g.scomp = f->scomp;
   g.ncomp = f->ncomp;
+  g.esize = (int)tsr_prec_size(f->prec);
   return g;
 }
 
 /* One group for every remote peer, so NCCL can progress all of them at once and no
  * send/receive order between ranks can deadlock. The group is always closed, even after a
  * failed call inside it, so that NCCL leaves group mode. */
-static tsr_err post_group(halo_nccl *h) {
+static tsr_err post_group(halo_nccl *h, const tsr_field *f) {
+  const ncclDataType_t type = f->prec == TSR_PREC_SINGLE ? ncclFloat : ncclDouble;
   const tsr_halo_plan *p = h->base.plan;
   int remote = 0;
   for (int i = 0; i < p->npeer; ++i) remote += p->peers[i].peer != p->rank;
@@ -198,10 +201,10 @@ static tsr_err post_group(halo_nccl *h) {
     size_t nrecv = (size_t)(q->recv_cells * h->base.ncomp);
     size_t nsend = (size_t)(q->send_cells * h->base.ncomp);
     call = "ncclRecv";
-    r = ncclRecv(h->recvbuf[i], nrecv, ncclDouble, q->peer, h->nccl, h->stream);
+    r = ncclRecv(h->recvbuf[i], nrecv, type, q->peer, h->nccl, h->stream);
     if (r != ncclSuccess) break;
     call = "ncclSend";
-    r = ncclSend(h->sendbuf[i], nsend, ncclDouble, q->peer, h->nccl, h->stream);
+    r = ncclSend(h->sendbuf[i], nsend, type, q->peer, h->nccl, h->stream);
   }
   ncclResult_t end = ncclGroupEnd();
   if (r != ncclSuccess) return tsr_nccl_fail((int)r, call, __FILE__, __LINE__);
@@ -223,7 +226,7 @@ static tsr_err enqueue_begin(halo_nccl *h, tsr_field *f, cudaStream_t producer) 
     TSR_CALL(tsr_pack_cuda(h->segs + h->seg_at[i], q->nseg, h->most[i], &g, f->data,
                            h->sendbuf[i], h->stream));
   }
-  return post_group(h);
+  return post_group(h, f);
 }
 
 /* Everything end enqueues on the comm stream: unpack every peer, self peers included. */
@@ -233,7 +236,7 @@ static tsr_err enqueue_end(halo_nccl *h, tsr_field *f) {
   tsr_pack_geom g = geom_of(f);
   for (int i = 0; i < p->npeer; ++i) {
     const tsr_halo_peer *q = &p->peers[i];
-    const double *buf = q->peer == p->rank ? h->sendbuf[i] : h->recvbuf[i];
+    const void *buf = q->peer == p->rank ? h->sendbuf[i] : h->recvbuf[i];
     TSR_CALL(tsr_unpack_cuda(h->segs + h->seg_at[i] + q->nseg, q->nseg, h->most[i], &g, buf,
                              f->data, h->stream));
   }

@@ -10,6 +10,9 @@
  *                            allen_cahn (kernels/models.c)
  *   method: explicit         optional; implicit, pinn, parareal: not in this version
  *   backend: auto | host | cuda  optional, default auto (cuda when GPUs are visible)
+ *   precision: double | single   optional, default double. single stores fields, halos and
+ *                            output files in 32 bits (half the memory and traffic); every cell's
+ *                            update is still computed in double and rounded once when stored
  *   grid:                    required
  *     cells: [nx, ny(, nz)]  required; 2 or 3 integers >= 1; their count is the dimension
  *     lo: [..]               optional, default all 0; one number per axis
@@ -244,6 +247,13 @@ static void read_name(tsr_vctx *v, const tsr_yaml_entry *e) {
   if (n) c->name[n] = '\0';
 }
 
+static void read_precision(tsr_vctx *v, const tsr_yaml_entry *pe) {
+  static const char *const precisions[] = {"double", "single"};
+  int p;
+  if (pe && tsr_vchoice(v, "precision", pe->value, precisions, 2, &p))
+    v->c->precision = p == 0 ? TSR_PRECISION_DOUBLE : TSR_PRECISION_SINGLE;
+}
+
 static void read_method_backend(tsr_vctx *v, const tsr_yaml_entry *me,
                                 const tsr_yaml_entry *be) {
   static const char *const methods[] = {"explicit", "implicit", "pinn", "parareal"};
@@ -432,14 +442,15 @@ static void read_params(tsr_vctx *v, const tsr_yaml_entry *e) {
 }
 
 static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
-  static const char *const keys[] = {"name",     "model",  "method", "backend",  "grid",
-                                     "params",   "initial", "source", "exact",   "boundary",
-                                     "time",     "decomposition", "output"};
+  static const char *const keys[] = {"name",     "model",  "method", "backend",  "precision",
+                                     "grid",     "params", "initial", "source",   "exact",
+                                     "boundary", "time",   "decomposition", "output"};
   tsr_case *c = v->c;
   tsr_vkeys(v, "", root, keys, (int)(sizeof keys / sizeof *keys));
   read_name(v, tsr_yaml_find(root, "name"));
   read_model(v, root, tsr_yaml_find(root, "model"));
   read_method_backend(v, tsr_yaml_find(root, "method"), tsr_yaml_find(root, "backend"));
+  read_precision(v, tsr_yaml_find(root, "precision"));
   read_grid(v, root, tsr_yaml_find(root, "grid"));
   read_params(v, tsr_yaml_find(root, "params"));
   const tsr_yaml_entry *ie = tsr_yaml_find(root, "initial"), *x;

@@ -32,6 +32,7 @@ typedef struct {
 
 typedef enum { TSR_METHOD_EXPLICIT = 0 } tsr_method;  /* implicit, pinn, parareal: later */
 typedef enum { TSR_BACKEND_AUTO = 0, TSR_BACKEND_HOST, TSR_BACKEND_CUDA } tsr_backend;
+typedef enum { TSR_PRECISION_DOUBLE = 0, TSR_PRECISION_SINGLE } tsr_precision;
 typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_type;
 typedef enum { TSR_SCHEME_EULER = 0, TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_RK4 } tsr_scheme;
 typedef enum { TSR_PROGRESS_AUTO = 0, TSR_PROGRESS_BAR, TSR_PROGRESS_LINES, TSR_PROGRESS_NONE } tsr_progress_mode;
@@ -53,6 +54,7 @@ typedef struct {
 
   tsr_method method;
   tsr_backend backend;
+  tsr_precision precision; /* storage of the fields (and of the files that hold them) */
   tsr_model_id model;
   int ncomp;           /* tsr_models[model].ncomp */
 

@@ -266,7 +266,8 @@ static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, i
       err = H5_FAIL("set chunking and checksums", path);
   }
   for (int f = 0; f < nfield && !err; ++f) {
-    hid_t d = H5Dcreate2(g, names[f], H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hid_t ftype = m->single ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
+    hid_t d = H5Dcreate2(g, names[f], ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (d < 0) err = H5_FAIL("create a field dataset", path);
     else H5Dclose(d);
   }

@@ -20,6 +20,8 @@ typedef struct {
   double lo[3], hi[3];
   double time;
   int64_t step;
+  int single;  /* 1: field datasets are float32 (the values passed are still double, and are
+                  rounded to nearest on the way to the file); 0: float64 */
 } tsr_grid_meta;
 
 /* An extra root attribute: a string when str is not NULL, else one float64. */

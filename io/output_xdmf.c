@@ -108,7 +108,7 @@ static void write_body(FILE *fp, const char *h5_name, const tsr_grid_meta *m, in
           "        <DataItem Dimensions=\"",
           fp);
     slowest_first_int(fp, dim, m->cells, 0);
-    fputs("\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">", fp);
+    fprintf(fp, "\" NumberType=\"Float\" Precision=\"%d\" Format=\"HDF\">", m->single ? 4 : 8);
     xml_text(fp, h5_name);
     fputs(":/fields/", fp);
     xml_text(fp, names[f]);

@@ -5,7 +5,8 @@
 
 namespace {
 
-__global__ void apply(tsr_bc_face fc, const double *__restrict__ vals, double *__restrict__ u,
+template <typename T>
+__global__ void apply(tsr_bc_face fc, const double *__restrict__ vals, T *__restrict__ u,
                       tsr_box box, tsr_box gbox, ptrdiff_t sy, ptrdiff_t sz, ptrdiff_t sc,
                       int ghost, int ncomp) {
   long n = (long)fc.n1 * fc.n2;
@@ -25,7 +26,7 @@ __global__ void apply(tsr_bc_face fc, const double *__restrict__ vals, double *_
     mi[d] = fc.side == 0 ? box.lo[d] + l - 1 : box.hi[d] - l;
     ptrdiff_t go = q * sc + (gi[2] - gbox.lo[2]) * sz + (gi[1] - gbox.lo[1]) * sy + (gi[0] - gbox.lo[0]);
     ptrdiff_t mo = q * sc + (mi[2] - gbox.lo[2]) * sz + (mi[1] - gbox.lo[1]) * sy + (mi[0] - gbox.lo[0]);
-    u[go] = tsr_ghost_value(fc.type, g, u[mo], l, fc.h);
+    u[go] = (T)tsr_ghost_value(fc.type, g, (double)u[mo], l, fc.h);
   }
 }
 
@@ -38,8 +39,14 @@ extern "C" tsr_err tsr_bc_apply_cuda(const tsr_bc_face *face, const double *vals
   if (n == 0 || f->ghost == 0) return TSR_OK;
   int threads = 256;
   long blocks = (n + threads - 1) / threads;
-  apply<<<(unsigned)blocks, threads, 0, stream>>>(*face, vals, f->data, f->box, f->gbox, f->sy,
-                                                  f->sz, f->scomp, f->ghost, f->ncomp);
+  if (f->prec == TSR_PREC_SINGLE)
+    apply<<<(unsigned)blocks, threads, 0, stream>>>(*face, vals, static_cast<float *>(f->data),
+                                                    f->box, f->gbox, f->sy, f->sz, f->scomp,
+                                                    f->ghost, f->ncomp);
+  else
+    apply<<<(unsigned)blocks, threads, 0, stream>>>(*face, vals, static_cast<double *>(f->data),
+                                                    f->box, f->gbox, f->sy, f->sz, f->scomp,
+                                                    f->ghost, f->ncomp);
   TSR_CUDA_LAUNCHED("boundary ghost fill");
   return TSR_OK;
 }

@@ -23,7 +23,7 @@
 struct tsr_expr_cuda {
   int n;
   cudaLibrary_t lib;
-  cudaKernel_t cells, face, points;
+  cudaKernel_t cells, cells_f, face, points;
 };
 
 #define TSR_EXPR_THREADS 256
@@ -129,21 +129,24 @@ static const char src_kernels[] =
     "       q += (long long)gridDim.x * blockDim.x)\n"
     "\n"
     "// Owned cells of a box: n0 x n1 x n2 cells from global cell (b0, b1, b2), written at\n"
-    "// u[c * sz + b * sy + a]; axes beyond dim have coordinate 0.\n"
-    "extern \"C\" __global__ void tsr_expr_cells(int e, double *u, long long sy, long long sz,\n"
-    "    int n0, int n1, int n2, int b0, int b1, int b2, double lo0, double lo1, double lo2,\n"
-    "    double h0, double h1, double h2, int dim, double t) {\n"
-    "  long long n = (long long)n0 * n1 * n2;\n"
-    "  TSR_GRID_STRIDE(q, n) {\n"
-    "    int a = (int)(q % n0);\n"
-    "    long long r = q / n0;\n"
-    "    int b = (int)(r % n1), c = (int)(r / n1);\n"
-    "    double x = dim > 0 ? tsr_center(lo0, h0, b0 + a) : 0.0;\n"
-    "    double y = dim > 1 ? tsr_center(lo1, h1, b1 + b) : 0.0;\n"
-    "    double z = dim > 2 ? tsr_center(lo2, h2, b2 + c) : 0.0;\n"
-    "    u[c * sz + b * sy + a] = tsr_eval(e, x, y, z, t);\n"
-    "  }\n"
+    "// u[c * sz + b * sy + a] as T (the field's precision); axes beyond dim have coordinate 0.\n"
+    "#define TSR_EXPR_CELLS(NAME, T) \\\n"
+    "extern \"C\" __global__ void NAME(int e, T *u, long long sy, long long sz, \\\n"
+    "    int n0, int n1, int n2, int b0, int b1, int b2, double lo0, double lo1, double lo2, \\\n"
+    "    double h0, double h1, double h2, int dim, double t) { \\\n"
+    "  long long n = (long long)n0 * n1 * n2; \\\n"
+    "  TSR_GRID_STRIDE(q, n) { \\\n"
+    "    int a = (int)(q % n0); \\\n"
+    "    long long r = q / n0; \\\n"
+    "    int b = (int)(r % n1), c = (int)(r / n1); \\\n"
+    "    double x = dim > 0 ? tsr_center(lo0, h0, b0 + a) : 0.0; \\\n"
+    "    double y = dim > 1 ? tsr_center(lo1, h1, b1 + b) : 0.0; \\\n"
+    "    double z = dim > 2 ? tsr_center(lo2, h2, b2 + c) : 0.0; \\\n"
+    "    u[c * sz + b * sy + a] = (T)tsr_eval(e, x, y, z, t); \\\n"
+    "  } \\\n"
     "}\n"
+    "TSR_EXPR_CELLS(tsr_expr_cells, double)\n"
+    "TSR_EXPR_CELLS(tsr_expr_cells_f, float)\n"
     "\n"
     "// Face points: fc on axis, cell centres (from global cells b1, b2) on t1 and t2 where\n"
     "// u1, u2 say the axis is used; out is ncomp x n2 x n1.\n"
@@ -324,9 +327,10 @@ tsr_err tsr_expr_cuda_build(int n, const tsr_expr *const *e, const tsr_expr_env 
     free(m);
     return tsr_cuda_fail((int)ce, "cudaLibraryLoadData", __FILE__, __LINE__);
   }
-  static const char *const names[3] = {"tsr_expr_cells", "tsr_expr_face", "tsr_expr_points"};
-  cudaKernel_t *k[3] = {&m->cells, &m->face, &m->points};
-  for (int i = 0; i < 3; i++) {
+  static const char *const names[4] = {"tsr_expr_cells", "tsr_expr_cells_f", "tsr_expr_face",
+                                       "tsr_expr_points"};
+  cudaKernel_t *k[4] = {&m->cells, &m->cells_f, &m->face, &m->points};
+  for (int i = 0; i < 4; i++) {
     ce = cudaLibraryGetKernel(k[i], m->lib, names[i]);
     if (ce != cudaSuccess) {
       err = tsr_cuda_fail((int)ce, "cudaLibraryGetKernel", __FILE__, __LINE__);
@@ -363,7 +367,9 @@ tsr_err tsr_expr_cuda_eval_cells(tsr_expr_cuda *m, int i, const tsr_expr_grid *g
             "tsr_expr_cuda_eval_cells needs a device field");
   const tsr_box *bx = &f->box;
   if (tsr_box_empty(bx)) return TSR_OK;
-  double *u = f->data + tsr_field_at(f, comp, bx->lo[0], bx->lo[1], bx->lo[2]);
+  /* the address of the box's first cell, in bytes of the field's precision */
+  void *u = (char *)f->data +
+            tsr_prec_size(f->prec) * tsr_field_at(f, comp, bx->lo[0], bx->lo[1], bx->lo[2]);
   long long sy = (long long)f->sy, sz = (long long)f->sz;
   int n0 = tsr_box_len(bx, 0), n1 = tsr_box_len(bx, 1), n2 = tsr_box_len(bx, 2);
   int b0 = bx->lo[0], b1 = bx->lo[1], b2 = bx->lo[2], dim = g->dim;
@@ -371,7 +377,8 @@ tsr_err tsr_expr_cuda_eval_cells(tsr_expr_cuda *m, int i, const tsr_expr_grid *g
   double h0 = g->h[0], h1 = g->h[1], h2 = g->h[2];
   void *args[] = {&i,   &u,   &sy,  &sz,  &n0, &n1, &n2, &b0,  &b1,
                   &b2,  &lo0, &lo1, &lo2, &h0, &h1, &h2, &dim, &t};
-  return launch(m->cells, (long long)n0 * n1 * n2, args, s, "tsr_expr_cells launch");
+  return launch(f->prec == TSR_PREC_SINGLE ? m->cells_f : m->cells, (long long)n0 * n1 * n2, args,
+                s, "tsr_expr_cells launch");
 }
 
 tsr_err tsr_expr_cuda_eval_face(tsr_expr_cuda *m, const int *expr_per_comp, int ncomp,

@@ -22,7 +22,15 @@ static void shape(tsr_field *f, int dim, const tsr_box *box, int ghost, int ncom
 
 tsr_err tsr_field_create_in(int dim, const tsr_box *box, int ghost, int ncomp, tsr_mem mem,
                             tsr_field **out) {
-  if (mem == TSR_MEM_HOST) return tsr_field_create(dim, box, ghost, ncomp, out);
+  return tsr_field_create_as(dim, box, ghost, ncomp, mem, TSR_PREC_DOUBLE, out);
+}
+
+static tsr_err create_host(int dim, const tsr_box *box, int ghost, int ncomp, tsr_prec prec,
+                           tsr_field **out);
+
+tsr_err tsr_field_create_as(int dim, const tsr_box *box, int ghost, int ncomp, tsr_mem mem,
+                            tsr_prec prec, tsr_field **out) {
+  if (mem == TSR_MEM_HOST) return create_host(dim, box, ghost, ncomp, prec, out);
   *out = NULL;
 #ifdef TSR_HAVE_CUDA
   TSR_CHECK(dim == 2 || dim == 3, TSR_ERR_INTERNAL, "field dimension %d is not 2 or 3", dim);
@@ -30,6 +38,7 @@ tsr_err tsr_field_create_in(int dim, const tsr_box *box, int ghost, int ncomp, t
   TSR_ALLOC(f, 1, "a field");
   shape(f, dim, box, ghost, ncomp);
   f->mem = TSR_MEM_DEVICE;
+  f->prec = prec;
   tsr_err err = tsr_field_device_alloc(f);
   if (err) {
     free(f);
@@ -44,6 +53,11 @@ tsr_err tsr_field_create_in(int dim, const tsr_box *box, int ghost, int ncomp, t
 }
 
 tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_field **out) {
+  return create_host(dim, box, ghost, ncomp, TSR_PREC_DOUBLE, out);
+}
+
+static tsr_err create_host(int dim, const tsr_box *box, int ghost, int ncomp, tsr_prec prec,
+                           tsr_field **out) {
   *out = NULL;
   TSR_CHECK(dim == 2 || dim == 3, TSR_ERR_INTERNAL, "field dimension %d is not 2 or 3", dim);
   TSR_CHECK(ncomp >= 1 && ghost >= 0 && !tsr_box_empty(box), TSR_ERR_INTERNAL,
@@ -52,8 +66,9 @@ tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_
   TSR_ALLOC(f, 1, "a field");
   shape(f, dim, box, ghost, ncomp);
   f->mem = TSR_MEM_HOST;
+  f->prec = prec;
   /* aligned so that rows vectorise; calloc'ed zeros make unused ghost corners deterministic */
-  size_t bytes = (size_t)ncomp * (size_t)f->scomp * sizeof(double);
+  size_t bytes = tsr_field_bytes(f);
   size_t rounded = (bytes + 63) / 64 * 64;
   f->data = aligned_alloc(64, rounded);
   if (!f->data) {
@@ -80,9 +95,11 @@ void tsr_field_destroy(tsr_field **f) {
 void tsr_field_copy_box(tsr_field *dst, const tsr_field *src, const tsr_box *r) {
   int nx = tsr_box_len(r, 0);
   if (nx <= 0 || tsr_box_empty(r)) return;
+  const size_t es = tsr_prec_size(dst->prec);
   for (int c = 0; c < dst->ncomp; ++c)
     for (int k = r->lo[2]; k < r->hi[2]; ++k)
       for (int j = r->lo[1]; j < r->hi[1]; ++j)
-        memcpy(dst->data + tsr_field_at(dst, c, r->lo[0], j, k),
-               src->data + tsr_field_at(src, c, r->lo[0], j, k), (size_t)nx * sizeof(double));
+        memcpy((char *)dst->data + es * tsr_field_at(dst, c, r->lo[0], j, k),
+               (const char *)src->data + es * tsr_field_at(src, c, r->lo[0], j, k),
+               (size_t)nx * es);
 }

@@ -14,6 +14,14 @@ extern "C" {
 
 typedef enum { TSR_MEM_HOST = 0, TSR_MEM_DEVICE } tsr_mem;
 
+/* Storage precision of a field's values (case key `precision`). Arithmetic is always double:
+ * kernels load values, update each cell in double, and round once when they store, so single
+ * precision halves memory and traffic while every cell's update is the same code. */
+typedef enum { TSR_PREC_DOUBLE = 0, TSR_PREC_SINGLE = 1 } tsr_prec;
+
+/* Bytes per value of precision p. */
+static inline size_t tsr_prec_size(tsr_prec p) { return p == TSR_PREC_SINGLE ? 4 : 8; }
+
 typedef struct {
   int dim;          /* 2 or 3 */
   int ncomp;        /* components */
@@ -23,10 +31,11 @@ typedef struct {
   ptrdiff_t sy, sz; /* strides of y and z in elements (x stride is 1) */
   ptrdiff_t scomp;  /* stride between components in elements */
   tsr_mem mem;      /* where data lives */
-  double *data;     /* ncomp * scomp elements, owned by the field, zero-initialised */
+  tsr_prec prec;    /* type of the values: double or float */
+  void *data;       /* ncomp * scomp values, owned by the field, zero-initialised */
 } tsr_field;
 
-/* Allocates a zeroed field over box in host memory. The caller destroys it with
+/* Allocates a zeroed double field over box in host memory. The caller destroys it with
  * tsr_field_destroy. Errors: TSR_ERR_MEMORY. */
 tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_field **field);
 
@@ -35,6 +44,10 @@ tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_
  * a build without CUDA). */
 tsr_err tsr_field_create_in(int dim, const tsr_box *box, int ghost, int ncomp, tsr_mem mem,
                             tsr_field **field);
+
+/* As tsr_field_create_in, storing values of precision prec. */
+tsr_err tsr_field_create_as(int dim, const tsr_box *box, int ghost, int ncomp, tsr_mem mem,
+                            tsr_prec prec, tsr_field **field);
 
 /* Frees the field and sets *field to NULL; accepts NULL. */
 void tsr_field_destroy(tsr_field **field);
@@ -46,8 +59,25 @@ static inline ptrdiff_t tsr_field_at(const tsr_field *f, int c, int i, int j, in
 }
 
 /* Copies the cells of region (inside both gboxes) of every component from src to dst (host
- * fields). */
+ * fields of one precision). */
 void tsr_field_copy_box(tsr_field *dst, const tsr_field *src, const tsr_box *region);
+
+/* Value at offset o of a host field, as double. */
+static inline double tsr_field_get(const tsr_field *f, ptrdiff_t o) {
+  return f->prec == TSR_PREC_SINGLE ? (double)((const float *)f->data)[o]
+                                    : ((const double *)f->data)[o];
+}
+
+/* Stores v at offset o of a host field, rounded to its precision. */
+static inline void tsr_field_set(tsr_field *f, ptrdiff_t o, double v) {
+  if (f->prec == TSR_PREC_SINGLE) ((float *)f->data)[o] = (float)v;
+  else ((double *)f->data)[o] = v;
+}
+
+/* Bytes of the field's allocation (ghosts included). */
+static inline size_t tsr_field_bytes(const tsr_field *f) {
+  return (size_t)f->ncomp * (size_t)f->scomp * tsr_prec_size(f->prec);
+}
 
 #ifdef __cplusplus
 }

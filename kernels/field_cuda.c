@@ -8,7 +8,7 @@ tsr_err tsr_field_device_alloc(tsr_field *f);
 void tsr_field_device_free(tsr_field *f);
 
 tsr_err tsr_field_device_alloc(tsr_field *f) {
-  size_t bytes = (size_t)f->ncomp * (size_t)f->scomp * sizeof(double);
+  size_t bytes = tsr_field_bytes(f);
   void *p = NULL;
   cudaError_t e = cudaMalloc(&p, bytes);
   if (e == cudaErrorMemoryAllocation) {

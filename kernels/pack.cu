@@ -11,9 +11,10 @@ constexpr int64_t kMaxBlocksX = 1024;
 
 // Moves one element per thread and iteration between segment blockIdx.y of the field and the
 // buffer. The index arithmetic is 64-bit: a field can exceed 2^31 elements.
-template <bool kPack>
+// V: an unsigned integer of the value's size; moving bits keeps every value exact.
+template <bool kPack, typename V>
 __global__ void move_segments(const tsr_pack_seg *__restrict__ segs, tsr_pack_geom g,
-                              double *__restrict__ field, double *__restrict__ buf) {
+                              V *__restrict__ field, V *__restrict__ buf) {
   const tsr_pack_seg s = segs[blockIdx.y];
   const int64_t nx = s.n[0], nxy = nx * s.n[1];
   const int64_t cells = nxy * s.n[2];
@@ -38,14 +39,19 @@ __global__ void move_segments(const tsr_pack_seg *__restrict__ segs, tsr_pack_ge
 
 template <bool kPack>
 tsr_err launch(const tsr_pack_seg *segs, int nseg, int64_t most_cells, const tsr_pack_geom *g,
-               double *field, double *buf, cudaStream_t stream) {
+               void *field, void *buf, cudaStream_t stream) {
   if (nseg <= 0) return TSR_OK;
   int64_t elems = most_cells * g->ncomp;
   int64_t bx = (elems + kThreads - 1) / kThreads;
   if (bx < 1) bx = 1;
   if (bx > kMaxBlocksX) bx = kMaxBlocksX;
   dim3 grid((unsigned)bx, (unsigned)nseg);
-  move_segments<kPack><<<grid, kThreads, 0, stream>>>(segs, *g, field, buf);
+  if (g->esize == 4)
+    move_segments<kPack><<<grid, kThreads, 0, stream>>>(segs, *g, static_cast<uint32_t *>(field),
+                                                         static_cast<uint32_t *>(buf));
+  else
+    move_segments<kPack><<<grid, kThreads, 0, stream>>>(segs, *g, static_cast<uint64_t *>(field),
+                                                         static_cast<uint64_t *>(buf));
   TSR_CUDA_LAUNCHED(kPack ? "halo pack" : "halo unpack");
   return TSR_OK;
 }
@@ -53,15 +59,15 @@ tsr_err launch(const tsr_pack_seg *segs, int nseg, int64_t most_cells, const tsr
 }  // namespace
 
 extern "C" tsr_err tsr_pack_cuda(const tsr_pack_seg *segs, int nseg, int64_t most_cells,
-                                 const tsr_pack_geom *geom, const double *data, double *buf,
+                                 const tsr_pack_geom *geom, const void *data, void *buf,
                                  cudaStream_t stream) {
   // the pack instantiation only reads field: the cast serves the shared kernel signature
-  return launch<true>(segs, nseg, most_cells, geom, const_cast<double *>(data), buf, stream);
+  return launch<true>(segs, nseg, most_cells, geom, const_cast<void *>(data), buf, stream);
 }
 
 extern "C" tsr_err tsr_unpack_cuda(const tsr_pack_seg *segs, int nseg, int64_t most_cells,
-                                   const tsr_pack_geom *geom, const double *buf, double *data,
+                                   const tsr_pack_geom *geom, const void *buf, void *data,
                                    cudaStream_t stream) {
   // the unpack instantiation only reads buf
-  return launch<false>(segs, nseg, most_cells, geom, data, const_cast<double *>(buf), stream);
+  return launch<false>(segs, nseg, most_cells, geom, data, const_cast<void *>(buf), stream);
 }

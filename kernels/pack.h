@@ -32,19 +32,20 @@ typedef struct {
   ptrdiff_t sy, sz; /* y and z strides */
   ptrdiff_t scomp;  /* component stride */
   int ncomp;
+  int esize;        /* bytes per value: 8 (double) or 4 (float); buffers hold the same type */
 } tsr_pack_geom;
 
 /* Copies the nseg segments segs (device memory, uploaded once) of the field data (device)
  * into buf (device), asynchronously on stream. most_cells is the largest segment's cell count
  * (it sizes the grid); nseg must be 1..65535. Errors: TSR_ERR_CUDA (launch). */
 tsr_err tsr_pack_cuda(const tsr_pack_seg *segs, int nseg, int64_t most_cells,
-                      const tsr_pack_geom *geom, const double *data, double *buf,
+                      const tsr_pack_geom *geom, const void *data, void *buf,
                       cudaStream_t stream);
 
 /* The inverse: buf (device) into the segments of data (device), asynchronously on stream.
  * Errors: TSR_ERR_CUDA (launch). */
 tsr_err tsr_unpack_cuda(const tsr_pack_seg *segs, int nseg, int64_t most_cells,
-                        const tsr_pack_geom *geom, const double *buf, double *data,
+                        const tsr_pack_geom *geom, const void *buf, void *data,
                         cudaStream_t stream);
 
 #ifdef __cplusplus

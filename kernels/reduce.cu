@@ -18,7 +18,8 @@ __device__ acc6 merge(acc6 a, acc6 b) {
   return {fmin(a.mn, b.mn), fmax(a.mx, b.mx), a.s + b.s, a.sq + b.sq, a.es + b.es, fmax(a.em, b.em)};
 }
 
-__global__ void norms(const double *__restrict__ u, const double *__restrict__ ex, tsr_box box,
+template <typename T>
+__global__ void norms(const T *__restrict__ u, const T *__restrict__ ex, tsr_box box,
                       tsr_box gbox, ptrdiff_t sy, ptrdiff_t sz, long ncell, double *partial) {
   __shared__ acc6 sh[kThreads];
   acc6 a = {HUGE_VAL, -HUGE_VAL, 0.0, 0.0, 0.0, 0.0};
@@ -31,14 +32,14 @@ __global__ void norms(const double *__restrict__ u, const double *__restrict__ e
     int j = (int)(r % ny), k = (int)(r / ny);
     ptrdiff_t o = (ptrdiff_t)(k + box.lo[2] - gbox.lo[2]) * sz +
                   (ptrdiff_t)(j + box.lo[1] - gbox.lo[1]) * sy + (i + box.lo[0] - gbox.lo[0]);
-    double v = u[o];
+    double v = (double)u[o];
     if (!isfinite(v)) bad = true;
     a.mn = fmin(a.mn, v);
     a.mx = fmax(a.mx, v);
     a.s += v;
     a.sq += v * v;
     if (ex) {
-      double e = fabs(v - ex[o]);
+      double e = fabs(v - (double)ex[o]);
       a.es += e * e;
       a.em = fmax(a.em, e);
     }
@@ -70,9 +71,17 @@ extern "C" tsr_err tsr_reduce_cuda(const tsr_field *u, const tsr_field *exact, i
             "tsr_reduce_cuda needs device fields");
   if (!dev_partials) TSR_CUDA(cudaMalloc(&dev_partials, sizeof(double) * 6 * kBlocks));
   long ncell = (long)tsr_box_cells(&u->box);
-  const double *ex = exact ? exact->data + comp * exact->scomp : nullptr;
-  norms<<<kBlocks, kThreads, 0, stream>>>(u->data + comp * u->scomp, ex, u->box, u->gbox, u->sy,
-                                           u->sz, ncell, dev_partials);
+  TSR_CHECK(!exact || exact->prec == u->prec, TSR_ERR_STATE,
+            "tsr_reduce_cuda: the field and the exact solution differ in precision");
+  if (u->prec == TSR_PREC_SINGLE) {
+    const float *ex = exact ? static_cast<const float *>(exact->data) + comp * exact->scomp : nullptr;
+    norms<<<kBlocks, kThreads, 0, stream>>>(static_cast<const float *>(u->data) + comp * u->scomp,
+                                             ex, u->box, u->gbox, u->sy, u->sz, ncell, dev_partials);
+  } else {
+    const double *ex = exact ? static_cast<const double *>(exact->data) + comp * exact->scomp : nullptr;
+    norms<<<kBlocks, kThreads, 0, stream>>>(static_cast<const double *>(u->data) + comp * u->scomp,
+                                             ex, u->box, u->gbox, u->sy, u->sz, ncell, dev_partials);
+  }
   TSR_CUDA_LAUNCHED("monitor reduction");
   static double host[6 * kBlocks];
   TSR_CUDA(cudaMemcpyAsync(host, dev_partials, sizeof host, cudaMemcpyDeviceToHost, stream));

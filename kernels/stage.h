@@ -29,7 +29,7 @@ void tsr_stage_coef_init(tsr_cell_coef *k, int model, const double *p, const dou
                          const tsr_field *shape);
 
 /* Applies the stage to the cells of region (inside the owned box). in, base, acc, src and out
- * share one geometry; in must hold valid ghosts for the cells region's stencil reads. base is
+ * share one geometry and precision (values are loaded as double, stored rounded); in must hold valid ghosts for the cells region's stencil reads. base is
  * read by SSP stages 2-3 and RK4; acc by RK4 (NULL otherwise); src may be NULL (no source).
  * out may not alias in. Host memory; no errors (shapes are the caller's contract). */
 void tsr_stage_host(const tsr_stage_desc *s, const tsr_box *region, const tsr_field *in,

@@ -40,12 +40,14 @@ namespace {
 constexpr int kPrefetch = 2;
 constexpr int kRing = 3 + kPrefetch;
 
+/* T: the fields' storage type (double or float); arithmetic is double either way. */
+template <typename T>
 struct stage_args {
-  const double *__restrict__ in;
-  const double *__restrict__ base;
-  double *acc;
-  const double *__restrict__ src;
-  double *out;
+  const T *__restrict__ in;
+  const T *__restrict__ base;
+  T *acc;
+  const T *__restrict__ src;
+  T *out;
   tsr_cell_coef coef;
   double dt;
   ptrdiff_t origin;      /* offset of the region's first cell (component 0) */
@@ -61,18 +63,19 @@ __host__ __device__ constexpr bool uses_acc(int kind) { return kind >= TSR_STAGE
 
 /* __ldg on the device (read-only path, cached in L1); a plain load where the body is compiled
  * for the host (a CPU emulation of the launch checks indexing without a GPU). */
-__host__ __device__ __forceinline__ double ldg(const double *p) {
+template <typename T>
+__host__ __device__ __forceinline__ double ldg(const T *p) {
 #ifdef __CUDA_ARCH__
-  return __ldg(p);
+  return (double)__ldg(p);
 #else
-  return *p;
+  return (double)*p;
 #endif
 }
 
 /* The cells of thread (t, b) of a launch of shape (bdim, grid): column (i, j) marching z from
  * m0 in 3D, column i marching y from m0 in 2D. 0 when the thread has no cell. */
-template <int DIM>
-__host__ __device__ __forceinline__ bool thread_cells(const stage_args &a, uint3 t, uint3 b,
+template <int DIM, typename T>
+__host__ __device__ __forceinline__ bool thread_cells(const stage_args<T> &a, uint3 t, uint3 b,
                                                       dim3 bdim, int *i, int *j, int *m0) {
   *i = (int)(b.x * bdim.x + t.x);
   if constexpr (DIM == 3) {
@@ -88,8 +91,8 @@ __host__ __device__ __forceinline__ bool thread_cells(const stage_args &a, uint3
 
 /* One thread's work: the cells (i, j, m0 .. m0 + chunk) in 3D, (i, m0 .. m0 + chunk) in 2D,
  * with the same per-cell code as stage_host.c's row(). */
-template <int M, int NC, int KIND, int DIM, bool SRC>
-__host__ __device__ __forceinline__ void stage_column(const stage_args &a, int i, int j, int m0) {
+template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
+__host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, int i, int j, int m0) {
   const int nm = DIM == 3 ? a.nz : a.ny;
   const ptrdiff_t ms = DIM == 3 ? a.sz : a.sy; /* stride of the marching axis */
   const int m1 = m0 + a.chunk < nm ? m0 + a.chunk : nm;
@@ -106,7 +109,7 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args &a, int i
   const ptrdiff_t sy = a.sy, sc = a.sc;
 
   ptrdiff_t o = a.origin + i + (DIM == 3 ? j * sy : 0) + (ptrdiff_t)m0 * ms;
-  const double *__restrict__ in = a.in;
+  const T *__restrict__ in = a.in;
 
   /* ring[c][q] = centre of component c at marching index m - 1 + q */
   double ring[NC][kRing];
@@ -132,7 +135,7 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args &a, int i
     double w[NC * wc];
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
-      const double *p = in + o + c * sc;
+      const T *p = in + o + c * sc;
       double *wp = w + c * wc + wo;
       wp[0] = ring[c][1];
       wp[-wm] = ring[c][0];
@@ -151,9 +154,9 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args &a, int i
       const ptrdiff_t ac = o + c * sc;
       double rc = SRC ? r[c] + ldg(a.src + ac) : r[c];
       double b = uses_base(KIND) ? ldg(a.base + ac) : 0.0;
-      double av = uses_acc(KIND) ? a.acc[ac] : 0.0;
-      a.out[ac] = tsr_stage_update(KIND, dt, b, ring[c][1], rc, &av);
-      if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = av;
+      double av = uses_acc(KIND) ? (double)a.acc[ac] : 0.0;
+      a.out[ac] = (T)tsr_stage_update(KIND, dt, b, ring[c][1], rc, &av);
+      if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = (T)av;
     }
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
@@ -164,11 +167,11 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args &a, int i
   }
 }
 
-template <int M, int NC, int KIND, int DIM, bool SRC>
-__global__ void __launch_bounds__(256) stage_kernel(const stage_args a) {
+template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
+__global__ void __launch_bounds__(256) stage_kernel(const stage_args<T> a) {
   int i, j, m0;
   if (thread_cells<DIM>(a, threadIdx, blockIdx, blockDim, &i, &j, &m0))
-    stage_column<M, NC, KIND, DIM, SRC>(a, i, j, m0);
+    stage_column<M, NC, KIND, DIM, SRC, T>(a, i, j, m0);
 }
 
 /* Launch shape: process-wide, changed only by tsr_stage_cuda_set_tuning (benchmarks). */
@@ -211,29 +214,29 @@ shape pick_shape(int dim, int nx, int ny, int nz) {
   return s;
 }
 
-template <int M, int NC, int KIND>
-void launch_kind(int dim, bool src, const shape &sh, const stage_args &a, cudaStream_t st) {
+template <int M, int NC, int KIND, typename T>
+void launch_kind(int dim, bool src, const shape &sh, const stage_args<T> &a, cudaStream_t st) {
   if (dim == 3) {
-    if (src) stage_kernel<M, NC, KIND, 3, true><<<sh.grid, sh.block, 0, st>>>(a);
-    else stage_kernel<M, NC, KIND, 3, false><<<sh.grid, sh.block, 0, st>>>(a);
+    if (src) stage_kernel<M, NC, KIND, 3, true, T><<<sh.grid, sh.block, 0, st>>>(a);
+    else stage_kernel<M, NC, KIND, 3, false, T><<<sh.grid, sh.block, 0, st>>>(a);
   } else {
-    if (src) stage_kernel<M, NC, KIND, 2, true><<<sh.grid, sh.block, 0, st>>>(a);
-    else stage_kernel<M, NC, KIND, 2, false><<<sh.grid, sh.block, 0, st>>>(a);
+    if (src) stage_kernel<M, NC, KIND, 2, true, T><<<sh.grid, sh.block, 0, st>>>(a);
+    else stage_kernel<M, NC, KIND, 2, false, T><<<sh.grid, sh.block, 0, st>>>(a);
   }
 }
 
-template <int M, int NC>
-void launch_model(int kind, int dim, bool src, const shape &sh, const stage_args &a,
+template <int M, int NC, typename T>
+void launch_model(int kind, int dim, bool src, const shape &sh, const stage_args<T> &a,
                   cudaStream_t st) {
   switch (kind) {
-  case TSR_STAGE_EULER: launch_kind<M, NC, TSR_STAGE_EULER>(dim, src, sh, a, st); break;
-  case TSR_STAGE_SSP2_2: launch_kind<M, NC, TSR_STAGE_SSP2_2>(dim, src, sh, a, st); break;
-  case TSR_STAGE_SSP3_2: launch_kind<M, NC, TSR_STAGE_SSP3_2>(dim, src, sh, a, st); break;
-  case TSR_STAGE_SSP3_3: launch_kind<M, NC, TSR_STAGE_SSP3_3>(dim, src, sh, a, st); break;
-  case TSR_STAGE_RK4_1: launch_kind<M, NC, TSR_STAGE_RK4_1>(dim, src, sh, a, st); break;
-  case TSR_STAGE_RK4_2: launch_kind<M, NC, TSR_STAGE_RK4_2>(dim, src, sh, a, st); break;
-  case TSR_STAGE_RK4_3: launch_kind<M, NC, TSR_STAGE_RK4_3>(dim, src, sh, a, st); break;
-  case TSR_STAGE_RK4_4: launch_kind<M, NC, TSR_STAGE_RK4_4>(dim, src, sh, a, st); break;
+  case TSR_STAGE_EULER: launch_kind<M, NC, TSR_STAGE_EULER, T>(dim, src, sh, a, st); break;
+  case TSR_STAGE_SSP2_2: launch_kind<M, NC, TSR_STAGE_SSP2_2, T>(dim, src, sh, a, st); break;
+  case TSR_STAGE_SSP3_2: launch_kind<M, NC, TSR_STAGE_SSP3_2, T>(dim, src, sh, a, st); break;
+  case TSR_STAGE_SSP3_3: launch_kind<M, NC, TSR_STAGE_SSP3_3, T>(dim, src, sh, a, st); break;
+  case TSR_STAGE_RK4_1: launch_kind<M, NC, TSR_STAGE_RK4_1, T>(dim, src, sh, a, st); break;
+  case TSR_STAGE_RK4_2: launch_kind<M, NC, TSR_STAGE_RK4_2, T>(dim, src, sh, a, st); break;
+  case TSR_STAGE_RK4_3: launch_kind<M, NC, TSR_STAGE_RK4_3, T>(dim, src, sh, a, st); break;
+  case TSR_STAGE_RK4_4: launch_kind<M, NC, TSR_STAGE_RK4_4, T>(dim, src, sh, a, st); break;
   default: break;
   }
 }
@@ -241,9 +244,10 @@ void launch_model(int kind, int dim, bool src, const shape &sh, const stage_args
 bool on_device(const tsr_field *f) { return !f || f->mem == TSR_MEM_DEVICE; }
 
 /* Checks the call and fills the kernel arguments and launch shape. *empty: nothing to do. */
+template <typename T>
 tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
                 const tsr_field *base, tsr_field *acc, const tsr_field *src, tsr_field *out,
-                stage_args *a, shape *sh, bool *empty) {
+                stage_args<T> *a, shape *sh, bool *empty) {
   TSR_CHECK(on_device(in) && on_device(base) && on_device(acc) && on_device(src) &&
                 on_device(out),
             TSR_ERR_STATE, "tsr_stage_cuda needs device fields (a host field was passed)");
@@ -257,16 +261,20 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
             "tsr_stage_cuda: stage kind %d reads a base field and none was given", (int)s->kind);
   TSR_CHECK(acc || !uses_acc(s->kind), TSR_ERR_STATE,
             "tsr_stage_cuda: RK4 stage kind %d needs an accumulator field", (int)s->kind);
+  const tsr_prec pr = in->prec;
+  TSR_CHECK((!base || base->prec == pr) && (!acc || acc->prec == pr) &&
+                (!src || src->prec == pr) && out->prec == pr,
+            TSR_ERR_STATE, "tsr_stage_cuda: fields of different precisions");
   TSR_CHECK(in->ghost >= 1, TSR_ERR_STATE, "tsr_stage_cuda: the input field has no ghost cells");
   *empty = tsr_box_empty(rg);
   if (*empty) return TSR_OK;
 
   const int nx = tsr_box_len(rg, 0), ny = tsr_box_len(rg, 1), nz = tsr_box_len(rg, 2);
-  a->in = in->data;
-  a->base = base ? base->data : nullptr;
-  a->acc = acc ? acc->data : nullptr;
-  a->src = src ? src->data : nullptr;
-  a->out = out->data;
+  a->in = static_cast<const T *>(in->data);
+  a->base = base ? static_cast<const T *>(base->data) : nullptr;
+  a->acc = acc ? static_cast<T *>(acc->data) : nullptr;
+  a->src = src ? static_cast<const T *>(src->data) : nullptr;
+  a->out = static_cast<T *>(out->data);
   a->coef = s->coef;
   a->dt = s->dt;
   a->origin = tsr_field_at(in, 0, rg->lo[0], rg->lo[1], rg->lo[2]);
@@ -280,6 +288,7 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
   a->chunk = sh->chunk;
   return TSR_OK;
 }
+
 
 } // namespace
 
@@ -295,13 +304,16 @@ extern "C" void tsr_stage_cuda_set_tuning(const tsr_stage_cuda_tuning *t) {
   if (g.chunk2 < 0) g.chunk2 = 0;
 }
 
-extern "C" tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
-                                  const tsr_field *base, tsr_field *acc, const tsr_field *src,
-                                  tsr_field *out, cudaStream_t stream) {
-  stage_args a;
+namespace {
+
+template <typename T>
+tsr_err stage_typed(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
+                    const tsr_field *base, tsr_field *acc, const tsr_field *src, tsr_field *out,
+                    cudaStream_t stream) {
+  stage_args<T> a;
   shape sh;
   bool empty;
-  TSR_CALL(prepare(s, rg, in, base, acc, src, out, &a, &sh, &empty));
+  TSR_CALL(prepare<T>(s, rg, in, base, acc, src, out, &a, &sh, &empty));
   if (empty) return TSR_OK;
   const int dim = s->coef.dim;
   const bool has_src = src != nullptr;
@@ -323,4 +335,15 @@ extern "C" tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *rg, co
   }
   TSR_CUDA_LAUNCHED("stage kernel");
   return TSR_OK;
+}
+
+} // namespace
+
+extern "C" tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
+                                  const tsr_field *base, tsr_field *acc, const tsr_field *src,
+                                  tsr_field *out, cudaStream_t stream) {
+  TSR_CHECK(in, TSR_ERR_STATE, "tsr_stage_cuda needs an input field");
+  if (in->prec == TSR_PREC_SINGLE)
+    return stage_typed<float>(s, rg, in, base, acc, src, out, stream);
+  return stage_typed<double>(s, rg, in, base, acc, src, out, stream);
 }

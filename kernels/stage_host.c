@@ -27,35 +27,70 @@ static inline int uses_base(int kind) {
 }
 static inline int uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
 
-/* One row of cells. Inlined with constant model, kind and source flag so that every branch
- * folds and the x loop vectorises; out never aliases the arrays it reads. */
+/* Loads value i of a row of precision prec (a constant where it is called), as double. */
+static inline __attribute__((always_inline)) double ld(int prec, const void *p, ptrdiff_t i) {
+  return prec == TSR_PREC_SINGLE ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+static inline __attribute__((always_inline)) void st(int prec, void *p, ptrdiff_t i, double v) {
+  if (prec == TSR_PREC_SINGLE) ((float *)p)[i] = (float)v;
+  else ((double *)p)[i] = v;
+}
+
+/* One row of cells. Inlined with constant model, kind, precision and source flag so that
+ * every branch folds and the x loop vectorises; out never aliases the arrays it reads. Double
+ * fields hand the per-cell code a pointer into the field; single ones first gather the stencil
+ * into a small double array shaped like a 3x3(x3) field (strides 1, 3, 9), as the GPU kernel
+ * does, so both run the same per-cell arithmetic on the same values. */
 static inline __attribute__((always_inline)) void
-row(int model, int ncomp, int kind, int has_src, double dt, const tsr_cell_coef *k, ptrdiff_t o,
-    int n, const double *restrict in, const double *restrict base, double *restrict acc,
-    const double *restrict src, double *restrict out) {
+row(int model, int ncomp, int kind, int prec, int has_src, double dt, const tsr_cell_coef *k,
+    ptrdiff_t o, int n, const void *restrict in, const void *restrict base, void *restrict acc,
+    const void *restrict src, void *restrict out) {
   const ptrdiff_t sc = k->scomp;
+  tsr_cell_coef kw = *k;
+  kw.sy = 3;
+  kw.sz = 9;
+  kw.scomp = k->dim == 3 ? 27 : 9;
+  const ptrdiff_t wo = k->dim == 3 ? 13 : 4;
   for (int i = 0; i < n; ++i) {
     ptrdiff_t at = o + i;
     double r[TSR_MAX_COMP] = {0};
-    tsr_model_rhs(model, in + at, k, r);
+    if (prec == TSR_PREC_DOUBLE) {
+      tsr_model_rhs(model, (const double *)in + at, k, r);
+    } else {
+      double w[TSR_MAX_COMP * 27];
+      for (int c = 0; c < ncomp; ++c) {
+        const ptrdiff_t p = at + c * sc;
+        double *wp = w + c * kw.scomp + wo;
+        wp[0] = ld(prec, in, p);
+        wp[-1] = ld(prec, in, p - 1);
+        wp[1] = ld(prec, in, p + 1);
+        wp[-3] = ld(prec, in, p - k->sy);
+        wp[3] = ld(prec, in, p + k->sy);
+        if (k->dim == 3) {
+          wp[-9] = ld(prec, in, p - k->sz);
+          wp[9] = ld(prec, in, p + k->sz);
+        }
+      }
+      tsr_model_rhs(model, w + wo, &kw, r);
+    }
     for (int c = 0; c < ncomp; ++c) {
       ptrdiff_t ac = at + c * sc;
-      double rc = has_src ? r[c] + src[ac] : r[c];
-      double b = uses_base(kind) ? base[ac] : 0.0;
-      double a = uses_acc(kind) ? acc[ac] : 0.0;
-      out[ac] = tsr_stage_update(kind, dt, b, in[ac], rc, &a);
-      if (uses_acc(kind) && kind != TSR_STAGE_RK4_4) acc[ac] = a;
+      double rc = has_src ? r[c] + ld(prec, src, ac) : r[c];
+      double b = uses_base(kind) ? ld(prec, base, ac) : 0.0;
+      double a = uses_acc(kind) ? ld(prec, acc, ac) : 0.0;
+      st(prec, out, ac, tsr_stage_update(kind, dt, b, ld(prec, in, ac), rc, &a));
+      if (uses_acc(kind) && kind != TSR_STAGE_RK4_4) st(prec, acc, ac, a);
     }
   }
 }
 
 static inline __attribute__((always_inline)) void
-region_dim(int model, int ncomp, int kind, int dim, const tsr_stage_desc *s, const tsr_box *rg,
-           const tsr_field *in, const tsr_field *base, tsr_field *acc, const tsr_field *src,
-           tsr_field *out) {
+region_dim(int model, int ncomp, int kind, int dim, int prec, const tsr_stage_desc *s,
+           const tsr_box *rg, const tsr_field *in, const tsr_field *base, tsr_field *acc,
+           const tsr_field *src, tsr_field *out) {
   int nx = rg->hi[0] - rg->lo[0], ny = rg->hi[1] - rg->lo[1], nz = rg->hi[2] - rg->lo[2];
-  const double *pi = in->data, *pb = base ? base->data : NULL, *ps = src ? src->data : NULL;
-  double *pa = acc ? acc->data : NULL, *po = out->data;
+  const void *pi = in->data, *pb = base ? base->data : NULL, *ps = src ? src->data : NULL;
+  void *pa = acc ? acc->data : NULL, *po = out->data;
   tsr_cell_coef k = s->coef;
   k.dim = dim; /* a constant here, so the 3D terms of the stencil fold away in 2D */
   const double dt = s->dt;
@@ -65,8 +100,8 @@ region_dim(int model, int ncomp, int kind, int dim, const tsr_stage_desc *s, con
   for (int kk = 0; kk < nz; ++kk)
     for (int jj = 0; jj < ny; ++jj) {
       ptrdiff_t o = tsr_field_at(in, 0, rg->lo[0], rg->lo[1] + jj, rg->lo[2] + kk);
-      if (ps) row(model, ncomp, kind, 1, dt, &k, o, nx, pi, pb, pa, ps, po);
-      else row(model, ncomp, kind, 0, dt, &k, o, nx, pi, pb, pa, NULL, po);
+      if (ps) row(model, ncomp, kind, prec, 1, dt, &k, o, nx, pi, pb, pa, ps, po);
+      else row(model, ncomp, kind, prec, 0, dt, &k, o, nx, pi, pb, pa, NULL, po);
     }
 }
 
@@ -74,8 +109,14 @@ static inline __attribute__((always_inline)) void
 region_loop(int model, int ncomp, int kind, const tsr_stage_desc *s, const tsr_box *rg,
             const tsr_field *in, const tsr_field *base, tsr_field *acc, const tsr_field *src,
             tsr_field *out) {
-  if (s->coef.dim == 3) region_dim(model, ncomp, kind, 3, s, rg, in, base, acc, src, out);
-  else region_dim(model, ncomp, kind, 2, s, rg, in, base, acc, src, out);
+  const int single = in->prec == TSR_PREC_SINGLE;
+  if (s->coef.dim == 3) {
+    if (single) region_dim(model, ncomp, kind, 3, TSR_PREC_SINGLE, s, rg, in, base, acc, src, out);
+    else region_dim(model, ncomp, kind, 3, TSR_PREC_DOUBLE, s, rg, in, base, acc, src, out);
+  } else {
+    if (single) region_dim(model, ncomp, kind, 2, TSR_PREC_SINGLE, s, rg, in, base, acc, src, out);
+    else region_dim(model, ncomp, kind, 2, TSR_PREC_DOUBLE, s, rg, in, base, acc, src, out);
+  }
 }
 
 /* Instantiates the loop for a compile-time (model, kind) pair. */

@@ -133,16 +133,19 @@ static tsr_err stage(tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *reg
   return tsr_stage_cuda(d, region, in, base, acc, src, out, st(x)->compute);
 }
 
-/* The owned box of component comp of f as a 3D copy region of the device allocation. */
-static struct cudaMemcpy3DParms owned_copy(const tsr_field *f, int comp, double *host, int to_dev) {
+/* The owned box of component comp of f as a 3D copy region of the device allocation; host
+ * holds the values in the field's precision, x fastest. */
+static struct cudaMemcpy3DParms owned_copy(const tsr_field *f, int comp, void *host, int to_dev) {
   struct cudaMemcpy3DParms p;
   memset(&p, 0, sizeof p);
   const tsr_box *b = &f->box;
+  const size_t es = tsr_prec_size(f->prec);
   size_t nx = (size_t)tsr_box_len(b, 0), ny = (size_t)tsr_box_len(b, 1);
-  struct cudaPitchedPtr h = {host, nx * sizeof(double), nx, ny};
-  struct cudaPitchedPtr d = {f->data + (ptrdiff_t)comp * f->scomp, (size_t)f->sy * sizeof(double),
-                             (size_t)f->sy, (size_t)tsr_box_len(&f->gbox, 1)};
-  struct cudaPos pos = {(size_t)(b->lo[0] - f->gbox.lo[0]) * sizeof(double),
+  struct cudaPitchedPtr h = {host, nx * es, nx, ny};
+  struct cudaPitchedPtr d = {(char *)f->data + (ptrdiff_t)comp * f->scomp * (ptrdiff_t)es,
+                             (size_t)f->sy * es, (size_t)f->sy,
+                             (size_t)tsr_box_len(&f->gbox, 1)};
+  struct cudaPos pos = {(size_t)(b->lo[0] - f->gbox.lo[0]) * es,
                         (size_t)(b->lo[1] - f->gbox.lo[1]), (size_t)(b->lo[2] - f->gbox.lo[2])};
   if (to_dev) {
     p.srcPtr = h;
@@ -155,24 +158,41 @@ static struct cudaMemcpy3DParms owned_copy(const tsr_field *f, int comp, double 
     p.dstPtr = h;
     p.kind = cudaMemcpyDeviceToHost;
   }
-  p.extent.width = nx * sizeof(double);
+  p.extent.width = nx * es;
   p.extent.height = ny;
   p.extent.depth = (size_t)tsr_box_len(b, 2);
   return p;
 }
 
+/* Single fields travel as float and are converted on the host (rounded to nearest, as the
+ * host backend does), so both backends hold the same bits. */
 static tsr_err upload(tsr_run_ctx *x, tsr_field *f, int comp, const double *owned) {
-  struct cudaMemcpy3DParms p = owned_copy(f, comp, (double *)owned, 1);
-  TSR_CUDA(cudaMemcpy3DAsync(&p, st(x)->compute));
+  size_t n = (size_t)tsr_box_cells(&f->box);
+  float *tmp = NULL;
+  if (f->prec == TSR_PREC_SINGLE) {
+    TSR_ALLOC(tmp, n, "single-precision upload");
+    for (size_t i = 0; i < n; ++i) tmp[i] = (float)owned[i];
+  }
+  struct cudaMemcpy3DParms p = owned_copy(f, comp, tmp ? (void *)tmp : (void *)owned, 1);
+  cudaError_t e = cudaMemcpy3DAsync(&p, st(x)->compute);
   /* the host array is reused for the next expression right after this returns */
-  TSR_CUDA(cudaStreamSynchronize(st(x)->compute));
+  if (e == cudaSuccess) e = cudaStreamSynchronize(st(x)->compute);
+  free(tmp);
+  TSR_CUDA(e);
   return TSR_OK;
 }
 
 static tsr_err download(tsr_run_ctx *x, const tsr_field *f, int comp, double *owned) {
-  struct cudaMemcpy3DParms p = owned_copy(f, comp, owned, 0);
-  TSR_CUDA(cudaMemcpy3DAsync(&p, st(x)->compute));
-  TSR_CUDA(cudaStreamSynchronize(st(x)->compute));
+  size_t n = (size_t)tsr_box_cells(&f->box);
+  float *tmp = NULL;
+  if (f->prec == TSR_PREC_SINGLE) TSR_ALLOC(tmp, n, "single-precision download");
+  struct cudaMemcpy3DParms p = owned_copy(f, comp, tmp ? (void *)tmp : (void *)owned, 0);
+  cudaError_t e = cudaMemcpy3DAsync(&p, st(x)->compute);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(st(x)->compute);
+  if (e == cudaSuccess && tmp)
+    for (size_t i = 0; i < n; ++i) owned[i] = tmp[i];
+  free(tmp);
+  TSR_CUDA(e);
   return TSR_OK;
 }
 

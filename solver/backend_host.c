@@ -52,12 +52,16 @@ static tsr_err stage(tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *reg
   return TSR_OK;
 }
 
+/* Single fields round each value once, as the GPU's conversion does (to nearest). */
 static tsr_err upload(tsr_run_ctx *x, tsr_field *f, int comp, const double *owned) {
   const tsr_box *b = &f->box;
   size_t nx = (size_t)tsr_box_len(b, 0);
   for (int k = b->lo[2]; k < b->hi[2]; ++k)
-    for (int j = b->lo[1]; j < b->hi[1]; ++j, owned += nx)
-      memcpy(f->data + tsr_field_at(f, comp, b->lo[0], j, k), owned, nx * sizeof(double));
+    for (int j = b->lo[1]; j < b->hi[1]; ++j, owned += nx) {
+      ptrdiff_t o = tsr_field_at(f, comp, b->lo[0], j, k);
+      if (f->prec == TSR_PREC_DOUBLE) memcpy((double *)f->data + o, owned, nx * sizeof(double));
+      else for (size_t i = 0; i < nx; ++i) ((float *)f->data)[o + (ptrdiff_t)i] = (float)owned[i];
+    }
   return TSR_OK;
 }
 
@@ -65,8 +69,11 @@ static tsr_err download(tsr_run_ctx *x, const tsr_field *f, int comp, double *ow
   const tsr_box *b = &f->box;
   size_t nx = (size_t)tsr_box_len(b, 0);
   for (int k = b->lo[2]; k < b->hi[2]; ++k)
-    for (int j = b->lo[1]; j < b->hi[1]; ++j, owned += nx)
-      memcpy(owned, f->data + tsr_field_at(f, comp, b->lo[0], j, k), nx * sizeof(double));
+    for (int j = b->lo[1]; j < b->hi[1]; ++j, owned += nx) {
+      ptrdiff_t o = tsr_field_at(f, comp, b->lo[0], j, k);
+      if (f->prec == TSR_PREC_DOUBLE) memcpy(owned, (const double *)f->data + o, nx * sizeof(double));
+      else for (size_t i = 0; i < nx; ++i) owned[i] = ((const float *)f->data)[o + (ptrdiff_t)i];
+    }
   return TSR_OK;
 }
 
@@ -77,17 +84,17 @@ static tsr_err norms(tsr_run_ctx *x, const tsr_field *u, const tsr_field *exact,
   int nonfinite = 0;
   for (int k = b->lo[2]; k < b->hi[2]; ++k)
     for (int j = b->lo[1]; j < b->hi[1]; ++j) {
-      const double *row = u->data + tsr_field_at(u, q, b->lo[0], j, k);
-      const double *ex = exact ? exact->data + tsr_field_at(exact, q, b->lo[0], j, k) : NULL;
+      const ptrdiff_t row = tsr_field_at(u, q, b->lo[0], j, k);
+      const ptrdiff_t erow = exact ? tsr_field_at(exact, q, b->lo[0], j, k) : 0;
       for (int i = 0; i < tsr_box_len(b, 0); ++i) {
-        double v = row[i];
+        double v = tsr_field_get(u, row + i);
         if (!isfinite(v)) nonfinite = 1;
         mn = v < mn ? v : mn;
         mx = v > mx ? v : mx;
         s += v;
         sq += v * v;
-        if (ex) {
-          double e = fabs(v - ex[i]);
+        if (exact) {
+          double e = fabs(v - tsr_field_get(exact, erow + i));
           es += e * e;
           em = e > em ? e : em;
         }

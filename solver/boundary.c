@@ -140,9 +140,9 @@ void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t) {
             int gi[3] = {idx[0], idx[1], idx[2]}, mi[3] = {idx[0], idx[1], idx[2]};
             gi[d] = fi->side == 0 ? bc->box.lo[d] - l : bc->box.hi[d] - 1 + l;
             mi[d] = fi->side == 0 ? bc->box.lo[d] + l - 1 : bc->box.hi[d] - l;
-            double m = f->data[tsr_field_at(f, q, mi[0], mi[1], mi[2])];
-            f->data[tsr_field_at(f, q, gi[0], gi[1], gi[2])] =
-                tsr_ghost_value(fi->type, g, m, l, fi->h);
+            double m = tsr_field_get(f, tsr_field_at(f, q, mi[0], mi[1], mi[2]));
+            tsr_field_set(f, tsr_field_at(f, q, gi[0], gi[1], gi[2]),
+                          tsr_ghost_value(fi->type, g, m, l, fi->h));
           }
         }
     }

@@ -38,6 +38,7 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   tsr_json_string(&j, "model", tsr_models[c->model].name);
   tsr_json_string(&j, "method", "explicit");
   tsr_json_string(&j, "backend", x->be->name);
+  tsr_json_string(&j, "precision", c->precision == TSR_PRECISION_SINGLE ? "single" : "double");
   tsr_json_string(&j, "scheme", x->scheme.name);
   tsr_json_int(&j, "ranks", x->size);
   tsr_json_int(&j, "dim", c->dim);

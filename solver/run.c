@@ -279,14 +279,15 @@ static tsr_err setup(tsr_run_ctx *x) {
   TSR_CALL(x->be->setup(x));
   x->scheme = tsr_integrate_plan(c->time.scheme);
   tsr_mem mem = x->be->mem;
+  const tsr_prec prec = c->precision == TSR_PRECISION_SINGLE ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
   for (int s = 0; s < TSR_NSLOT; ++s)
-    TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->slot[s]));
+    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->slot[s]));
   if (x->scheme.uses_acc)
-    TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->acc));
+    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->acc));
   int any_exact = 0;
   for (int q = 0; q < c->ncomp; ++q) any_exact |= c->exact[q].text != NULL;
   if (any_exact)
-    TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->exact));
+    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->exact));
   int any_src = 0;
   for (int q = 0; q < c->ncomp; ++q)
     if (c->source[q].text) {
@@ -294,7 +295,8 @@ static tsr_err setup(tsr_run_ctx *x) {
       any_src = 1;
       if (tsr_expr_depends_on_time(x->src_expr[q])) x->src_timed = 1;
     }
-  if (any_src) TSR_CALL(tsr_field_create_in(c->dim, &x->box, x->ghost, c->ncomp, mem, &x->src));
+  if (any_src)
+    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->src));
   for (int q = 0; q < c->ncomp; ++q) {
     TSR_CALL(tsr_case_compile(c, &c->initial[q], &x->init_expr[q]));
     if (c->exact[q].text) TSR_CALL(tsr_case_compile(c, &c->exact[q], &x->exact_expr[q]));
@@ -353,9 +355,12 @@ static tsr_err download_all(tsr_run_ctx *x, double **out) {
   return err;
 }
 
+/* Files hold the fields in the run's precision, so a single-precision restart reads back the
+ * exact values it wrote. */
 static tsr_grid_meta grid_meta(const tsr_case *c, double t, int64_t step) {
   return (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
-                         {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t, step};
+                         {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t, step,
+                         c->precision == TSR_PRECISION_SINGLE};
 }
 
 static tsr_err write_checkpoint(tsr_run_ctx *x, int64_t step, double t) {
@@ -432,9 +437,7 @@ static tsr_err write_final(tsr_run_ctx *x, double t) {
     free(buf);
     return err;
   }
-  tsr_grid_meta meta = {c->dim, {c->cells[0], c->cells[1], c->cells[2]},
-                        {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t,
-                        x->nsteps};
+  tsr_grid_meta meta = grid_meta(c, t, x->nsteps);
   char path[4200];
   snprintf(path, sizeof path, "%s/final.h5", x->out_dir);
   tsr_output_opts oo = {.force_serial = c->output.serial_io};

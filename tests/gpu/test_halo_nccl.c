@@ -80,7 +80,7 @@ static void fill(tsr_field *f, const int cells[3], double salt) {
         for (int i = g->lo[0]; i < g->hi[0]; ++i) {
           int own = i >= b->lo[0] && i < b->hi[0] && j >= b->lo[1] && j < b->hi[1] &&
                     k >= b->lo[2] && k < b->hi[2];
-          f->data[tsr_field_at(f, c, i, j, k)] = own ? encode(cells, i, j, k, c, salt) : NAN;
+          tsr_field_set(f, tsr_field_at(f, c, i, j, k), own ? encode(cells, i, j, k, c, salt) : NAN);
         }
 }
 
@@ -97,7 +97,7 @@ static void check(const tsr_field *f, const tsr_layout *L, double salt, const ch
             if (!L->periodic[d]) reachable = 0;
             x[d] = ((x[d] % n[d]) + n[d]) % n[d];
           }
-          double v = f->data[tsr_field_at(f, c, i, j, k)];
+          double v = tsr_field_get(f, tsr_field_at(f, c, i, j, k));
           double want = encode(n, x[0], x[1], x[2], c, salt);
           if (reachable)
             EXPECT(v == want, "%s: cell (%d,%d,%d) comp %d is %g, want %g", how, i, j, k, c, v,
@@ -108,17 +108,15 @@ static void check(const tsr_field *f, const tsr_layout *L, double salt, const ch
         }
 }
 
-static size_t field_bytes(const tsr_field *f) {
-  return (size_t)f->ncomp * (size_t)f->scomp * sizeof(double);
-}
+static size_t field_bytes(const tsr_field *f) { return tsr_field_bytes(f); }
 
 /* Bit-for-bit, NaN payloads included: the device result against the MPI backend's. */
 static void same_bits(const tsr_field *got, const tsr_field *ref, const char *how) {
-  size_t n = (size_t)got->ncomp * (size_t)got->scomp;
+  size_t n = (size_t)got->ncomp * (size_t)got->scomp, es = tsr_prec_size(got->prec);
   for (size_t e = 0; e < n; ++e)
-    if (memcmp(&got->data[e], &ref->data[e], sizeof(double)) != 0) {
-      EXPECT(0, "%s: element %zu differs from the MPI backend (%g vs %g)", how, e, got->data[e],
-             ref->data[e]);
+    if (memcmp((const char *)got->data + e * es, (const char *)ref->data + e * es, es) != 0) {
+      EXPECT(0, "%s: element %zu differs from the MPI backend (%g vs %g)", how, e,
+             tsr_field_get(got, (ptrdiff_t)e), tsr_field_get(ref, (ptrdiff_t)e));
       return;
     }
 }
@@ -135,7 +133,7 @@ static void reference(tsr_halo *mpi, tsr_field *ref, const int cells[3], double 
  * plain begin/end after async work on the legacy default stream; round 2: begin_after and
  * end_before on one stream. */
 static void round_trip(int round, tsr_halo *h, tsr_halo *mpi, tsr_field *dev, tsr_field *host,
-                       tsr_field *ref, double *pinned, const tsr_layout *L, const int cells[3]) {
+                       tsr_field *ref, void *pinned, const tsr_layout *L, const int cells[3]) {
   double salt = 1e6 * (round + 1);
   size_t bytes = field_bytes(dev);
   char how[32];
@@ -168,11 +166,12 @@ static void round_trip(int round, tsr_halo *h, tsr_halo *mpi, tsr_field *dev, ts
 }
 
 static void run_case(int dim, const int cells[3], const int periodic[3], tsr_part_kind kind,
-                     int ghost, int ncomp) {
+                     int ghost, int ncomp, tsr_prec prec) {
   snprintf(current, sizeof current,
-           "%dD %dx%dx%d periodic %d%d%d %s ghost %d ncomp %d on %d ranks", dim, cells[0],
+           "%dD %dx%dx%d periodic %d%d%d %s ghost %d ncomp %d %s on %d ranks", dim, cells[0],
            cells[1], cells[2], periodic[0], periodic[1], periodic[2],
-           kind == TSR_PART_RCB ? "rcb" : "slabs", ghost, ncomp, nranks);
+           kind == TSR_PART_RCB ? "rcb" : "slabs", ghost, ncomp,
+           prec == TSR_PREC_SINGLE ? "single" : "double", nranks);
   tsr_part_opts o = {kind, ghost, {1, 1, 1}, NULL};
   tsr_layout L;
   tsr_halo_plan plan;
@@ -184,13 +183,13 @@ static void run_case(int dim, const int cells[3], const int periodic[3], tsr_par
     return;
   }
   MUST(tsr_halo_plan_build(&L, rank, ghost, &plan));
-  MUST(tsr_field_create_in(dim, &L.boxes[rank], ghost, ncomp, TSR_MEM_DEVICE, &dev));
-  MUST(tsr_field_create(dim, &L.boxes[rank], ghost, ncomp, &host));
-  MUST(tsr_field_create(dim, &L.boxes[rank], ghost, ncomp, &ref));
+  MUST(tsr_field_create_as(dim, &L.boxes[rank], ghost, ncomp, TSR_MEM_DEVICE, prec, &dev));
+  MUST(tsr_field_create_as(dim, &L.boxes[rank], ghost, ncomp, TSR_MEM_HOST, prec, &host));
+  MUST(tsr_field_create_as(dim, &L.boxes[rank], ghost, ncomp, TSR_MEM_HOST, prec, &ref));
   MUST(tsr_halo_create_nccl(&plan, nccl, ncomp, comm, &h));
   MUST(tsr_halo_create(&plan, MPI_COMM_WORLD, ncomp, &mpi));
-  double *pinned = NULL;
-  CUDA_MUST(cudaMallocHost((void **)&pinned, field_bytes(dev)));
+  void *pinned = NULL;
+  CUDA_MUST(cudaMallocHost(&pinned, field_bytes(dev)));
   for (int round = 0; round < 3; ++round)
     round_trip(round, h, mpi, dev, host, ref, pinned, &L, cells);
   CUDA_MUST(cudaFreeHost(pinned));
@@ -324,7 +323,8 @@ int main(int argc, char **argv) {
       for (int kind = TSR_PART_RCB; kind <= TSR_PART_SLABS; ++kind)
         for (int ghost = 1; ghost <= 2; ++ghost)
           for (int ncomp = 1; ncomp <= 2; ++ncomp)
-            run_case(dim, cells, periodic, (tsr_part_kind)kind, ghost, ncomp);
+            for (int prec = 0; prec < 2; ++prec)
+              run_case(dim, cells, periodic, (tsr_part_kind)kind, ghost, ncomp, (tsr_prec)prec);
     }
   }
   misuse();

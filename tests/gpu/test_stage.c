@@ -42,21 +42,26 @@ static double uniform(void) {
   return (double)((g_rng * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/* The precision of the fields under test (both are checked). */
+static tsr_prec g_prec = TSR_PREC_DOUBLE;
+
 static void fill_random(tsr_field *f) {
   size_t n = (size_t)f->ncomp * (size_t)f->scomp;
-  for (size_t i = 0; i < n; ++i) f->data[i] = 0.5 + uniform();
+  for (size_t i = 0; i < n; ++i) tsr_field_set(f, (ptrdiff_t)i, 0.5 + uniform());
 }
 
-/* A quiet NaN with a payload no arithmetic produces, so an untouched cell is recognisable. */
-static double poison(void) {
-  uint64_t bits = 0x7ff8dead0000beefull;
-  double d;
-  memcpy(&d, &bits, sizeof d);
-  return d;
+/* Quiet NaNs with a payload no arithmetic produces, so an untouched cell is recognisable. */
+static const uint64_t poison64 = 0x7ff8dead0000beefull;
+static const uint32_t poison32 = 0x7fc0beefu;
+static const void *poison(tsr_prec p) {
+  return p == TSR_PREC_SINGLE ? (const void *)&poison32 : (const void *)&poison64;
 }
 
-static size_t field_bytes(const tsr_field *f) {
-  return (size_t)f->ncomp * (size_t)f->scomp * sizeof(double);
+static size_t field_bytes(const tsr_field *f) { return tsr_field_bytes(f); }
+
+/* Address of value at of f (host). */
+static const void *val(const tsr_field *f, ptrdiff_t at) {
+  return (const char *)f->data + (size_t)at * tsr_prec_size(f->prec);
 }
 
 static void upload(tsr_field *d, const tsr_field *h) {
@@ -114,7 +119,7 @@ typedef struct {
 static void fields_create(field_set *s, int dim, const tsr_box *box, int ncomp, tsr_mem mem) {
   tsr_field **all[] = {&s->in, &s->base, &s->acc, &s->src, &s->out};
   for (int i = 0; i < 5; ++i)
-    CHECK(tsr_field_create_in(dim, box, 1, ncomp, mem, all[i]) == TSR_OK, "field create");
+    CHECK(tsr_field_create_as(dim, box, 1, ncomp, mem, g_prec, all[i]) == TSR_OK, "field create");
 }
 
 static void fields_destroy(field_set *s) {
@@ -158,7 +163,7 @@ static int check_model_dim(int model, int dim, const char *shape_name) {
   fields_create(&hh, dim, &box, ncomp, TSR_MEM_HOST);
   fields_create(&g, dim, &box, ncomp, TSR_MEM_DEVICE);
   tsr_field *acc0 = NULL;
-  CHECK(tsr_field_create(dim, &box, 1, ncomp, &acc0) == TSR_OK, "acc0");
+  CHECK(tsr_field_create_as(dim, &box, 1, ncomp, TSR_MEM_HOST, g_prec, &acc0) == TSR_OK, "acc0");
 
   double p[TSR_MAX_MODEL_PARAMS];
   params(model, p);
@@ -169,7 +174,8 @@ static int check_model_dim(int model, int dim, const char *shape_name) {
   tsr_box rg[16];
   const int nrg = regions(dim, &box, rg);
   const size_t n = (size_t)ncomp * (size_t)h.in->scomp;
-  const double nan = poison();
+  const size_t es = tsr_prec_size(g_prec);
+  const void *nan = poison(g_prec);
   int cases = 0;
   for (int kind = TSR_STAGE_EULER; kind <= TSR_STAGE_RK4_4; ++kind)
     for (int has_src = 0; has_src <= 1; ++has_src)
@@ -179,8 +185,8 @@ static int check_model_dim(int model, int dim, const char *shape_name) {
         fill_random(h.base);
         fill_random(h.acc);
         fill_random(h.src);
-        memcpy(acc0->data, h.acc->data, n * sizeof(double));
-        for (size_t i = 0; i < n; ++i) h.out->data[i] = nan;
+        memcpy(acc0->data, h.acc->data, n * es);
+        for (size_t i = 0; i < n; ++i) memcpy((char *)h.out->data + i * es, nan, es);
         upload(g.in, h.in);
         upload(g.base, h.base);
         upload(g.acc, h.acc);
@@ -202,22 +208,25 @@ static int check_model_dim(int model, int dim, const char *shape_name) {
               for (int i = h.in->gbox.lo[0]; i < h.in->gbox.hi[0]; ++i) {
                 ptrdiff_t at = tsr_field_at(h.in, c, i, j, k);
                 int in_rg = inside(&rg[r], i, j, k);
-                const double *want_out = in_rg ? &h.out->data[at] : &nan;
-                const double *want_acc = in_rg ? &h.acc->data[at] : &acc0->data[at];
-                CHECK(memcmp(&hh.out->data[at], want_out, sizeof(double)) == 0,
-                      "%s %dD %s src %d %s region %d [%d,%d)x[%d,%d)x[%d,%d): out of cell "
+                const void *want_out = in_rg ? val(h.out, at) : nan;
+                const tsr_field *acc_src = in_rg ? h.acc : acc0;
+                CHECK(memcmp(val(hh.out, at), want_out, es) == 0,
+                      "%s %s %dD %s src %d %s region %d [%d,%d)x[%d,%d)x[%d,%d): out of cell "
                       "(%d,%d,%d) comp %d: GPU %.17g, host %.17g%s",
+                      g_prec == TSR_PREC_SINGLE ? "single" : "double",
                       tsr_models[model].name, dim, kind_name[kind], has_src, shape_name, r,
                       rg[r].lo[0], rg[r].hi[0], rg[r].lo[1], rg[r].hi[1], rg[r].lo[2],
-                      rg[r].hi[2], i, j, k, c, hh.out->data[at], *want_out,
+                      rg[r].hi[2], i, j, k, c, tsr_field_get(hh.out, at),
+                      in_rg ? tsr_field_get(h.out, at) : NAN,
                       in_rg ? "" : " (outside the region: must stay poisoned)");
-                CHECK(memcmp(&hh.acc->data[at], want_acc, sizeof(double)) == 0,
+                CHECK(memcmp(val(hh.acc, at), val(acc_src, at), es) == 0,
                       "%s %dD %s src %d %s region %d: acc of cell (%d,%d,%d) comp %d: GPU "
                       "%.17g, expected %.17g%s",
                       tsr_models[model].name, dim, kind_name[kind], has_src, shape_name, r, i,
-                      j, k, c, hh.acc->data[at], *want_acc, in_rg ? "" : " (outside the region)");
+                      j, k, c, tsr_field_get(hh.acc, at), tsr_field_get(acc_src, at),
+                      in_rg ? "" : " (outside the region)");
                 /* the host reference itself leaves outside cells alone */
-                if (!in_rg) CHECK(memcmp(&h.out->data[at], &nan, sizeof(double)) == 0, "host");
+                if (!in_rg) CHECK(memcmp(val(h.out, at), nan, es) == 0, "host");
               }
         cases++;
       }
@@ -269,18 +278,20 @@ int main(int argc, char **argv) {
   /* the default shape, then a tiny one: blocks of 32 x 2 and chunks of 3 (3D) or 5 (2D) rows,
    * so that block edges and chunk edges cross every region */
   const tsr_stage_cuda_tuning tiny = {32, 2, 3, 32, 5};
-  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
-    int cases = 0;
-    for (int t = 0; t < 2; ++t) {
-      tsr_stage_cuda_set_tuning(t ? &tiny : NULL);
-      for (int dim = 2; dim <= 3; ++dim)
-        cases += check_model_dim(model, dim, t ? "tiny shape" : "default shape");
+  for (int prec = 0; prec < 2; ++prec)
+    for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
+      g_prec = (tsr_prec)prec;
+      int cases = 0;
+      for (int t = 0; t < 2; ++t) {
+        tsr_stage_cuda_set_tuning(t ? &tiny : NULL);
+        for (int dim = 2; dim <= 3; ++dim)
+          cases += check_model_dim(model, dim, t ? "tiny shape" : "default shape");
+      }
+      if (g_rank == 0)
+        printf("test_stage: %s %-20s %4d cases (8 kinds x src/none x 2D/3D x regions x 2 "
+               "shapes): GPU == host bitwise, outside cells untouched\n",
+               prec ? "single" : "double", tsr_models[model].name, cases);
     }
-    if (g_rank == 0)
-      printf("test_stage: %-20s %4d cases (8 kinds x src/none x 2D/3D x regions x 2 shapes): "
-             "GPU == host bitwise, outside cells untouched\n",
-             tsr_models[model].name, cases);
-  }
   tsr_stage_cuda_set_tuning(NULL);
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == 0) printf("test_stage: OK\n");

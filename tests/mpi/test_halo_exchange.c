@@ -45,7 +45,7 @@ static void fill(tsr_field *f, const int cells[3]) {
         for (int i = g->lo[0]; i < g->hi[0]; ++i) {
           int own = i >= b->lo[0] && i < b->hi[0] && j >= b->lo[1] && j < b->hi[1] &&
                     k >= b->lo[2] && k < b->hi[2];
-          f->data[tsr_field_at(f, c, i, j, k)] = own ? encode(cells, i, j, k, c) : NAN;
+          tsr_field_set(f, tsr_field_at(f, c, i, j, k), own ? encode(cells, i, j, k, c) : NAN);
         }
 }
 
@@ -62,7 +62,7 @@ static void check(const tsr_field *f, const tsr_layout *L, const char *what) {
             if (!L->periodic[d]) reachable = 0;
             x[d] = ((x[d] % n[d]) + n[d]) % n[d];
           }
-          double v = f->data[tsr_field_at(f, c, i, j, k)];
+          double v = tsr_field_get(f, tsr_field_at(f, c, i, j, k));
           double want = encode(n, x[0], x[1], x[2], c);
           if (reachable)
             EXPECT(v == want, "%s: cell (%d,%d,%d) comp %d is %g, want %g", what, i, j, k, c, v,
@@ -74,11 +74,12 @@ static void check(const tsr_field *f, const tsr_layout *L, const char *what) {
 }
 
 static void run_case(int dim, const int cells[3], const int periodic[3], tsr_part_kind kind,
-                     int ghost, int ncomp) {
+                     int ghost, int ncomp, tsr_prec prec) {
   char what[160];
-  snprintf(what, sizeof what, "%dD %dx%dx%d periodic %d%d%d %s ghost %d ncomp %d on %d ranks",
+  snprintf(what, sizeof what, "%dD %dx%dx%d periodic %d%d%d %s ghost %d ncomp %d %s on %d ranks",
            dim, cells[0], cells[1], cells[2], periodic[0], periodic[1], periodic[2],
-           kind == TSR_PART_RCB ? "rcb" : "slabs", ghost, ncomp, nranks);
+           kind == TSR_PART_RCB ? "rcb" : "slabs", ghost, ncomp,
+           prec == TSR_PREC_SINGLE ? "single" : "double", nranks);
   tsr_part_opts o = {kind, ghost, {1, 1, 1}, NULL};
   tsr_layout L;
   tsr_halo_plan plan;
@@ -90,7 +91,7 @@ static void run_case(int dim, const int cells[3], const int periodic[3], tsr_par
     return;
   }
   MUST(tsr_halo_plan_build(&L, rank, ghost, &plan));
-  MUST(tsr_field_create(dim, &L.boxes[rank], ghost, ncomp, &f));
+  MUST(tsr_field_create_as(dim, &L.boxes[rank], ghost, ncomp, TSR_MEM_HOST, prec, &f));
   MUST(tsr_halo_create(&plan, MPI_COMM_WORLD, ncomp, &h));
   /* twice: buffers and state are reused */
   for (int round = 0; round < 2; ++round) {
@@ -101,7 +102,7 @@ static void run_case(int dim, const int cells[3], const int periodic[3], tsr_par
     const tsr_box *b = &f->box;
     for (int k = b->lo[2]; k < b->hi[2]; ++k)
       for (int j = b->lo[1]; j < b->hi[1]; ++j)
-        for (int i = b->lo[0]; i < b->hi[0]; ++i) sum += f->data[tsr_field_at(f, 0, i, j, k)];
+        for (int i = b->lo[0]; i < b->hi[0]; ++i) sum += tsr_field_get(f, tsr_field_at(f, 0, i, j, k));
     EXPECT(sum > 0.0, "%s: owned sum %g", what, sum);
     MUST(tsr_halo_end(h, f));
     check(f, &L, what);
@@ -162,7 +163,8 @@ int main(int argc, char **argv) {
       for (int kind = TSR_PART_RCB; kind <= TSR_PART_SLABS; ++kind)
         for (int ghost = 1; ghost <= 2; ++ghost)
           for (int ncomp = 1; ncomp <= 2; ++ncomp)
-            run_case(dim, cells, periodic, (tsr_part_kind)kind, ghost, ncomp);
+            for (int prec = 0; prec < 2; ++prec)
+              run_case(dim, cells, periodic, (tsr_part_kind)kind, ghost, ncomp, (tsr_prec)prec);
     }
   }
   misuse();
