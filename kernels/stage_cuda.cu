@@ -37,7 +37,10 @@ namespace {
 
 /* Centre loads in flight beyond the k+1 the current cell needs: independent DRAM requests per
  * thread, on top of occupancy, to cover memory latency. */
-constexpr int kPrefetch = 2;
+#ifndef TSR_STAGE_PREFETCH
+#define TSR_STAGE_PREFETCH 2
+#endif
+constexpr int kPrefetch = TSR_STAGE_PREFETCH;
 constexpr int kRing = 3 + kPrefetch;
 
 /* T: the fields' storage type (double or float); arithmetic is double either way. */
