@@ -18,10 +18,15 @@
  * they share stay in L2.
  *
  * Launch shape (tsr_stage_cuda_set_tuning): 3D 32 x 4 threads marching 4 cells, 2D 64 threads
- * marching 4 rows, the fastest of bench/gpu_stencil --sweep on an H200 (2026-11-22: 0.78 and
- * 0.88 of copy bandwidth; long marches, 64 cells, gave 0.66 and 0.71: fewer blocks in flight). Registers per thread
- * (nvcc 13, sm_90, -Xptxas -v): heat, advection-diffusion, Allen-Cahn 32-40, wave and
- * Gray-Scott 40-62, no spills or stack, so the 1-component stages run at full occupancy.
+ * marching 4 rows, each thread taking two columns 32 or 64 cells apart (kCols). Measured on
+ * an H200 (2026-11-22, bench/README.md): two columns beat one by 5-14% (fp32 most); four
+ * columns, deeper prefetch (4, 8), warp shuffles for the x neighbours and longer marches were
+ * no better. Nsight Compute shows why the stage stops near 0.8 (fp64) and 0.6-0.7 (fp32) of
+ * copy bandwidth: DRAM bytes are at the minimum, but L2 throughput is 84-96% busy, with 2.1-
+ * 2.75 L2 bytes per DRAM byte (neighbour rows and march overlap re-read through L2, L1 hit
+ * rate 46-48%). The way past it is staging each plane in shared memory (issue 4's notes).
+ * Registers per thread (nvcc 13, sm_90, -Xptxas -v) with one column: heat, advection-
+ * diffusion, Allen-Cahn 32-40, wave and Gray-Scott 40-62, no spills or stack.
  *
  * The per-thread body is __host__ __device__ so that a CPU emulation of the launch can check
  * the indexing without a GPU. */
@@ -75,12 +80,21 @@ __host__ __device__ __forceinline__ double ldg(const T *p) {
 #endif
 }
 
-/* The cells of thread (t, b) of a launch of shape (bdim, grid): column (i, j) marching z from
- * m0 in 3D, column i marching y from m0 in 2D. 0 when the thread has no cell. */
+/* Columns along x that one thread updates, bx apart (so each of its loads is still coalesced
+ * across the warp): independent loads in flight per thread, which is what the stage lacks
+ * (it waits on memory latency, not bandwidth; bench/README.md). */
+#ifndef TSR_STAGE_COLS
+#define TSR_STAGE_COLS 2
+#endif
+constexpr int kCols = TSR_STAGE_COLS;
+
+/* The cells of thread (t, b) of a launch of shape (bdim, grid): columns i, i + bdim.x, ...
+ * (kCols of them) at row j marching z from m0 in 3D, columns i, ... marching y from m0 in 2D.
+ * 0 when the thread has no cell. */
 template <int DIM, typename T>
 __host__ __device__ __forceinline__ bool thread_cells(const stage_args<T> &a, uint3 t, uint3 b,
                                                       dim3 bdim, int *i, int *j, int *m0) {
-  *i = (int)(b.x * bdim.x + t.x);
+  *i = (int)(b.x * bdim.x * kCols + t.x);
   if constexpr (DIM == 3) {
     *j = (int)(b.y * bdim.y + t.y);
     *m0 = (int)b.z * a.chunk;
@@ -92,10 +106,12 @@ __host__ __device__ __forceinline__ bool thread_cells(const stage_args<T> &a, ui
   }
 }
 
-/* One thread's work: the cells (i, j, m0 .. m0 + chunk) in 3D, (i, m0 .. m0 + chunk) in 2D,
- * with the same per-cell code as stage_host.c's row(). */
+/* One thread's work: kCols columns (i + q * di, j) over marching indices m0 .. m0 + chunk
+ * (z in 3D, y in 2D), with the same per-cell code as stage_host.c's row(). Columns past the
+ * region's x end read the last column (always valid) and store nothing. */
 template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
-__host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, int i, int j, int m0) {
+__host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, int i, int di, int j,
+                                                      int m0) {
   const int nm = DIM == 3 ? a.nz : a.ny;
   const ptrdiff_t ms = DIM == 3 ? a.sz : a.sy; /* stride of the marching axis */
   const int m1 = m0 + a.chunk < nm ? m0 + a.chunk : nm;
@@ -110,62 +126,81 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, in
   kc.scomp = wc;
   const double dt = a.dt;
   const ptrdiff_t sy = a.sy, sc = a.sc;
-
-  ptrdiff_t o = a.origin + i + (DIM == 3 ? j * sy : 0) + (ptrdiff_t)m0 * ms;
   const T *__restrict__ in = a.in;
 
-  /* ring[c][q] = centre of component c at marching index m - 1 + q */
-  double ring[NC][kRing];
+  ptrdiff_t o[kCols]; /* offset of each column's current cell */
+  bool live[kCols];
 #pragma unroll
-  for (int c = 0; c < NC; ++c) {
-#pragma unroll
-    for (int q = 0; q < kRing; ++q)
-      ring[c][q] = ldg(in + o + c * sc + ((m0 - 1 + q < m1 ? m0 - 1 + q : m1) - m0) * ms);
+  for (int q = 0; q < kCols; ++q) {
+    live[q] = i + q * di < a.nx;
+    o[q] = a.origin + (live[q] ? i + q * di : a.nx - 1) + (DIM == 3 ? j * sy : 0) +
+           (ptrdiff_t)m0 * ms;
   }
 
-  /* not unrolled: the ring already keeps kPrefetch loads in flight, and unrolling only adds
-   * registers (less occupancy) */
+  /* ring[q][c][r] = centre of column q, component c at marching index m - 1 + r */
+  double ring[kCols][NC][kRing];
+#pragma unroll
+  for (int q = 0; q < kCols; ++q)
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+      for (int r = 0; r < kRing; ++r)
+        ring[q][c][r] = ldg(in + o[q] + c * sc + ((m0 - 1 + r < m1 ? m0 - 1 + r : m1) - m0) * ms);
+
+  /* not unrolled: the ring already keeps loads in flight, and unrolling only adds registers
+   * (less occupancy) */
 #pragma unroll 1
-  for (int m = m0; m < m1; ++m, o += ms) {
+  for (int m = m0; m < m1; ++m) {
     /* the centre kPrefetch + 2 ahead; near the chunk's end clamped to m1, the last centre
      * any of its cells reads (so always inside the field; those values go unused) */
-    double next[NC];
     const ptrdiff_t ahead = (ptrdiff_t)((m + kPrefetch + 2 < m1 ? m + kPrefetch + 2 : m1) - m) * ms;
+    double next[kCols][NC];
 #pragma unroll
-    for (int c = 0; c < NC; ++c) next[c] = ldg(in + o + c * sc + ahead);
+    for (int q = 0; q < kCols; ++q)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) next[q][c] = ldg(in + o[q] + c * sc + ahead);
 
-    /* slots no stencil reads stay unset; loads nothing uses are dropped by the compiler */
-    double w[NC * wc];
 #pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      const T *p = in + o + c * sc;
-      double *wp = w + c * wc + wo;
-      wp[0] = ring[c][1];
-      wp[-wm] = ring[c][0];
-      wp[wm] = ring[c][2];
-      wp[-1] = ldg(p - 1);
-      wp[1] = ldg(p + 1);
-      if constexpr (DIM == 3) {
-        wp[-wy] = ldg(p - sy);
-        wp[wy] = ldg(p + sy);
+    for (int q = 0; q < kCols; ++q) {
+      /* slots no stencil reads stay unset; loads nothing uses are dropped by the compiler */
+      double w[NC * wc];
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const T *p = in + o[q] + c * sc;
+        double *wp = w + c * wc + wo;
+        wp[0] = ring[q][c][1];
+        wp[-wm] = ring[q][c][0];
+        wp[wm] = ring[q][c][2];
+        wp[-1] = ldg(p - 1);
+        wp[1] = ldg(p + 1);
+        if constexpr (DIM == 3) {
+          wp[-wy] = ldg(p - sy);
+          wp[wy] = ldg(p + sy);
+        }
+      }
+      double r[TSR_MAX_COMP] = {0};
+      tsr_model_rhs(M, w + wo, &kc, r);
+      if (live[q]) {
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          const ptrdiff_t ac = o[q] + c * sc;
+          double rc = SRC ? r[c] + ldg(a.src + ac) : r[c];
+          double b = uses_base(KIND) ? ldg(a.base + ac) : 0.0;
+          double av = uses_acc(KIND) ? (double)a.acc[ac] : 0.0;
+          a.out[ac] = (T)tsr_stage_update(KIND, dt, b, ring[q][c][1], rc, &av);
+          if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = (T)av;
+        }
       }
     }
-    double r[TSR_MAX_COMP] = {0};
-    tsr_model_rhs(M, w + wo, &kc, r);
 #pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      const ptrdiff_t ac = o + c * sc;
-      double rc = SRC ? r[c] + ldg(a.src + ac) : r[c];
-      double b = uses_base(KIND) ? ldg(a.base + ac) : 0.0;
-      double av = uses_acc(KIND) ? (double)a.acc[ac] : 0.0;
-      a.out[ac] = (T)tsr_stage_update(KIND, dt, b, ring[c][1], rc, &av);
-      if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = (T)av;
-    }
+    for (int q = 0; q < kCols; ++q) {
 #pragma unroll
-    for (int c = 0; c < NC; ++c) {
+      for (int c = 0; c < NC; ++c) {
 #pragma unroll
-      for (int q = 0; q + 1 < kRing; ++q) ring[c][q] = ring[c][q + 1];
-      ring[c][kRing - 1] = next[c];
+        for (int r = 0; r + 1 < kRing; ++r) ring[q][c][r] = ring[q][c][r + 1];
+        ring[q][c][kRing - 1] = next[q][c];
+      }
+      o[q] += ms;
     }
   }
 }
@@ -174,7 +209,7 @@ template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
 __global__ void __launch_bounds__(256) stage_kernel(const stage_args<T> a) {
   int i, j, m0;
   if (thread_cells<DIM>(a, threadIdx, blockIdx, blockDim, &i, &j, &m0))
-    stage_column<M, NC, KIND, DIM, SRC, T>(a, i, j, m0);
+    stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)blockDim.x, j, m0);
 }
 
 /* Launch shape: process-wide, changed only by tsr_stage_cuda_set_tuning (benchmarks). */
@@ -199,7 +234,7 @@ shape pick_shape(int dim, int nx, int ny, int nz) {
   }
   /* thin regions (shell slabs): fewer idle lanes, same block size */
   const int threads = bx * by;
-  while (bx > 32 && bx / 2 >= nx) bx /= 2;
+  while (bx > 32 && bx / 2 * kCols >= nx) bx /= 2;
   by = threads / bx;
   if (dim == 3) {
     while (by > 1 && by / 2 >= ny) by /= 2;
@@ -207,7 +242,7 @@ shape pick_shape(int dim, int nx, int ny, int nz) {
   shape s;
   s.block = dim3((unsigned)bx, (unsigned)by, 1);
   s.chunk = chunk;
-  unsigned gx = (unsigned)((nx + bx - 1) / bx);
+  unsigned gx = (unsigned)((nx + bx * kCols - 1) / (bx * kCols));
   if (dim == 3) {
     s.grid = dim3(gx, (unsigned)((ny + by - 1) / by), (unsigned)((nz + chunk - 1) / chunk));
   } else {

@@ -29,7 +29,7 @@ void emu(const stage_args &a, const shape &sh) {
             uint3 t = {tx, ty, 0}, b = {bx, by, bz};
             int i, j, m0;
             if (thread_cells<DIM>(a, t, b, sh.block, &i, &j, &m0))
-              stage_column<M, NC, KIND, DIM, SRC>(a, i, j, m0);
+              stage_column<M, NC, KIND, DIM, SRC>(a, i, (int)sh.block.x, j, m0);
           }
 }
 template <int M, int NC, int KIND>
