@@ -36,6 +36,13 @@ typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_ty
 typedef enum { TSR_SCHEME_EULER = 0, TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_RK4 } tsr_scheme;
 typedef enum { TSR_PROGRESS_AUTO = 0, TSR_PROGRESS_BAR, TSR_PROGRESS_LINES, TSR_PROGRESS_NONE } tsr_progress_mode;
 
+/* When something is written (output.checkpoint_every, output.snapshot_every): every `steps`
+ * steps, or every `time` of simulated time; both 0: never. solver/schedule.h applies it. */
+typedef struct {
+  int64_t steps; /* >= 1, or 0 */
+  double time;   /* > 0, or 0 */
+} tsr_case_every;
+
 typedef struct {
   tsr_bc_type type;
   tsr_case_expr value[TSR_MAX_COMP]; /* per component; Dirichlet: u on the face; Neumann: du/dn
@@ -98,9 +105,11 @@ typedef struct {
     char *dir;               /* default "out/<name>" */
     int monitor_every;       /* steps between monitor lines; default: about 20 lines per run */
     tsr_progress_mode progress;
-    int checkpoint_every;    /* steps between checkpoints; 0: none */
+    tsr_case_every checkpoint_every; /* checkpoints; never at the last step (final.h5 has it) */
     int keep;                /* checkpoints kept in dir (the newest); default 3 */
     int serial_io;           /* output.io: serial: ranks write in turn even with parallel HDF5 */
+    tsr_case_every snapshot_every; /* snapshots for viewing (io/snapshot.h) */
+    int snapshot_single;     /* output.snapshot_precision: single (float32 datasets) */
   } output;
 } tsr_case;
 

@@ -14,6 +14,7 @@
 #include "io/progress.h"
 #include "solver/device.h"
 #include "solver/run_internal.h"
+#include "solver/schedule.h"
 
 const char *const tsr_run_phase_names[PH_COUNT] = {
     "setup", "initial", "compute", "halo_wait", "boundary", "source", "monitor", "output"};
@@ -464,7 +465,6 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   /* t = step * dt as an uninterrupted run has it at that step, so a restart matches bitwise */
   int64_t first = x->start_step;
   double t = (double)first * x->dt, start = MPI_Wtime();
-  int64_t ckpt = x->opts.write_output ? c->output.checkpoint_every : 0;
   TSR_CALL(monitor(x, t, &nm));
   monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
@@ -487,7 +487,8 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
                   c->path, (long long)(step + 1), t, x->dt, x->dt_stable);
     }
     /* none at the last step: final.h5 holds that state */
-    if (ckpt > 0 && (step + 1) % ckpt == 0 && step + 1 < x->nsteps)
+    if (x->opts.write_output && step + 1 < x->nsteps &&
+        tsr_schedule_due(&c->output.checkpoint_every, step + 1, x->dt))
       TSR_CALL(write_checkpoint(x, step + 1, t));
   }
   TSR_CALL(x->be->sync(x));
