@@ -144,6 +144,47 @@ extern const char *const tsr_case_face_names[TSR_NFACE];
  * Edits to those keys inside the file still change it. */
 uint64_t tsr_case_restart_hash(const tsr_case *c);
 
+/* ---- comparing cases (io/case_diff.c) ---------------------------------------------- */
+
+/* One key whose resolved value differs between two cases. */
+typedef struct {
+  char *key;    /* dotted, as in case files: "params.kappa", "boundary.xlo.value.u" */
+  char *a, *b;  /* the two values as text; "(none)" where a case has none */
+  int fatal;    /* model or grid.cells (the dimension with it): a state of one case can never
+                   continue as the other */
+} tsr_case_change;
+
+typedef struct {
+  int n;        /* differing keys */
+  int nfatal;   /* how many of them are fatal */
+  tsr_case_change *item;
+} tsr_case_changes;
+
+/* Compares the resolved values (defaults filled in, overrides applied) of the keys that
+ * determine the solution: model, method, grid.*, params.*, initial.*, source.*, exact.*,
+ * boundary.* and time.*; not name, backend, decomposition.* nor output.*, which only say how
+ * and where a run goes. *out (zeroed first) gets one item per differing key, in that order;
+ * the caller frees it with tsr_case_changes_free. Errors: TSR_ERR_MEMORY. */
+tsr_err tsr_case_diff(const tsr_case *a, const tsr_case *b, tsr_case_changes *out);
+
+/* Frees the items and zeroes *d; accepts NULL. */
+void tsr_case_changes_free(tsr_case_changes *d);
+
+/* Appends "  KEY: A_NAME A, B_NAME B" lines for the first max items (then "  ... and N more")
+ * to the current error message with tsr_err_append. */
+void tsr_case_changes_append(const tsr_case_changes *d, const char *a_name, const char *b_name,
+                             int max);
+
+/* The case as a checkpoint records it: the file's text, then one "# --set KEY=VALUE" comment
+ * line per override, in order, so that the file alone says how its state was made. A new
+ * string the caller frees; NULL when out of memory. */
+char *tsr_case_record(const tsr_case *c);
+
+/* Reads a record made by tsr_case_record back into a case: the text with the "# --set" lines
+ * that end it applied as overrides. name stands for the file in messages. As
+ * tsr_case_load_string (errors: TSR_ERR_INPUT, TSR_ERR_MEMORY). */
+tsr_err tsr_case_load_record(const char *name, const char *record, tsr_case **out);
+
 /* Frees the case and sets *c to NULL; accepts NULL. */
 void tsr_case_destroy(tsr_case **c);
 

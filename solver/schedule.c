@@ -16,3 +16,5 @@ int tsr_schedule_due(const tsr_case_every *e, int64_t step, double dt) {
   if (!(e->time > 0.0) || !(dt > 0.0)) return 0;
   return reached((double)step * dt, e->time) > reached((double)(step - 1) * dt, e->time);
 }
+
+int tsr_schedule_any(const tsr_case_every *e) { return e && (e->steps > 0 || e->time > 0.0); }

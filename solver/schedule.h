@@ -18,4 +18,7 @@
  * despite rounding (0.1 * 3 is 0.30000000000000004). Never due for step < 1 or an empty e. */
 int tsr_schedule_due(const tsr_case_every *e, int64_t step, double dt);
 
+/* 1 when e asks for any writes at all. */
+int tsr_schedule_any(const tsr_case_every *e);
+
 #endif
