@@ -47,10 +47,15 @@
  *     dir: out/NAME          where results go
  *     monitor_every: N       steps between monitor lines; default: about 20 per run
  *     progress: auto         auto | bar | lines | none
- *     checkpoint_every: 0    steps between checkpoints (DIR/checkpoint_<step>.h5); 0: none
+ *     checkpoint_every: none N | {steps: N} | {time: T}: checkpoints DIR/checkpoint_<step>.h5
+ *                            every N steps (N >= 1) or after the step that first reaches each
+ *                            multiple of simulated time T (> 0); never at the last step
  *     keep: 3                checkpoints kept (the newest); integer >= 1
  *     io: auto               auto | serial: serial makes ranks write their parts in turn even
  *                            where HDF5 is parallel (the path of serial-HDF5 builds)
+ *     snapshot_every: none   as checkpoint_every: DIR/snapshot_<step>.h5 for viewing, listed
+ *                            in DIR/snapshots.xmf (io/snapshot.h); also the initial state
+ *     snapshot_precision: double   double | single (float32 datasets)
  *
  * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
  * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else

@@ -37,6 +37,13 @@ typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_ty
 typedef enum { TSR_SCHEME_EULER = 0, TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_RK4 } tsr_scheme;
 typedef enum { TSR_PROGRESS_AUTO = 0, TSR_PROGRESS_BAR, TSR_PROGRESS_LINES, TSR_PROGRESS_NONE } tsr_progress_mode;
 
+/* When something is written (output.checkpoint_every, output.snapshot_every): every `steps`
+ * steps, or every `time` of simulated time; both 0: never. solver/schedule.h applies it. */
+typedef struct {
+  int64_t steps; /* >= 1, or 0 */
+  double time;   /* > 0, or 0 */
+} tsr_case_every;
+
 typedef struct {
   tsr_bc_type type;
   tsr_case_expr value[TSR_MAX_COMP]; /* per component; Dirichlet: u on the face; Neumann: du/dn
@@ -100,9 +107,11 @@ typedef struct {
     char *dir;               /* default "out/<name>" */
     int monitor_every;       /* steps between monitor lines; default: about 20 lines per run */
     tsr_progress_mode progress;
-    int checkpoint_every;    /* steps between checkpoints; 0: none */
+    tsr_case_every checkpoint_every; /* checkpoints; never at the last step (final.h5 has it) */
     int keep;                /* checkpoints kept in dir (the newest); default 3 */
     int serial_io;           /* output.io: serial: ranks write in turn even with parallel HDF5 */
+    tsr_case_every snapshot_every; /* snapshots for viewing (io/snapshot.h) */
+    int snapshot_single;     /* output.snapshot_precision: single (float32 datasets) */
   } output;
 } tsr_case;
 
@@ -136,6 +145,47 @@ extern const char *const tsr_case_face_names[TSR_NFACE];
  * (decomposition.*, output.*, backend), so a restart may use other ranks or partitioner.
  * Edits to those keys inside the file still change it. */
 uint64_t tsr_case_restart_hash(const tsr_case *c);
+
+/* ---- comparing cases (io/case_diff.c) ---------------------------------------------- */
+
+/* One key whose resolved value differs between two cases. */
+typedef struct {
+  char *key;    /* dotted, as in case files: "params.kappa", "boundary.xlo.value.u" */
+  char *a, *b;  /* the two values as text; "(none)" where a case has none */
+  int fatal;    /* model or grid.cells (the dimension with it): a state of one case can never
+                   continue as the other */
+} tsr_case_change;
+
+typedef struct {
+  int n;        /* differing keys */
+  int nfatal;   /* how many of them are fatal */
+  tsr_case_change *item;
+} tsr_case_changes;
+
+/* Compares the resolved values (defaults filled in, overrides applied) of the keys that
+ * determine the solution: model, method, grid.*, params.*, initial.*, source.*, exact.*,
+ * boundary.* and time.*; not name, backend, decomposition.* nor output.*, which only say how
+ * and where a run goes. *out (zeroed first) gets one item per differing key, in that order;
+ * the caller frees it with tsr_case_changes_free. Errors: TSR_ERR_MEMORY. */
+tsr_err tsr_case_diff(const tsr_case *a, const tsr_case *b, tsr_case_changes *out);
+
+/* Frees the items and zeroes *d; accepts NULL. */
+void tsr_case_changes_free(tsr_case_changes *d);
+
+/* Appends "  KEY: A_NAME A, B_NAME B" lines for the first max items (then "  ... and N more")
+ * to the current error message with tsr_err_append. */
+void tsr_case_changes_append(const tsr_case_changes *d, const char *a_name, const char *b_name,
+                             int max);
+
+/* The case as a checkpoint records it: the file's text, then one "# --set KEY=VALUE" comment
+ * line per override, in order, so that the file alone says how its state was made. A new
+ * string the caller frees; NULL when out of memory. */
+char *tsr_case_record(const tsr_case *c);
+
+/* Reads a record made by tsr_case_record back into a case: the text with the "# --set" lines
+ * that end it applied as overrides. name stands for the file in messages. As
+ * tsr_case_load_string (errors: TSR_ERR_INPUT, TSR_ERR_MEMORY). */
+tsr_err tsr_case_load_record(const char *name, const char *record, tsr_case **out);
 
 /* Frees the case and sets *c to NULL; accepts NULL. */
 void tsr_case_destroy(tsr_case **c);

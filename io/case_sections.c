@@ -2,6 +2,7 @@
  * boundary (faces, their types, values and the periodicity they imply), time, decomposition
  * and output. The schema is documented at the top of io/case.c. */
 #define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp, stat */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,15 +351,67 @@ void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e) {
   }
 }
 
+/* A schedule: N (steps), {steps: N} or {time: T}. */
+static void read_every(tsr_vctx *v, const char *key, const tsr_yaml_entry *e,
+                       tsr_case_every *out) {
+  static const char *const keys[] = {"steps", "time"};
+  const tsr_yaml_node *n = e->value;
+  char k[96];
+  if (n && n->kind == TSR_YAML_SCALAR && !n->quoted && !tsr_yaml_is_null(n)) {
+    /* a plain number that is no integer is most likely a time written without its key */
+    char *end;
+    double d = strtod(n->text, &end);
+    if (n->text[0] && !*end && isfinite(d) && d != floor(d)) {
+      tsr_vat(v, n, "%s: expected an integer number of steps, got '%s'; for simulated time "
+              "write {time: %s}", key, n->text, n->text);
+      return;
+    }
+    long steps;
+    if (!tsr_vint(v, key, n, &steps)) return;
+    if (steps >= 1) *out = (tsr_case_every){steps, 0.0};
+    else tsr_vat(v, n, "%s: must be >= 1 steps, got %ld", key, steps);
+    return;
+  }
+  if (!n || n->kind != TSR_YAML_MAP) {
+    tsr_vat(v, n, "%s: expected a number of steps (e.g. 500), {steps: 500} or {time: 0.25}",
+            key);
+    return;
+  }
+  tsr_vkeys(v, key, n, keys, 2);
+  const tsr_yaml_entry *se = tsr_yaml_find(n, "steps"), *te = tsr_yaml_find(n, "time");
+  if (se && te) {
+    tsr_vkey(v, te, "%s: give either steps or time, not both", key);
+    return;
+  }
+  if (!se && !te) {
+    if (n->n == 0) tsr_vkey(v, e, "%s: expected {steps: N} or {time: T}, got an empty map", key);
+    return; /* otherwise only unknown keys, already reported */
+  }
+  if (se) {
+    long steps;
+    snprintf(k, sizeof k, "%s.steps", key);
+    if (!tsr_vint(v, k, se->value, &steps)) return;
+    if (steps >= 1) *out = (tsr_case_every){steps, 0.0};
+    else tsr_vat(v, se->value, "%s: must be >= 1, got %ld", k, steps);
+    return;
+  }
+  double t;
+  snprintf(k, sizeof k, "%s.time", key);
+  if (!tsr_vnumber(v, k, te->value, &t)) return;
+  if (t > 0.0) *out = (tsr_case_every){0, t};
+  else tsr_vat(v, te->value, "%s: must be > 0 (simulated time between writes), got %g", k, t);
+}
+
 void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
-  static const char *const keys[] = {"dir", "monitor_every", "progress", "checkpoint_every",
-                                     "keep", "io"};
+  static const char *const keys[] = {"dir",  "monitor_every", "progress", "checkpoint_every",
+                                     "keep", "io", "snapshot_every", "snapshot_precision"};
   static const char *const ios[] = {"auto", "serial"};
+  static const char *const precisions[] = {"double", "single"};
   static const char *const modes[] = {"auto", "bar", "lines", "none"}; /* tsr_progress_mode */
   tsr_case *c = v->c;
   const tsr_yaml_node *o = e && tsr_vmap(v, "output", e->value) ? e->value : NULL;
   const tsr_yaml_entry *x;
-  if (o) tsr_vkeys(v, "output", o, keys, 6);
+  if (o) tsr_vkeys(v, "output", o, keys, 8);
   const char *dir = NULL;
   if ((x = tsr_yaml_find(o, "dir")) && tsr_vstring(v, "output.dir", x->value, &dir)) {
     if (!dir[0]) tsr_vat(v, x->value, "output.dir: expected a folder name, got an empty string");
@@ -381,11 +434,14 @@ void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
       tsr_vchoice(v, "output.progress", x->value, modes, 4, &mode))
     c->output.progress = (tsr_progress_mode)mode;
   long n;
-  if ((x = tsr_yaml_find(o, "checkpoint_every")) &&
-      tsr_vint(v, "output.checkpoint_every", x->value, &n)) {
-    if (n >= 1 && n <= INT32_MAX) c->output.checkpoint_every = (int)n;
-    else tsr_vat(v, x->value, "output.checkpoint_every: must be >= 1 steps, got %ld", n);
-  }
+  if ((x = tsr_yaml_find(o, "checkpoint_every")))
+    read_every(v, "output.checkpoint_every", x, &c->output.checkpoint_every);
+  if ((x = tsr_yaml_find(o, "snapshot_every")))
+    read_every(v, "output.snapshot_every", x, &c->output.snapshot_every);
+  int prec;
+  if ((x = tsr_yaml_find(o, "snapshot_precision")) &&
+      tsr_vchoice(v, "output.snapshot_precision", x->value, precisions, 2, &prec))
+    c->output.snapshot_single = prec == 1;
   int io;
   if ((x = tsr_yaml_find(o, "io")) && tsr_vchoice(v, "output.io", x->value, ios, 2, &io))
     c->output.serial_io = io == 1;

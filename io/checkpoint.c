@@ -112,20 +112,27 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
 
 tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
                             const char *const *names, const tsr_box *owned, double *const *data,
-                            tsr_checkpoint_info *info) {
+                            tsr_checkpoint_info *info, tsr_checkpoint_accept accept, void *arg) {
   memset(info, 0, sizeof *info);
   snprintf(info->path, sizeof info->path, "%s", path);
   tsr_grid_meta meta = {0};
   tsr_err err = tsr_output_read_attr(comm, path, "case_hash", info->case_hash,
                                      sizeof info->case_hash, NULL);
   if (!err) err = tsr_output_read_attr(comm, path, "dt", NULL, 0, &info->dt);
-  for (int f = 0; f < nfield && !err; ++f)
-    err = tsr_output_read_field(comm, path, names[f], owned, data[f], f == 0 ? &meta : NULL);
+  if (!err) err = tsr_output_read_meta(comm, path, &meta);
   if (!err) {
     info->step = meta.step;
     info->time = meta.time;
-    return TSR_OK;
+    info->dim = meta.dim;
+    for (int d = 0; d < 3; ++d) info->cells[d] = meta.cells[d];
   }
+  if (!err && accept && (err = accept(info, arg)) != TSR_OK) {
+    info->refused = 1;
+    return err;
+  }
+  for (int f = 0; f < nfield && !err; ++f)
+    err = tsr_output_read_field(comm, path, names[f], owned, data[f], f == 0 ? &meta : NULL);
+  if (!err) return TSR_OK;
   /* every failure is collective (agreed in io/output.c), so every rank rewrites alike */
   char why[4096];
   snprintf(why, sizeof why, "%s", tsr_err_message());
@@ -138,9 +145,9 @@ tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
 
 tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, int nfield,
                             const char *const *names, const tsr_box *owned, double *const *data,
-                            tsr_checkpoint_info *info) {
+                            tsr_checkpoint_info *info, tsr_checkpoint_accept accept, void *arg) {
   if (strcmp(spec, "latest") != 0)
-    return tsr_checkpoint_read(comm, spec, nfield, names, owned, data, info);
+    return tsr_checkpoint_read(comm, spec, nfield, names, owned, data, info, accept, arg);
   int rank;
   MPI_Comm_rank(comm, &rank);
   /* candidates, on rank 0: what latest names, then the others newest first */
@@ -177,7 +184,8 @@ tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, in
   for (int i = 0; i < ncand; ++i) {
     char path[PATH_MAX_];
     snprintf(path, sizeof path, "%s/%s", dir, cand[i]);
-    tsr_err err = tsr_checkpoint_read(comm, path, nfield, names, owned, data, info);
+    tsr_err err = tsr_checkpoint_read(comm, path, nfield, names, owned, data, info, accept, arg);
+    if (err && info->refused) return err;
     if (!err) {
       if (rank == 0) {
         if (i > 0 || !named)
@@ -199,4 +207,8 @@ tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, in
   }
   return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                      "--restart latest: no checkpoint in '%s' reads:%s", dir, failed);
+}
+
+tsr_err tsr_checkpoint_case_text(MPI_Comm comm, const char *path, char **text) {
+  return tsr_output_read_text(comm, path, "case_text", text);
 }

@@ -18,7 +18,15 @@ typedef struct {
   double time, dt;
   char case_hash[17]; /* hex */
   char path[4096];    /* the file read */
+  int dim, cells[3];  /* its grid */
+  int refused;        /* 1: the accept hook refused it (its error is the one returned) */
 } tsr_checkpoint_info;
+
+/* Decides whether a checkpoint may be used, from its attributes (everything in info but the
+ * fields), before its fields are read: TSR_OK to read them, else an error with its message
+ * (a checkpoint of another case, say). Called on every rank with the same info; it must
+ * return the same on every rank (it may call collective functions on the checkpoint's comm). */
+typedef tsr_err (*tsr_checkpoint_accept)(const tsr_checkpoint_info *info, void *arg);
 
 /* Writes the checkpoint of meta->step into dir (temporary name, then renamed), then rank 0
  * points dir/latest at it (also atomically) and removes all but the newest keep checkpoints.
@@ -32,18 +40,27 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              const double *const *data);
 
 /* Reads the owned hyperslab of each field of the checkpoint at path (any decomposition) into
- * data[f] (tsr_box_cells(owned) values, x fastest) and its attributes into *info. Collective.
- * Errors: TSR_ERR_INPUT naming the file for a missing, truncated or damaged file ("not a valid
- * checkpoint") or a failed checksum ("checksum error"); the same on every rank. */
+ * data[f] (tsr_box_cells(owned) values, x fastest) and its attributes into *info; accept (when
+ * not NULL) sees the attributes first and may refuse the file. Collective. Errors:
+ * TSR_ERR_INPUT naming the file for a missing, truncated or damaged file ("not a valid
+ * checkpoint") or a failed checksum ("checksum error"); accept's error; the same on every
+ * rank. */
 tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
                             const char *const *names, const tsr_box *owned, double *const *data,
-                            tsr_checkpoint_info *info);
+                            tsr_checkpoint_info *info, tsr_checkpoint_accept accept, void *arg);
 
 /* As tsr_checkpoint_read for spec "latest" (dir/latest, else the newest checkpoint in dir that
  * reads; rank 0 says on stdout which one it used when it is not the one latest names) or a
- * file name. Errors: TSR_ERR_INPUT when none reads (every failure is listed). */
+ * file name. A checkpoint that accept refuses ends the search with its error: an older one
+ * is no better answer to a question about the case. Errors: TSR_ERR_INPUT when none reads
+ * (every failure is listed); accept's error. */
 tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, int nfield,
                             const char *const *names, const tsr_box *owned, double *const *data,
-                            tsr_checkpoint_info *info);
+                            tsr_checkpoint_info *info, tsr_checkpoint_accept accept, void *arg);
+
+/* The case text the checkpoint at path records (root attribute case_text; io/case.h
+ * tsr_case_record), in a new string the caller frees, the same on every rank. Collective.
+ * Errors: TSR_ERR_INPUT (no such file or attribute), TSR_ERR_HDF5, TSR_ERR_MEMORY. */
+tsr_err tsr_checkpoint_case_text(MPI_Comm comm, const char *path, char **text);
 
 #endif

@@ -265,8 +265,8 @@ static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, i
     if (H5Pset_chunk(dcpl, s->rank, chunk) < 0 || H5Pset_fletcher32(dcpl) < 0)
       err = H5_FAIL("set chunking and checksums", path);
   }
+  hid_t ftype = m->single || (o && o->single) ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
   for (int f = 0; f < nfield && !err; ++f) {
-    hid_t ftype = m->single ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
     hid_t d = H5Dcreate2(g, names[f], ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (d < 0) err = H5_FAIL("create a field dataset", path);
     else H5Dclose(d);
@@ -542,6 +542,36 @@ out:
   return err;
 }
 
+/* The fixed-length string attribute name of the open file, in a new string (*out). */
+static tsr_err read_string_attr(hid_t file, const char *path, const char *name, char **out) {
+  *out = NULL;
+  hid_t a = H5Aexists(file, name) > 0 ? H5Aopen(file, name, H5P_DEFAULT) : -1;
+  hid_t t = a < 0 ? -1 : H5Aget_type(a);
+  size_t len = t < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0
+                   ? 0 : H5Tget_size(t);
+  char *buf = len ? calloc(len + 1, 1) : NULL;
+  tsr_err err = TSR_OK;
+  if (len && !buf)
+    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'", path);
+  else if (!buf || H5Aread(a, t, buf) < 0)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "'%s': root attribute '%s' is missing or not a fixed-length string", path,
+                      name);
+  if (t >= 0) H5Tclose(t);
+  if (a >= 0) H5Aclose(a);
+  if (err) free(buf);
+  else *out = buf;
+  return err;
+}
+
+/* Rank 0 opens path for reading (check_readable's failure becomes an input error). */
+static tsr_err open_for_attrs(const char *path, hid_t *file) {
+  *file = -1;
+  tsr_err err = check_readable(path);
+  if (err) return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s", tsr_err_message());
+  return open_file(path, path, OPEN_READ, 0, MPI_COMM_SELF, file);
+}
+
 tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, char *str,
                              size_t n, double *num) {
   int rank;
@@ -552,25 +582,13 @@ tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, 
   if (rank == 0) {
     quiet_state q = h5_quiet();
     hid_t file = -1;
-    err = check_readable(path);
-    if (err) err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s", tsr_err_message());
-    if (!err) err = open_file(path, path, OPEN_READ, 0, MPI_COMM_SELF, &file);
+    err = open_for_attrs(path, &file);
     if (!err && !str) err = attr_read(file, name, H5T_NATIVE_DOUBLE, 0, &v, path);
     if (!err && str) {
-      hid_t a = H5Aexists(file, name) > 0 ? H5Aopen(file, name, H5P_DEFAULT) : -1;
-      hid_t t = a < 0 ? -1 : H5Aget_type(a);
-      size_t len = t < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0
-                       ? 0 : H5Tget_size(t);
-      char *buf = len ? calloc(len + 1, 1) : NULL;
-      if (!buf || H5Aread(a, t, buf) < 0)
-        err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                          "'%s': root attribute '%s' is missing or not a fixed-length string",
-                          path, name);
-      else
-        snprintf(text, sizeof text, "%s", buf);
+      char *buf;
+      err = read_string_attr(file, path, name, &buf);
+      if (!err) snprintf(text, sizeof text, "%s", buf);
       free(buf);
-      if (t >= 0) H5Tclose(t);
-      if (a >= 0) H5Aclose(a);
     }
     if (file >= 0) H5Fclose(file);
     h5_restore(q);
@@ -581,5 +599,57 @@ tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, 
   MPI_Bcast(&v, 1, MPI_DOUBLE, 0, comm);
   if (str) snprintf(str, n, "%s", text);
   else *num = v;
+  return TSR_OK;
+}
+
+tsr_err tsr_output_read_text(MPI_Comm comm, const char *path, const char *name, char **out) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  *out = NULL;
+  char *buf = NULL;
+  tsr_err err = TSR_OK;
+  if (rank == 0) {
+    quiet_state q = h5_quiet();
+    hid_t file = -1;
+    err = open_for_attrs(path, &file);
+    if (!err) err = read_string_attr(file, path, name, &buf);
+    if (file >= 0) H5Fclose(file);
+    h5_restore(q);
+  }
+  unsigned long long len = buf ? strlen(buf) : 0;
+  MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
+  if (rank != 0 && !err && !(buf = malloc(len + 1)))
+    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'", path);
+  err = agree(comm, err);
+  if (err) {
+    free(buf);
+    return err;
+  }
+  /* in pieces: an MPI count is an int */
+  for (unsigned long long at = 0; at < len + 1; at += 1u << 30) {
+    unsigned long long n = len + 1 - at < (1u << 30) ? len + 1 - at : (1u << 30);
+    MPI_Bcast(buf + at, (int)n, MPI_CHAR, 0, comm);
+  }
+  *out = buf;
+  return TSR_OK;
+}
+
+tsr_err tsr_output_read_meta(MPI_Comm comm, const char *path, tsr_grid_meta *meta) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  tsr_grid_meta m = {0};
+  tsr_err err = TSR_OK;
+  if (rank == 0) {
+    quiet_state q = h5_quiet();
+    hid_t file = -1;
+    err = open_for_attrs(path, &file);
+    if (!err) err = read_meta(file, &m, path);
+    if (file >= 0) H5Fclose(file);
+    h5_restore(q);
+  }
+  err = agree(comm, err);
+  if (err) return err;
+  MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, 0, comm);
+  *meta = m;
   return TSR_OK;
 }

@@ -20,8 +20,9 @@ typedef struct {
   double lo[3], hi[3];
   double time;
   int64_t step;
-  int single;  /* 1: field datasets are float32 (the values passed are still double, and are
-                  rounded to nearest on the way to the file); 0: float64 */
+  int single;  /* 1: the state is single precision: field datasets are float32 (the values
+                  passed are still double, rounded to nearest on the way to the file); final
+                  and checkpoint files, whose values must read back exactly */
 } tsr_grid_meta;
 
 /* An extra root attribute: a string when str is not NULL, else one float64. */
@@ -37,6 +38,8 @@ typedef struct {
                        parallel filtered write fails, the ranks write in turn instead */
   int nattr;        /* extra root attributes, the same on every rank */
   const tsr_output_attr *attrs;
+  int single;       /* 1: float32 datasets even for a double state (snapshots for viewing);
+                       datasets are float32 when this or meta->single says so */
 } tsr_output_opts;
 
 /* Writes nfield fields into path. Collective over comm. Rank r passes its owned box and, for
@@ -55,6 +58,23 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
 tsr_err tsr_output_write_xdmf(const char *xmf_path, const char *h5_name,
                               const tsr_grid_meta *meta, int nfield, const char *const *names);
 
+/* One file of a time series. */
+typedef struct {
+  const char *h5_name; /* relative to the XDMF file, e.g. "snapshot_00000100.h5" */
+  double time;
+  int64_t step;
+  int precision;       /* bytes per value in the file: 8 (float64) or 4 (float32) */
+} tsr_xdmf_step;
+
+/* Writes an XDMF (3.0) time series at xmf_path: one Temporal collection whose uniform grids
+ * (named after their files, without ".h5") each describe one file's fields on the grid of
+ * `grid` (its time and step are not used) at the entry's time, in the order given. ParaView
+ * and VisIt open it as one time series. Not collective; atomic like tsr_output_write_xdmf.
+ * Errors: TSR_ERR_IO. */
+tsr_err tsr_output_write_xdmf_series(const char *xmf_path, const tsr_grid_meta *grid, int nstep,
+                                     const tsr_xdmf_step *steps, int nfield,
+                                     const char *const *names);
+
 /* Reads the owned hyperslab of field name from path into data (tsr_box_cells(owned) values,
  * x fastest) and, if meta is not NULL, the grid attributes. Collective over comm.
  * Errors: TSR_ERR_IO (missing file), TSR_ERR_INPUT (no such field, wrong shape), TSR_ERR_HDF5. */
@@ -66,6 +86,16 @@ tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
  * Errors: TSR_ERR_INPUT (missing file, not HDF5, no such attribute), TSR_ERR_HDF5. */
 tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, char *str,
                              size_t n, double *num);
+
+/* As tsr_output_read_attr for a string attribute of any length: *out is a new string (the
+ * caller frees it), the same on every rank. Collective. Errors: as tsr_output_read_attr,
+ * TSR_ERR_MEMORY. */
+tsr_err tsr_output_read_text(MPI_Comm comm, const char *path, const char *name, char **out);
+
+/* The grid attributes of the fields file at path (lo, hi, cells, time, step). Collective: rank
+ * 0 reads, the others get its result. Errors: TSR_ERR_INPUT (missing file, not HDF5, not a
+ * tessera fields file), TSR_ERR_HDF5. */
+tsr_err tsr_output_read_meta(MPI_Comm comm, const char *path, tsr_grid_meta *meta);
 
 /* 1 when this build's HDF5 has parallel (MPI-IO) support. */
 int tsr_output_parallel_available(void);

@@ -74,52 +74,90 @@ static void slowest_first_int(FILE *fp, int dim, const int *v, int add) {
   for (int d = dim - 1; d >= 0; --d) fprintf(fp, d == dim - 1 ? "%d" : " %d", v[d] + add);
 }
 
-static void write_body(FILE *fp, const char *h5_name, const tsr_grid_meta *m, int nfield,
+/* One uniform <Grid> at indent in (spaces): the cell data of h5_name at meta's time, stored
+ * with precision bytes per value (8: float64, 4: float32). */
+static void write_grid(FILE *fp, int in, const char *grid_name, const char *h5_name,
+                       const tsr_grid_meta *m, int precision, int nfield,
                        const char *const *names) {
   int dim = m->dim;
   double spacing[3];
   for (int d = 0; d < dim; ++d) spacing[d] = (m->hi[d] - m->lo[d]) / m->cells[d];
-  fputs("<?xml version=\"1.0\" ?>\n"
-        "<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n"
-        "<Xdmf Version=\"3.0\" xmlns:xi=\"http://www.w3.org/2001/XInclude\">\n"
-        "  <Domain>\n"
-        "    <Grid Name=\"fields\" GridType=\"Uniform\">\n",
-        fp);
-  fprintf(fp, "      <Time Value=\"%.17g\"/>\n", m->time);
+  fprintf(fp, "%*s<Grid Name=\"", in, "");
+  xml_text(fp, grid_name);
+  fputs("\" GridType=\"Uniform\">\n", fp);
+  fprintf(fp, "%*s  <Time Value=\"%.17g\"/>\n", in, "", m->time);
   /* CoRectMesh dimensions count nodes, one more than cells on each axis */
-  fprintf(fp, "      <Topology TopologyType=\"%dDCoRectMesh\" Dimensions=\"", dim);
+  fprintf(fp, "%*s  <Topology TopologyType=\"%dDCoRectMesh\" Dimensions=\"", in, "", dim);
   slowest_first_int(fp, dim, m->cells, 1);
-  fprintf(fp, "\"/>\n      <Geometry GeometryType=\"%s\">\n",
+  fprintf(fp, "\"/>\n%*s  <Geometry GeometryType=\"%s\">\n", in, "",
           dim == 3 ? "ORIGIN_DXDYDZ" : "ORIGIN_DXDY");
   for (int item = 0; item < 2; ++item) {
     const double *v = item == 0 ? m->lo : spacing;
     fprintf(fp,
-            "        <DataItem Name=\"%s\" Dimensions=\"%d\" NumberType=\"Float\" "
+            "%*s    <DataItem Name=\"%s\" Dimensions=\"%d\" NumberType=\"Float\" "
             "Precision=\"8\" Format=\"XML\">",
-            item == 0 ? "Origin" : "Spacing", dim);
+            in, "", item == 0 ? "Origin" : "Spacing", dim);
     for (int d = dim - 1; d >= 0; --d) fprintf(fp, d == dim - 1 ? "%.17g" : " %.17g", v[d]);
     fputs("</DataItem>\n", fp);
   }
-  fputs("      </Geometry>\n", fp);
+  fprintf(fp, "%*s  </Geometry>\n", in, "");
   for (int f = 0; f < nfield; ++f) {
-    fputs("      <Attribute Name=\"", fp);
+    fprintf(fp, "%*s  <Attribute Name=\"", in, "");
     xml_text(fp, names[f]);
-    fputs("\" AttributeType=\"Scalar\" Center=\"Cell\">\n"
-          "        <DataItem Dimensions=\"",
-          fp);
+    fprintf(fp, "\" AttributeType=\"Scalar\" Center=\"Cell\">\n%*s    <DataItem Dimensions=\"",
+            in, "");
     slowest_first_int(fp, dim, m->cells, 0);
-    fprintf(fp, "\" NumberType=\"Float\" Precision=\"%d\" Format=\"HDF\">", m->single ? 4 : 8);
+    fprintf(fp, "\" NumberType=\"Float\" Precision=\"%d\" Format=\"HDF\">", precision);
     xml_text(fp, h5_name);
     fputs(":/fields/", fp);
     xml_text(fp, names[f]);
-    fputs("</DataItem>\n      </Attribute>\n", fp);
+    fprintf(fp, "</DataItem>\n%*s  </Attribute>\n", in, "");
   }
-  fputs("    </Grid>\n  </Domain>\n</Xdmf>\n", fp);
+  fprintf(fp, "%*s</Grid>\n", in, "");
 }
 
-tsr_err tsr_output_write_xdmf(const char *xmf_path, const char *h5_name,
-                              const tsr_grid_meta *meta, int nfield, const char *const *names) {
-  TSR_CHECK(xmf_path && h5_name && meta, TSR_ERR_INTERNAL, "tsr_output_write_xdmf: NULL argument");
+static const char xdmf_head[] = "<?xml version=\"1.0\" ?>\n"
+                                "<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n"
+                                "<Xdmf Version=\"3.0\" xmlns:xi=\"http://www.w3.org/2001/XInclude\">\n"
+                                "  <Domain>\n";
+static const char xdmf_tail[] = "  </Domain>\n</Xdmf>\n";
+
+typedef struct {
+  const char *h5_name;
+  const tsr_grid_meta *meta;
+  int nfield;
+  const char *const *names;
+  int nstep;
+  const tsr_xdmf_step *steps;
+} xdmf_doc;
+
+static void write_single(FILE *fp, const xdmf_doc *d) {
+  fputs(xdmf_head, fp);
+  write_grid(fp, 4, "fields", d->h5_name, d->meta, d->meta->single ? 4 : 8, d->nfield, d->names);
+  fputs(xdmf_tail, fp);
+}
+
+static void write_series(FILE *fp, const xdmf_doc *d) {
+  fputs(xdmf_head, fp);
+  fputs("    <Grid Name=\"snapshots\" GridType=\"Collection\" CollectionType=\"Temporal\">\n", fp);
+  for (int i = 0; i < d->nstep; ++i) {
+    const tsr_xdmf_step *s = &d->steps[i];
+    tsr_grid_meta m = *d->meta;
+    m.time = s->time;
+    m.step = s->step;
+    /* the grid is named after its file: readers of the series (a restart) find both */
+    char name[4096];
+    snprintf(name, sizeof name, "%s", s->h5_name);
+    char *dot = strrchr(name, '.');
+    if (dot && strcmp(dot, ".h5") == 0) *dot = '\0';
+    write_grid(fp, 6, name, s->h5_name, &m, s->precision, d->nfield, d->names);
+  }
+  fputs("    </Grid>\n", fp);
+  fputs(xdmf_tail, fp);
+}
+
+static tsr_err check_grid_args(const char *xmf_path, const tsr_grid_meta *meta, int nfield,
+                               const char *const *names) {
   TSR_CHECK(meta->dim == 2 || meta->dim == 3, TSR_ERR_INTERNAL,
             "cannot write '%s': grid dimension %d is not 2 or 3", xmf_path, meta->dim);
   for (int d = 0; d < meta->dim; ++d)
@@ -130,7 +168,12 @@ tsr_err tsr_output_write_xdmf(const char *xmf_path, const char *h5_name,
   for (int f = 0; f < nfield; ++f)
     TSR_CHECK(names[f] && names[f][0], TSR_ERR_INTERNAL,
               "cannot write '%s': field %d has no name", xmf_path, f);
+  return TSR_OK;
+}
 
+/* Writes the document to xmf_path + ".tmp", flushes it to the disk and renames it. */
+static tsr_err write_atomic(const char *xmf_path, void (*body)(FILE *, const xdmf_doc *),
+                            const xdmf_doc *doc) {
   char *tmp = tsr_output_tmp_name(xmf_path);
   if (!tmp) return TSR_ERR_MEMORY;
   FILE *fp = fopen(tmp, "w");
@@ -142,7 +185,7 @@ tsr_err tsr_output_write_xdmf(const char *xmf_path, const char *h5_name,
     return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
                        "cannot write '%s': %s; " TSR_OUTPUT_DIR_ADVICE, xmf_path, why);
   }
-  write_body(fp, h5_name, meta, nfield, names);
+  body(fp, doc);
   /* flush to the disk before the rename so that a crash never leaves a renamed empty file */
   int bad = fflush(fp) != 0 || ferror(fp) || fsync(fileno(fp)) != 0;
   int e = errno;
@@ -156,4 +199,26 @@ tsr_err tsr_output_write_xdmf(const char *xmf_path, const char *h5_name,
   tsr_err err = tsr_output_commit(tmp, xmf_path);
   free(tmp);
   return err;
+}
+
+tsr_err tsr_output_write_xdmf(const char *xmf_path, const char *h5_name,
+                              const tsr_grid_meta *meta, int nfield, const char *const *names) {
+  TSR_CHECK(xmf_path && h5_name && meta, TSR_ERR_INTERNAL, "tsr_output_write_xdmf: NULL argument");
+  TSR_CALL(check_grid_args(xmf_path, meta, nfield, names));
+  xdmf_doc doc = {h5_name, meta, nfield, names, 0, NULL};
+  return write_atomic(xmf_path, write_single, &doc);
+}
+
+tsr_err tsr_output_write_xdmf_series(const char *xmf_path, const tsr_grid_meta *grid, int nstep,
+                                     const tsr_xdmf_step *steps, int nfield,
+                                     const char *const *names) {
+  TSR_CHECK(xmf_path && grid && (nstep == 0 || steps), TSR_ERR_INTERNAL,
+            "tsr_output_write_xdmf_series: NULL argument");
+  TSR_CALL(check_grid_args(xmf_path, grid, nfield, names));
+  for (int i = 0; i < nstep; ++i)
+    TSR_CHECK(steps[i].h5_name && (steps[i].precision == 4 || steps[i].precision == 8),
+              TSR_ERR_INTERNAL, "cannot write '%s': entry %d has no file or precision %d",
+              xmf_path, i, steps[i].precision);
+  xdmf_doc doc = {NULL, grid, nfield, names, nstep, steps};
+  return write_atomic(xmf_path, write_series, &doc);
 }

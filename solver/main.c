@@ -14,7 +14,7 @@ enum { EXIT_RUN_FAILED = 1, EXIT_BAD_INPUT = 2 };
 
 static const char usage[] =
     "usage: tessera run CASE.yaml [--set KEY=VALUE]... [--out DIR] [--backend B]\n"
-    "                   [--restart latest|FILE]\n"
+    "                   [--restart latest|FILE [--restart-force]]\n"
     "       tessera check CASE.yaml [--ranks N] [--set KEY=VALUE]...\n"
     "       tessera info\n"
     "       tessera --help | --version\n"
@@ -38,7 +38,10 @@ static const char usage[] =
     "  --restart R      (run) start from a checkpoint instead of the initial conditions:\n"
     "                   latest (the newest in the output directory that reads) or a file;\n"
     "                   the case and --set options must be the ones that wrote it, except\n"
-    "                   decomposition.*, output.* and backend (any rank count works)\n"
+    "                   decomposition.*, output.* and backend (any rank count works);\n"
+    "                   otherwise it is refused with the keys that differ\n"
+    "  --restart-force  (run) restart even from a checkpoint of a case whose keys differ\n"
+    "                   (a warning lists them); never across another grid or model\n"
     "  --ranks N        (check) the rank count to plan for\n"
     "  -h, --help       this text\n"
     "  --version        print the version\n"
@@ -48,6 +51,7 @@ static const char usage[] =
 typedef struct {
   const char *command, *case_path, *out_dir, *restart;
   int ranks;
+  int restart_force;
   int nset;
   char **sets;
 } cli;
@@ -82,6 +86,8 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       static char buf[64];
       snprintf(buf, sizeof buf, "backend=%s", argv[++i]);
       o->sets[o->nset++] = buf;
+    } else if (!strcmp(a, "--restart-force")) {
+      o->restart_force = 1;
     } else if (!strcmp(a, "--restart") || !strncmp(a, "--restart=", 10)) {
       if (a[9] == '=') o->restart = a + 10;
       else if (i + 1 < argc) o->restart = argv[++i];
@@ -123,7 +129,7 @@ static int parse(int argc, char **argv, int rank, cli *o) {
   if (!strcmp(o->command, "info")) {
     if (o->case_path)
       return say(rank, EXIT_BAD_INPUT, "info takes no case file, got '%s': tessera info%s", o->case_path, "");
-    if (o->nset || o->out_dir || o->ranks || o->restart)
+    if (o->nset || o->out_dir || o->ranks || o->restart || o->restart_force)
       return say(rank, EXIT_BAD_INPUT, "info takes no options (--set, --out, --ranks belong to run and check)%s%s", "", "");
     return -1;
   }
@@ -133,6 +139,9 @@ static int parse(int argc, char **argv, int rank, cli *o) {
     return say(rank, EXIT_BAD_INPUT, "--ranks is an option of check; run takes its ranks from mpirun -np N%s", "", "");
   if (o->restart && strcmp(o->command, "run"))
     return say(rank, EXIT_BAD_INPUT, "--restart is an option of run%s%s", "", "");
+  if (o->restart_force && !o->restart)
+    return say(rank, EXIT_BAD_INPUT, "--restart-force goes with --restart latest|FILE (it lets a "
+               "restart continue a checkpoint of a case that differs)%s%s", "", "");
   if (o->out_dir && !*o->out_dir)
     return say(rank, EXIT_BAD_INPUT, "--out: expected a directory, got an empty string%s", "", "");
   return -1;
@@ -174,6 +183,7 @@ int main(int argc, char **argv) {
       tsr_run_opts ro = tsr_run_opts_default();
       ro.out_dir = o.out_dir;
       ro.restart = o.restart;
+      ro.restart_force = o.restart_force;
       tsr_run_result res;
       err = tsr_run(c, MPI_COMM_WORLD, &ro, &res);
       if (err) {

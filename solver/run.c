@@ -14,13 +14,14 @@
 #include "io/progress.h"
 #include "solver/device.h"
 #include "solver/run_internal.h"
+#include "solver/schedule.h"
 
 const char *const tsr_run_phase_names[PH_COUNT] = {
     "setup", "initial", "compute", "halo_wait", "boundary", "source", "monitor", "output"};
 
 tsr_run_opts tsr_run_opts_default(void) {
   return (tsr_run_opts){.out_dir = NULL, .quiet = 0, .write_output = 1, .backend = TSR_BACKEND_AUTO,
-                        .restart = NULL};
+                        .restart = NULL, .restart_force = 0};
 }
 
 /* Makes a locally found error collective: every rank returns the code of the lowest failing
@@ -236,6 +237,7 @@ static tsr_err prepare_outdir(tsr_run_ctx *x) {
 static void ctx_free(tsr_run_ctx *x) {
   if (x->be_ready) x->be->teardown(x);
   tsr_field_destroy(&x->exact);
+  tsr_snapshot_close(&x->snap);
   free(x->scratch);
   free(x->coords);
   for (int q = 0; q < TSR_MAX_COMP; ++q) {
@@ -324,20 +326,6 @@ static tsr_err initial(tsr_run_ctx *x) {
   return TSR_OK;
 }
 
-/* The case as a checkpoint records it: the file's text, then the --set overrides as
- * comments, so the file alone says how its state was made. NULL when out of memory. */
-static char *case_record(const tsr_case *c) {
-  size_t n = strlen(c->text) + 2;
-  for (int i = 0; i < c->noverride; ++i) n += strlen(c->overrides[i]) + 16;
-  char *s = malloc(n);
-  if (!s) return NULL;
-  size_t w = (size_t)snprintf(s, n, "%s", c->text);
-  for (int i = 0; i < c->noverride && w < n; ++i)
-    w += (size_t)snprintf(s + w, n - w, "%s# --set %s\n", w && s[w - 1] != '\n' ? "\n" : "",
-                          c->overrides[i]);
-  return s;
-}
-
 /* Owned cells of every component of U into a new host buffer (n per component). */
 static tsr_err download_all(tsr_run_ctx *x, double **out) {
   int64_t n = tsr_box_cells(&x->box);
@@ -371,7 +359,7 @@ static tsr_err write_checkpoint(tsr_run_ctx *x, int64_t step, double t) {
   int64_t n = tsr_box_cells(&x->box);
   const double *data[TSR_MAX_COMP];
   for (int q = 0; q < c->ncomp; ++q) data[q] = buf + q * n;
-  char *text = case_record(c);
+  char *text = tsr_case_record(c);
   tsr_err err = tsr_run_agree(
       x->comm, text ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory"));
   tsr_grid_meta meta = grid_meta(c, t, step);
@@ -382,6 +370,32 @@ static tsr_err write_checkpoint(tsr_run_ctx *x, int64_t step, double t) {
   free(buf);
   x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
   return err;
+}
+
+static tsr_err write_snapshot(tsr_run_ctx *x, int64_t step, double t) {
+  double t0 = MPI_Wtime();
+  double *buf;
+  TSR_CALL(download_all(x, &buf));
+  int64_t n = tsr_box_cells(&x->box);
+  const double *data[TSR_MAX_COMP];
+  for (int q = 0; q < x->c->ncomp; ++q) data[q] = buf + q * n;
+  tsr_err err = tsr_snapshot_write(x->snap, step, t, &x->box, data);
+  free(buf);
+  x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
+  return err;
+}
+
+/* The snapshot series of output.snapshot_every: a new one starts with the initial state; after
+ * a restart the series goes on from the snapshots up to the checkpoint's step. */
+static tsr_err start_snapshots(tsr_run_ctx *x) {
+  const tsr_case *c = x->c;
+  tsr_grid_meta grid = grid_meta(c, 0.0, 0);
+  /* a single-precision state has no more digits to show: its snapshots are float32 too */
+  tsr_snapshot_opts so = {c->output.snapshot_single || c->precision == TSR_PRECISION_SINGLE,
+                          c->output.serial_io};
+  TSR_CALL(tsr_snapshot_open(x->comm, x->out_dir, &grid, c->ncomp, tsr_models[c->model].comp,
+                             x->opts.restart ? x->start_step : -1, &so, &x->snap));
+  return x->opts.restart ? TSR_OK : write_snapshot(x, 0, 0.0);
 }
 
 /* U from a checkpoint (any decomposition) instead of the initial conditions; the loop then
@@ -396,22 +410,17 @@ static tsr_err restart(tsr_run_ctx *x) {
   for (int q = 0; q < c->ncomp; ++q) data[q] = buf + q * n;
   tsr_checkpoint_info info;
   tsr_err err = tsr_checkpoint_load(x->comm, x->opts.restart, x->out_dir, c->ncomp,
-                                    tsr_models[c->model].comp, &x->box, data, &info);
-  char mine[17];
-  snprintf(mine, sizeof mine, "%016llx", (unsigned long long)tsr_case_restart_hash(c));
-  if (!err && strcmp(info.case_hash, mine) != 0)
-    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                      "checkpoint %s was written by a different case (hash %s, this case %s); "
-                      "use the same case file and --set options",
-                      info.path, info.case_hash, mine);
+                                    tsr_models[c->model].comp, &x->box, data, &info,
+                                    tsr_run_restart_accept, x);
   if (!err && (info.step < 0 || info.step > x->nsteps))
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                       "checkpoint %s is at step %lld, past this run's %lld steps", info.path,
                       (long long)info.step, (long long)x->nsteps);
   if (!err && info.dt != x->dt)
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                      "checkpoint %s has dt = %.17g where this run has %.17g", info.path, info.dt,
-                      x->dt);
+                      "checkpoint %s has dt = %.17g where this run has %.17g; a run goes on "
+                      "with the dt it started with: add --set time.dt=%.17g",
+                      info.path, info.dt, x->dt, info.dt);
   for (int q = 0; q < c->ncomp && !err; ++q)
     err = x->be->upload(x, x->slot[TSR_SLOT_U], q, data[q]);
   if (!err) err = x->be->sync(x);
@@ -467,7 +476,6 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   /* t = step * dt as an uninterrupted run has it at that step, so a restart matches bitwise */
   int64_t first = x->start_step;
   double t = (double)first * x->dt, start = MPI_Wtime();
-  int64_t ckpt = x->opts.write_output ? c->output.checkpoint_every : 0;
   TSR_CALL(monitor(x, t, &nm));
   monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
@@ -489,8 +497,11 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
                   "limit %g): lower time.cfl or time.dt",
                   c->path, (long long)(step + 1), t, x->dt, x->dt_stable);
     }
+    if (x->snap && tsr_schedule_due(&c->output.snapshot_every, step + 1, x->dt))
+      TSR_CALL(write_snapshot(x, step + 1, t));
     /* none at the last step: final.h5 holds that state */
-    if (ckpt > 0 && (step + 1) % ckpt == 0 && step + 1 < x->nsteps)
+    if (x->opts.write_output && step + 1 < x->nsteps &&
+        tsr_schedule_due(&c->output.checkpoint_every, step + 1, x->dt))
       TSR_CALL(write_checkpoint(x, step + 1, t));
   }
   TSR_CALL(x->be->sync(x));
@@ -545,6 +556,8 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   if (x->opts.write_output) TSR_CALL(prepare_outdir(x));
   if (x->opts.restart) TSR_CALL(tsr_run_agree(x->comm, restart(x)));
   else TSR_CALL(tsr_run_agree(x->comm, initial(x)));
+  if (x->opts.write_output && tsr_schedule_any(&x->c->output.snapshot_every))
+    TSR_CALL(start_snapshots(x));
   /* one exchange before the clock starts: NCCL connects to each peer at the first send to it
    * (about a second over NVLink), which is set-up, not stepping; the ghosts it fills are
    * filled again by the first stage */

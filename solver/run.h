@@ -17,6 +17,8 @@ typedef struct {
   tsr_backend backend;  /* overrides the case's backend unless TSR_BACKEND_AUTO */
   const char *restart;  /* NULL, "latest" (newest good checkpoint in the output dir) or a
                            checkpoint file: start from it instead of the initial conditions */
+  int restart_force;    /* 1: restart from a checkpoint of a case whose keys differ (a warning
+                           lists them); never when the grid or the model differ */
 } tsr_run_opts;
 
 typedef struct {

@@ -3,7 +3,9 @@
 #define TSR_RUN_INTERNAL_H
 
 #include "decomp/halo.h"
+#include "io/checkpoint.h"
 #include "io/expr.h"
+#include "io/snapshot.h"
 #include "kernels/stage.h"
 #include "solver/backend.h"
 #include "solver/boundary.h"
@@ -50,10 +52,18 @@ typedef struct tsr_run_ctx {
   int64_t start_step;   /* 0, or the checkpoint's step on a restart */
   double phase[PH_COUNT];
   int created_dir;
+  tsr_snapshot_series *snap; /* output.snapshot_every: the series being written, else NULL */
 } tsr_run_ctx;
 
 /* The partitioner options the case asks for. */
 tsr_part_opts tsr_run_part_opts(const tsr_case *c);
+
+/* Whether a checkpoint may continue this run's case (a tsr_checkpoint_accept; arg is the
+ * tsr_run_ctx): the checkpoint's grid must be this case's; a checkpoint of another case (its
+ * case hash differs) is refused with the list of keys that differ, or with opts.restart_force
+ * taken after rank 0 warns with that list; a different model never. Collective.
+ * solver/run_restart.c. */
+tsr_err tsr_run_restart_accept(const tsr_checkpoint_info *info, void *arg);
 
 /* Writes report.json into the output directory (rank 0 only). */
 tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const double *phase_max,

@@ -42,10 +42,14 @@ if run_ok "single restart" 3 "$work/heat.yaml" --out "$work/s" --set precision=s
       pass "single restart on 3 ranks bitwise equal to uninterrupted"
     else failure "single restart differs from uninterrupted"; fi
 fi
-# a double checkpoint does not restart a single run (another case)
+# a double checkpoint does not restart a single run unless forced (the key is named)
 log=$("$MPIEXEC" -n 1 "$TESSERA_BIN" run "$work/heat.yaml" --out "$work/x" --set precision=single --restart "$work/d/checkpoint_00000040.h5" 2>&1); rc=$?
-[ $rc = 2 ] && echo "$log" | grep -q "different case" && pass "double checkpoint refused for a single run" ||
+[ $rc = 2 ] && echo "$log" | grep -q "precision: checkpoint double, this case single" && pass "double checkpoint refused for a single run, naming precision" ||
   { echo "$log" | tail -3; failure "double checkpoint into single run: rc $rc"; }
+if run_ok "forced" 1 "$work/heat.yaml" --out "$work/x" --set precision=single --restart "$work/d/checkpoint_00000040.h5" --restart-force &&
+  h5dump -H -d /fields/u "$work/x/final.h5" | grep -q H5T_IEEE_F32LE; then
+  pass "--restart-force: a double checkpoint continues as a single run"
+else failure "--restart-force from double into single"; fi
 # bad value
 log=$("$MPIEXEC" -n 1 "$TESSERA_BIN" run "$work/heat.yaml" --out "$work/bad" --set precision=half 2>&1); rc=$?
 if [ $rc = 2 ] && echo "$log" | grep -q "precision" && echo "$log" | grep -q "single" && [ ! -e "$work/bad" ]; then

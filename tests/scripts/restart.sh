@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Checkpoint/restart: a run restarted from a checkpoint on another decomposition ends bitwise
 # equal to an uninterrupted run; `latest` falls back past a damaged checkpoint; a checkpoint of
-# another case is refused; checkpoint datasets carry Fletcher32 checksums.
+# another case is refused with the keys that differ, continued with --restart-force, and
+# refused even then on another grid; the checkpoint layout (chunked Fletcher32 datasets per
+# component, attributes); a restart continues the snapshot series.
 set -u
 . "$(dirname "$0")/lib.bash"
 work=$(mktemp -d)
@@ -58,13 +60,78 @@ printf '\x55\x55\x55\x55\x55\x55\x55\x55' | dd of="$work/bad.h5" bs=1 seek=$((si
 log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/heat2d.yaml" --out "$work/bad" --restart "$work/bad.h5" 2>&1); rc=$?
 if [ $rc = 2 ] && echo "$log" | grep -q "checksum error"; then pass "damaged data: checksum error, exit 2"
 else echo "$log" | tail -3; failure "damaged data: rc $rc"; fi
-# another case (a changed param) is refused
+# another case (a changed param) is refused, naming the key, with exit 2
 sed 's/kappa: 0.7/kappa: 0.8/' "$work/heat2d.yaml" >"$work/other.yaml"
-log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/other.yaml" --out "$work/other" --restart "$f" 2>&1); rc=$?
-if [ $rc = 2 ] && echo "$log" | grep -q "was written by a different case (hash"; then pass "other case refused, exit 2"
-else echo "$log" | tail -3; failure "other case: rc $rc"; fi
-log=$("$MPIEXEC" -n 1 "$TESSERA_BIN" run "$work/heat2d.yaml" --out "$work/other" --restart "$f" --set params.a=0.4 2>&1); rc=$?
-[ $rc = 2 ] && echo "$log" | grep -q "different case" && pass "other --set refused" || failure "other --set: rc $rc"
-if h5dump -p -H -d /fields/u "$f" | grep -q FLETCHER32; then pass "Fletcher32 on /fields/u"
-else failure "no Fletcher32 on /fields/u"; fi
+refused() { # LABEL MESSAGE NP ARGS...: exit 2 and the message
+  local label=$1 msg=$2 np=$3 log rc
+  shift 3
+  log=$("$MPIEXEC" -n "$np" "$TESSERA_BIN" run "$@" 2>&1); rc=$?
+  if [ $rc = 2 ] && echo "$log" | grep -qF -- "$msg"; then pass "$label: exit 2"
+  else echo "$log" | grep -v '^ *$' | tail -5; failure "$label: rc $rc"; fi
+}
+refused "other case refused" "params.kappa: checkpoint 0.7, this case 0.8" 2 "$work/other.yaml" \
+  --out "$work/other" --restart "$f"
+refused "other case: what to do" "pass --restart-force to continue anyway" 1 "$work/other.yaml" \
+  --out "$work/other" --restart "$f"
+refused "other --set refused" "params.a: checkpoint 0.3, this case 0.4" 1 "$work/heat2d.yaml" \
+  --out "$work/other" --restart "$f" --set params.a=0.4
+# latest does not fall back past a checkpoint of another case: an older one is no better
+refused "other case, latest" "checkpoint $out/checkpoint_00000009.h5 was written by a different case; these keys differ:" \
+  1 "$work/other.yaml" --out "$out" --restart latest
+# --restart-force continues, and rank 0 warns with the keys (a param that leaves dt alone: a
+# run goes on with the dt it started with, and kappa would change dt: auto)
+sed 's/a: 0.3/a: 0.5/' "$work/heat2d.yaml" >"$work/forced.yaml"
+if log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/forced.yaml" --out "$work/forced" --restart "$f" --restart-force 2>&1); then
+  [ "$(echo "$log" | grep -c 'warning: --restart-force: continuing from')" = 1 ] &&
+    echo "$log" | grep -qF "  params.a: checkpoint 0.3, this case 0.5" &&
+    pass "--restart-force: continues, one warning naming the key" || { echo "$log" | head -5; failure "--restart-force: warning"; }
+  # the state after 6 steps with a = 0.3 and 6 with a = 0.5: not the uninterrupted run's
+  h5diff -q "$work/heat2d-ref/final.h5" "$work/forced/final.h5" /fields /fields >/dev/null 2>&1 &&
+    failure "--restart-force: a = 0.5 had no effect" || pass "--restart-force: goes on with this case's a"
+else echo "$log" | tail -3; failure "--restart-force: rc $?"; fi
+refused "--restart-force with another dt" "has dt = " 1 "$work/other.yaml" --out "$work/other" --restart "$f" --restart-force
+# another grid: refused even with --restart-force, before any field is read
+refused "other grid with --restart-force" "holds a 2D grid of 40x34 cells and this case has 2D 20x34 (grid.cells); a checkpoint continues only on the grid it was written on, --restart-force or not" \
+  2 "$work/heat2d.yaml" --out "$work/other" --restart "$f" --set "grid.cells=[20, 34]" --restart-force
+refused "other dimension" "holds a 2D grid of 40x34 cells and this case has 3D 40x34x2" 1 "$work/heat2d.yaml" \
+  --out "$work/other" --restart "$f" --set "grid.cells=[40, 34, 2]" --set "grid.lo=[0, -1, 0]" \
+  --set "grid.hi=[2, 1, 1]" --set "grid.periodic=[true, false, false]" --restart-force
+refused "--restart-force alone" "--restart-force goes with --restart" 1 "$work/heat2d.yaml" --out "$work/other" --restart-force
+[ ! -e "$work/other" ] && pass "refusals leave no output directory" || failure "refusals left $work/other"
+
+# the layout of a checkpoint: per component a chunked dataset with Fletcher32, and the
+# attributes a restart and a reader need
+w=$work/wave3d-ckpt/checkpoint_00000006.h5
+for comp in u v; do
+  hdr=$(h5dump -p -H -d /fields/$comp "$w" 2>&1)
+  echo "$hdr" | grep -q "DATASPACE  SIMPLE { ( 11, 12, 10 )" && echo "$hdr" | grep -q CHUNKED &&
+    echo "$hdr" | grep -q FLETCHER32 && echo "$hdr" | grep -q H5T_IEEE_F64LE &&
+    pass "checkpoint /fields/$comp: float64 [11][12][10], chunked, Fletcher32" ||
+    { echo "$hdr" | head -20; failure "checkpoint /fields/$comp layout"; }
+done
+attrs=$(h5dump -A -H "$w" | grep -o 'ATTRIBUTE "[a-z_]*"' | tr -d '"' | awk '{print $2}' | sort | paste -sd' ' -)
+[ "$attrs" = "case_hash case_text cells dt hi lo step tessera_version time" ] &&
+  pass "checkpoint attributes: $attrs" || failure "checkpoint attributes: $attrs"
+h5dump -a /case_text "$w" | grep -q "model: wave" && h5dump -a /step "$w" | grep -q "(0): 6$" &&
+  h5dump -a /case_hash "$w" | grep -Eq '"[0-9a-f]{16}"' && pass "checkpoint case_text, step, case_hash" ||
+  failure "checkpoint attribute values"
+
+# a restart continues the snapshot series: entries up to the checkpoint stay, later ones (of
+# the longer first run) go, the new ones follow; contents equal an uninterrupted run's
+s=$work/series
+run_ok "series" 1 "$work/heat2d.yaml" --out "$s" --set output.snapshot_every=2 --set output.checkpoint_every=4 &&
+  cp "$s/snapshot_00000006.h5" "$work/snap6.h5" &&
+  run_ok "series restart at 4" 2 "$work/heat2d.yaml" --out "$s" --restart "$s/checkpoint_00000004.h5" \
+    --set output.snapshot_every=3 && {
+  python3 "$TESSERA_SOURCE/tests/scripts/xdmf_check.py" "$s/snapshots.xmf" 0,2,4,6,9,12 8 &&
+    pass "series after a restart at 4 with every 3: 0 2 4 | 6 9 12" || failure "series after the restart"
+  [ -f "$s/snapshot_00000010.h5" ] && ! grep -q snapshot_00000010 "$s/snapshots.xmf" &&
+    pass "series: the first run's snapshot 10 is no longer listed" || failure "series: stale entry"
+  same "series: snapshot 6 after the restart = the first run's" "$work/snap6.h5" "$s/snapshot_00000006.h5"
+  # restarting at 8, where no snapshot was listed, with none to come: 9 and 12 go at once
+  run_ok "series restart at 8" 1 "$work/heat2d.yaml" --out "$s" --restart "$s/checkpoint_00000008.h5" \
+    --set output.snapshot_every=100 &&
+    python3 "$TESSERA_SOURCE/tests/scripts/xdmf_check.py" "$s/snapshots.xmf" 0,2,4,6 8 &&
+    pass "series after a restart at 8 with none to come: 0 2 4 6" || failure "series after the second restart"
+}
 finish

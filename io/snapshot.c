@@ -1,0 +1,195 @@
+/* Snapshot series: fields files through io/output.c, the XDMF collection through
+ * io/output_xdmf.c (io/snapshot.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "io/snapshot.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/output_internal.h"
+
+#define PATH_MAX_ 4096
+#define SERIES_FILE "snapshots.xmf"
+
+typedef struct {
+  int64_t step;
+  double time;
+  int precision; /* bytes per value */
+} entry;
+
+struct tsr_snapshot_series {
+  MPI_Comm comm;
+  int rank;
+  char dir[PATH_MAX_];
+  tsr_snapshot_opts opts;
+  tsr_grid_meta grid;
+  int nfield;
+  const char *const *names;
+  entry *e; /* rank 0: the series, by step */
+  int n, cap;
+  int dropped; /* entries of an earlier run dropped at open: the file needs rewriting */
+};
+
+static void file_name(char *buf, size_t n, int64_t step) {
+  snprintf(buf, n, "snapshot_%08" PRId64 ".h5", step);
+}
+
+static int add(tsr_snapshot_series *s, entry e) {
+  int at = 0;
+  while (at < s->n && s->e[at].step < e.step) ++at;
+  if (at < s->n && s->e[at].step == e.step) {
+    s->e[at] = e;
+    return 1;
+  }
+  if (s->n == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 16;
+    entry *p = realloc(s->e, (size_t)cap * sizeof *p);
+    if (!p) return 0;
+    s->e = p;
+    s->cap = cap;
+  }
+  memmove(s->e + at + 1, s->e + at, (size_t)(s->n - at) * sizeof *s->e);
+  s->e[at] = e;
+  s->n++;
+  return 1;
+}
+
+/* The whole of a small text file in a new string, or NULL (missing, unreadable). */
+static char *slurp(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return NULL;
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    len += fread(buf + len, 1, cap - len - 1, fp);
+    if (len < cap - 1) break;
+    char *bigger = realloc(buf, cap * 2);
+    if (!bigger) {
+      free(buf);
+      buf = NULL;
+    } else {
+      buf = bigger;
+      cap *= 2;
+    }
+  }
+  fclose(fp);
+  if (buf) buf[len] = '\0';
+  return buf;
+}
+
+/* The entries of a series file as output_xdmf.c writes it: each grid is named after its file
+ * (<Grid Name="snapshot_<step>"), then its <Time Value=...>, then data items whose precision
+ * precedes Format="HDF". Entries past from or whose file is gone are counted in s->dropped.
+ * Returns 0 when out of memory. */
+static int parse_series(tsr_snapshot_series *s, const char *text, int64_t from) {
+  static const char grid_tag[] = "<Grid Name=\"snapshot_", time_tag[] = "<Time Value=\"",
+                    hdf_tag[] = "\" Format=\"HDF\">";
+  const char *p = strstr(text, grid_tag);
+  while (p) {
+    const char *next = strstr(p + 1, grid_tag);
+    char *end;
+    long long step = strtoll(p + strlen(grid_tag), &end, 10);
+    const char *t = strstr(end, time_tag), *h = t ? strstr(t, hdf_tag) : NULL;
+    if (*end == '"' && step >= 0 && t && h && (!next || h < next) && h[-1] >= '1' &&
+        h[-1] <= '8') {
+      entry e = {step, strtod(t + strlen(time_tag), NULL), h[-1] - '0'};
+      char name[64], path[PATH_MAX_ + 64];
+      file_name(name, sizeof name, e.step);
+      snprintf(path, sizeof path, "%s/%s", s->dir, name);
+      if (e.step > from || access(path, R_OK) != 0) s->dropped++;
+      else if (!add(s, e)) return 0;
+    }
+    p = next;
+  }
+  return 1;
+}
+
+/* Rank 0: snapshots.xmf from the entries. */
+static tsr_err write_series(const tsr_snapshot_series *s) {
+  char path[PATH_MAX_ + 32];
+  snprintf(path, sizeof path, "%s/" SERIES_FILE, s->dir);
+  tsr_xdmf_step *steps = calloc((size_t)(s->n ? s->n : 1), sizeof *steps);
+  char(*h5)[64] = calloc((size_t)(s->n ? s->n : 1), sizeof *h5);
+  tsr_err err = TSR_OK;
+  if (!steps || !h5) {
+    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory writing '%s'", path);
+  } else {
+    for (int i = 0; i < s->n; ++i) {
+      file_name(h5[i], sizeof h5[i], s->e[i].step);
+      steps[i] = (tsr_xdmf_step){h5[i], s->e[i].time, s->e[i].step, s->e[i].precision};
+    }
+    err = tsr_output_write_xdmf_series(path, &s->grid, s->n, steps, s->nfield, s->names);
+  }
+  free(steps);
+  free(h5);
+  return err;
+}
+
+tsr_err tsr_snapshot_open(MPI_Comm comm, const char *dir, const tsr_grid_meta *grid, int nfield,
+                          const char *const *names, int64_t from, const tsr_snapshot_opts *opts,
+                          tsr_snapshot_series **out) {
+  *out = NULL;
+  tsr_snapshot_series *s = calloc(1, sizeof *s);
+  tsr_err err = s ? TSR_OK
+                  : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for snapshots");
+  if (s) {
+    s->comm = comm;
+    MPI_Comm_rank(comm, &s->rank);
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    if (opts) s->opts = *opts;
+    s->grid = *grid;
+    s->nfield = nfield;
+    s->names = names;
+  }
+  if (!err && s->rank == 0 && from >= 0) {
+    char path[PATH_MAX_ + 32];
+    snprintf(path, sizeof path, "%s/" SERIES_FILE, dir);
+    char *text = slurp(path);
+    if (text && !parse_series(s, text, from))
+      err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'", path);
+    free(text);
+    if (!err && s->dropped) err = write_series(s);
+  }
+  err = tsr_output_agree(comm, err);
+  if (err) {
+    tsr_snapshot_close(&s);
+    return err;
+  }
+  *out = s;
+  return TSR_OK;
+}
+
+tsr_err tsr_snapshot_write(tsr_snapshot_series *s, int64_t step, double t, const tsr_box *owned,
+                           const double *const *data) {
+  TSR_CHECK(s && step >= 0, TSR_ERR_INTERNAL, "tsr_snapshot_write: bad argument");
+  char name[64], path[PATH_MAX_ + 64];
+  file_name(name, sizeof name, step);
+  snprintf(path, sizeof path, "%s/%s", s->dir, name);
+  tsr_grid_meta meta = s->grid;
+  meta.time = t;
+  meta.step = step;
+  tsr_output_opts oo = {.force_serial = s->opts.serial_io, .single = s->opts.single};
+  TSR_CALL(tsr_output_write_fields(s->comm, path, &meta, owned, s->nfield, s->names, data, &oo));
+  tsr_err err = TSR_OK;
+  if (s->rank == 0) {
+    entry e = {step, t, s->opts.single ? 4 : 8};
+    if (!add(s, e))
+      err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory listing '%s'", path);
+    else
+      err = write_series(s);
+  }
+  return tsr_output_agree(s->comm, err);
+}
+
+int tsr_snapshot_count(const tsr_snapshot_series *s) { return s ? s->n : 0; }
+
+void tsr_snapshot_close(tsr_snapshot_series **s) {
+  if (!s || !*s) return;
+  free((*s)->e);
+  free(*s);
+  *s = NULL;
+}
