@@ -102,6 +102,11 @@ typedef struct {
     int keep;                /* checkpoints kept in dir (the newest); default 3 */
     int serial_io;           /* output.io: serial: ranks write in turn even with parallel HDF5 */
   } output;
+
+  struct {
+    double timeout;          /* seconds without progress before the watchdog aborts the job;
+                                default 300 (solver/watchdog.h) */
+  } comm;
 } tsr_case;
 
 /* Reads and validates the case file at path with the overrides applied in order. On success
@@ -131,7 +136,7 @@ extern const char *const tsr_case_face_names[TSR_NFACE];
 
 /* Hash of what determines the solution, for checkpoints: as c->hash but leaving out the
  * --set overrides of keys that only say how a run is laid out or where it writes
- * (decomposition.*, output.*, backend), so a restart may use other ranks or partitioner.
+ * (decomposition.*, output.*, backend, comm.*), so a restart may use other ranks or partitioner.
  * Edits to those keys inside the file still change it. */
 uint64_t tsr_case_restart_hash(const tsr_case *c);
 

@@ -99,7 +99,13 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
   tsr_output_attr attrs[] = {
       {"dt", NULL, dt}, {"case_text", case_text ? case_text : "", 0}, {"case_hash", hash, 0}};
   tsr_output_opts oo = {.force_serial = serial_io, .checksum = 1, .nattr = 3, .attrs = attrs};
-  TSR_CALL(tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo));
+  tsr_err werr = tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo);
+  if (werr) {
+    /* nothing of this checkpoint is left (the temporary is removed); say what still holds */
+    tsr_err_append("the previous checkpoint and '%s/latest' are unchanged: once the cause is "
+                   "fixed, continue with --restart latest", dir);
+    return werr;
+  }
   int rank;
   MPI_Comm_rank(comm, &rank);
   tsr_err err = TSR_OK;

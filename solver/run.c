@@ -14,6 +14,7 @@
 #include "io/progress.h"
 #include "solver/device.h"
 #include "solver/run_internal.h"
+#include "solver/watchdog.h"
 
 const char *const tsr_run_phase_names[PH_COUNT] = {
     "setup", "initial", "compute", "halo_wait", "boundary", "source", "monitor", "output"};
@@ -116,7 +117,10 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   double t2 = MPI_Wtime();
   TSR_CALL(be->stage(x, &d, &x->interior, in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
   double t3 = MPI_Wtime();
-  TSR_CALL(be->halo_end(x, in));
+  tsr_watchdog_waiting(1);
+  tsr_err err = be->halo_end(x, in);
+  tsr_watchdog_waiting(0);
+  TSR_CALL(err);
   double t4 = MPI_Wtime();
   for (int i = 0; i < x->nshell; ++i)
     TSR_CALL(be->stage(x, &d, &x->shell[i], in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
@@ -159,10 +163,12 @@ static tsr_err monitor(tsr_run_ctx *x, double t, norms *nm) {
     lsum[3 * q + 2] = v[TSR_NORM_ESQ];
   }
   double gsum[3 * TSR_MAX_COMP];
+  tsr_watchdog_waiting(1);
   MPI_Allreduce(lmin, nm->min, nc, MPI_DOUBLE, MPI_MIN, x->comm);
   MPI_Allreduce(lmax, nm->max, nc, MPI_DOUBLE, MPI_MAX, x->comm);
   MPI_Allreduce(lemax, nm->emax, nc, MPI_DOUBLE, MPI_MAX, x->comm);
   MPI_Allreduce(lsum, gsum, 3 * nc, MPI_DOUBLE, MPI_SUM, x->comm);
+  tsr_watchdog_waiting(0);
   for (int q = 0; q < nc; ++q) {
     nm->sum[q] = gsum[3 * q] * x->cellvol;
     nm->sq[q] = sqrt(gsum[3 * q + 1] * x->cellvol);
@@ -474,6 +480,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     x->slot[TSR_SLOT_U] = x->slot[x->scheme.result];
     x->slot[x->scheme.result] = tmp;
     t = (double)(step + 1) * x->dt;
+    tsr_watchdog_beat(step + 1);
     double cps = cells * (double)(step + 1 - first) / (MPI_Wtime() - start);
     tsr_progress_step(&pg, step + 1, t, cps);
     if ((step + 1) % every == 0 || step + 1 == x->nsteps) {
@@ -487,8 +494,12 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
                   c->path, (long long)(step + 1), t, x->dt, x->dt_stable);
     }
     /* none at the last step: final.h5 holds that state */
-    if (ckpt > 0 && (step + 1) % ckpt == 0 && step + 1 < x->nsteps)
+    if (ckpt > 0 && (step + 1) % ckpt == 0 && step + 1 < x->nsteps) {
+      tsr_fault_before_checkpoint(x->opts.fault, step + 1);
       TSR_CALL(write_checkpoint(x, step + 1, t));
+      tsr_watchdog_beat(step + 1);
+    }
+    tsr_fault_after_step(x->opts.fault, x->rank, step + 1, x->out_dir);
   }
   TSR_CALL(x->be->sync(x));
   tsr_progress_finish(&pg);
@@ -534,11 +545,23 @@ static tsr_err choose_backend(tsr_run_ctx *x) {
 #endif
 }
 
+/* From here on a rank that stops (crash, hang, lost GPU) stops the job instead of leaving its
+ * peers waiting: the watchdog names the halo peers this rank would wait for. */
+static tsr_err start_watchdog(tsr_run_ctx *x) {
+  int peers[64], n = 0;
+  for (int p = 0; p < x->plan.npeer && n < 64; ++p)
+    if (x->plan.peers[p].peer != x->rank) peers[n++] = x->plan.peers[p].peer;
+  return tsr_watchdog_start(x->rank, x->c->comm.timeout, peers, n);
+}
+
 static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   double t0 = MPI_Wtime();
   TSR_CALL(tsr_run_agree(x->comm, choose_backend(x)));
   TSR_CALL(tsr_run_agree(x->comm, setup(x)));
   x->phase[PH_SETUP] = MPI_Wtime() - t0;
+  int ckpt_every = x->opts.write_output ? x->c->output.checkpoint_every : 0;
+  TSR_CALL(tsr_run_agree(x->comm, tsr_fault_check(x->opts.fault, x->size, x->nsteps, ckpt_every)));
+  TSR_CALL(tsr_run_agree(x->comm, start_watchdog(x)));
   if (x->opts.write_output) TSR_CALL(prepare_outdir(x));
   if (x->opts.restart) TSR_CALL(tsr_run_agree(x->comm, restart(x)));
   else TSR_CALL(tsr_run_agree(x->comm, initial(x)));
@@ -552,6 +575,7 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   err = loop(x, res);
   TSR_CALL(err);
   if (!x->opts.write_output) return TSR_OK;
+  tsr_watchdog_beat(res->steps);
   TSR_CALL(write_final(x, res->t_final));
   double pmax[PH_COUNT], pmean[PH_COUNT];
   MPI_Reduce(x->phase, pmax, PH_COUNT, MPI_DOUBLE, MPI_MAX, 0, x->comm);
@@ -572,6 +596,7 @@ tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_
   MPI_Comm_size(comm, &x.size);
   memset(res, 0, sizeof *res);
   tsr_err err = run_all(&x, res);
+  tsr_watchdog_stop(); /* before teardown: its abort hook may name the backend's communicator */
   if (err && x.created_dir && x.rank == 0) rmdir(x.out_dir); /* only succeeds when empty */
   ctx_free(&x);
   return err;

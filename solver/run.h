@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "io/case.h"
+#include "solver/fault.h"
 
 typedef struct {
   const char *out_dir;  /* overrides case output.dir when not NULL */
@@ -17,6 +18,7 @@ typedef struct {
   tsr_backend backend;  /* overrides the case's backend unless TSR_BACKEND_AUTO */
   const char *restart;  /* NULL, "latest" (newest good checkpoint in the output dir) or a
                            checkpoint file: start from it instead of the initial conditions */
+  const tsr_fault *fault; /* --inject-fault (tests only), or NULL */
 } tsr_run_opts;
 
 typedef struct {
