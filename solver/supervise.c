@@ -378,15 +378,15 @@ int tsr_supervise_main(int argc, char **argv) {
     char what[700];
     if (w.score) snprintf(what, sizeof what, "%s", w.text);
     else if (WIFSIGNALED(status)) snprintf(what, sizeof what, "the command was killed by signal %d", WTERMSIG(status));
-    else snprintf(what, sizeof what, "the command exited with code %d", code);
+    else snprintf(what, sizeof what, "no reason given on its standard error");
     if (code == 2) {
       fprintf(stderr, SAY "attempt %d/%d: exit code 2, bad input (%s); not relaunching: fix "
               "the case or the command line\n", attempt, total, what);
       break;
     }
     if (attempt == total) {
-      fprintf(stderr, SAY "attempt %d/%d failed (%s, exit code %d); no restarts left "
-              "(--max-restarts %d)\n", attempt, total, what, code, o.max_restarts);
+      fprintf(stderr, SAY "attempt %d/%d failed with exit code %d (%s); no restarts left "
+              "(--max-restarts %d)\n", attempt, total, code, what, o.max_restarts);
       break;
     }
     int gpus = count_gpus(probes++), want = tsr_supervise_shrink(np, gpus0, gpus);
