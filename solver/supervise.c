@@ -42,8 +42,10 @@ int tsr_supervise_parse(int argc, char **argv, tsr_supervise_opts *o) {
   for (; i < argc && strcmp(argv[i], "--") != 0; ++i) {
     const char *a = argv[i], *v = NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fprintf(stderr, "usage: " USAGE "\n  (see tessera --help and README.md)\n");
-      return 2;
+      printf("usage: " USAGE "\n\nRuns the launch command and relaunches it with --restart latest "
+             "when it fails\n(exit code other than 0 and 2), at most N times (default 3). See "
+             "README.md, Recovery.\n");
+      return -1;
     }
     if (!strcmp(a, "--max-restarts")) {
       if (i + 1 >= argc || !strcmp(argv[i + 1], "--"))
@@ -341,7 +343,8 @@ static void print_cmd(const char *lead, char **argv) {
 
 int tsr_supervise_main(int argc, char **argv) {
   tsr_supervise_opts o;
-  if (tsr_supervise_parse(argc, argv, &o) != 0) return 2;
+  int parsed = tsr_supervise_parse(argc, argv, &o);
+  if (parsed != 0) return parsed < 0 ? 0 : 2;
   int n = argc - o.first, total = o.max_restarts + 1, at;
   char **cmd = calloc((size_t)n + 1, sizeof *cmd);
   if (!cmd) return 1;

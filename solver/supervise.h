@@ -21,8 +21,9 @@ typedef struct {
   int first;        /* index in argv of the launch command (after "--") */
 } tsr_supervise_opts;
 
-/* Parses supervise's own arguments. Returns 0, or 2 after printing one message on stderr
- * (missing --, empty command, a bad --max-restarts, an unknown option). */
+/* Parses supervise's own arguments. Returns 0; -1 after printing the help (--help); or 2
+ * after printing one message on stderr (missing --, empty command, a bad --max-restarts, an
+ * unknown option). */
 int tsr_supervise_parse(int argc, char **argv, tsr_supervise_opts *o);
 
 /* The launcher's rank count in cmd (n arguments): the value of the first -np, -n, --np, -c,
