@@ -8,21 +8,33 @@
 #include "kernels/cuda_util.h"
 #include "solver/watchdog.h"
 
-tsr_err tsr_gpu_wait(cudaStream_t stream, ncclComm_t nccl, const char *what) {
-  for (;;) {
-    cudaError_t q = cudaStreamQuery(stream);
-    if (q == cudaSuccess) return TSR_OK;
-    if (q != cudaErrorNotReady) return tsr_cuda_fail((int)q, what, __FILE__, __LINE__);
-    if (nccl) {
-      ncclResult_t async = ncclSuccess;
-      TSR_NCCL(ncclCommGetAsyncError(nccl, &async));
-      if (async != ncclSuccess && async != ncclInProgress)
-        return tsr_nccl_fail((int)async, what, __FILE__, __LINE__);
-    }
-    TSR_CHECK(!tsr_watchdog_fired(), TSR_ERR_NCCL,
-              "%s: the watchdog found no progress within comm.timeout and aborts the job", what);
-    sched_yield(); /* a core per rank spins here; let the rank's other threads in */
+static tsr_err poll_once(cudaStream_t stream, ncclComm_t nccl, const char *what, int *done) {
+  cudaError_t q = cudaStreamQuery(stream);
+  *done = q == cudaSuccess;
+  if (*done) return TSR_OK;
+  if (q != cudaErrorNotReady) return tsr_cuda_fail((int)q, what, __FILE__, __LINE__);
+  if (nccl) {
+    ncclResult_t async = ncclSuccess;
+    TSR_NCCL(ncclCommGetAsyncError(nccl, &async));
+    if (async != ncclSuccess && async != ncclInProgress)
+      return tsr_nccl_fail((int)async, what, __FILE__, __LINE__);
   }
+  TSR_CHECK(!tsr_watchdog_fired(), TSR_ERR_NCCL,
+            "%s: the watchdog found no progress within comm.timeout and aborts the job", what);
+  return TSR_OK;
+}
+
+tsr_err tsr_gpu_wait(cudaStream_t stream, ncclComm_t nccl, const char *what) {
+  int done = 0;
+  tsr_err err = poll_once(stream, nccl, what, &done);
+  if (err || done) return err;
+  tsr_watchdog_waiting(TSR_WATCHDOG_GPU);
+  while (!err && !done) {
+    sched_yield(); /* a core per rank spins here; let the rank's other threads in */
+    err = poll_once(stream, nccl, what, &done);
+  }
+  tsr_watchdog_waiting(0);
+  return err;
 }
 
 static void abort_nccl(void *comm) { ncclCommAbort((ncclComm_t)comm); }

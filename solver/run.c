@@ -117,7 +117,7 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   double t2 = MPI_Wtime();
   TSR_CALL(be->stage(x, &d, &x->interior, in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
   double t3 = MPI_Wtime();
-  tsr_watchdog_waiting(1);
+  tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
   tsr_err err = be->halo_end(x, in);
   tsr_watchdog_waiting(0);
   TSR_CALL(err);
@@ -163,7 +163,7 @@ static tsr_err monitor(tsr_run_ctx *x, double t, norms *nm) {
     lsum[3 * q + 2] = v[TSR_NORM_ESQ];
   }
   double gsum[3 * TSR_MAX_COMP];
-  tsr_watchdog_waiting(1);
+  tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
   MPI_Allreduce(lmin, nm->min, nc, MPI_DOUBLE, MPI_MIN, x->comm);
   MPI_Allreduce(lmax, nm->max, nc, MPI_DOUBLE, MPI_MAX, x->comm);
   MPI_Allreduce(lemax, nm->emax, nc, MPI_DOUBLE, MPI_MAX, x->comm);

@@ -58,11 +58,18 @@ static double now(void) {
 static void fire(double idle) {
   atomic_store(&fired, 1);
   long long step = atomic_load(&step_done);
-  if (atomic_load(&waiting)) {
-    char list[512] = "";
-    size_t w = 0;
-    for (int i = 0; i < wd.npeer && w < sizeof list; ++i)
-      w += (size_t)snprintf(list + w, sizeof list - w, "%s%d", i ? ", " : "", wd.peers[i]);
+  int on = atomic_load(&waiting);
+  char list[512] = "";
+  size_t w = 0;
+  for (int i = 0; i < wd.npeer && w < sizeof list; ++i)
+    w += (size_t)snprintf(list + w, sizeof list - w, "%s%d", i ? ", " : "", wd.peers[i]);
+  if (on == TSR_WATCHDOG_GPU) {
+    fprintf(stderr,
+            "tessera: watchdog: rank %d made no progress for %.3g s (comm.timeout) at step %lld, "
+            "waiting for its GPU's work (kernels and the NCCL exchange%s%s): its GPU or one of "
+            "those ranks has stopped; aborting the job\n",
+            wd.rank, idle, step + 1, wd.npeer ? " with ranks " : "", list);
+  } else if (on) {
     fprintf(stderr,
             "tessera: watchdog: rank %d made no progress for %.3g s (comm.timeout) at step %lld, "
             "waiting for %s%s: one of them has stopped (crashed, hung, or lost its GPU); "
@@ -103,10 +110,13 @@ static void *watch(void *unused) {
     if (wd.stop) break;
     long long b = atomic_load(&beats);
     double tn = now();
+    /* a rank left waiting gives the rank it waits for a quarter of the timeout more, so that
+     * the one that stopped is the one that reports first and names itself */
+    double limit = atomic_load(&waiting) ? 1.25 * wd.timeout : wd.timeout;
     if (b != seen) {
       seen = b;
       since = tn;
-    } else if (tn - since >= wd.timeout) {
+    } else if (tn - since >= limit) {
       pthread_mutex_unlock(&wd.lock);
       fire(tn - since);
       return NULL; /* not reached: MPI_Abort ends the process */

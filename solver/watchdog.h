@@ -2,8 +2,8 @@
  * stops making progress, so that a lost rank or GPU never leaves the others waiting forever.
  *
  * The step loop bumps a heartbeat (tsr_watchdog_beat) and marks where it waits on other ranks
- * (tsr_watchdog_waiting); when the heartbeat has not moved for the timeout (comm.timeout), the
- * thread prints on stderr which rank stopped, at which step, and whether it was waiting for
+ * (tsr_watchdog_waiting); when the heartbeat has not moved for the timeout (comm.timeout; 1.25
+ * times that while waiting, so the rank that stopped reports first), the thread prints on stderr which rank stopped, at which step, and whether it was waiting for
  * its halo peers (naming them) or was itself the one stuck; then it runs the abort hook (the
  * CUDA backend's: ncclCommAbort) and MPI_Abort(MPI_COMM_WORLD, 3). One watchdog per process;
  * its calls are thread-safe and cheap (atomic stores). */
@@ -22,7 +22,10 @@ tsr_err tsr_watchdog_start(int rank, double timeout, const int *peers, int npeer
 /* Progress: this rank has completed `step` steps. */
 void tsr_watchdog_beat(int64_t step);
 
-/* 1 while this rank waits on other ranks (halo exchange, reductions), 0 after. */
+/* What this rank waits for: TSR_WATCHDOG_PEERS while it waits on other ranks (halo exchange,
+ * reductions), TSR_WATCHDOG_GPU while the host waits for its GPU's work (kernels and the NCCL
+ * exchange they are queued with), 0 after. */
+enum { TSR_WATCHDOG_PEERS = 1, TSR_WATCHDOG_GPU = 2 };
 void tsr_watchdog_waiting(int on);
 
 /* What the watchdog runs before MPI_Abort, on its own thread (NULL: nothing). The hook must
