@@ -142,6 +142,17 @@ tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
                      path, why);
 }
 
+int tsr_checkpoint_count(MPI_Comm comm, const char *dir) {
+  int rank, n = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) {
+    int64_t steps[MAX_CAND];
+    n = list_steps(dir, steps, MAX_CAND);
+  }
+  MPI_Bcast(&n, 1, MPI_INT, 0, comm);
+  return n;
+}
+
 tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, int nfield,
                             const char *const *names, const tsr_box *owned, double *const *data,
                             tsr_checkpoint_info *info) {

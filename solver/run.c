@@ -14,6 +14,7 @@
 #include "io/progress.h"
 #include "solver/device.h"
 #include "solver/run_internal.h"
+#include "solver/supervise.h"
 #include "solver/watchdog.h"
 
 const char *const tsr_run_phase_names[PH_COUNT] = {
@@ -554,6 +555,21 @@ static tsr_err start_watchdog(tsr_run_ctx *x) {
   return tsr_watchdog_start(x->rank, x->c->comm.timeout, peers, n);
 }
 
+/* A run that tessera supervise relaunches (--restart latest) after it failed before writing
+ * its first checkpoint starts over: there is nothing else to lose. Damaged checkpoints still
+ * make --restart latest fail. */
+static int relaunch_without_checkpoint(const tsr_run_ctx *x) {
+  if (strcmp(x->opts.restart, "latest") != 0 || tsr_supervise_attempt() < 2 ||
+      tsr_checkpoint_count(x->comm, x->out_dir) > 0)
+    return 0;
+  if (x->rank == 0) {
+    printf("restart: no checkpoint in '%s' yet; starting from the initial conditions (attempt "
+           "%d under tessera supervise)\n", x->out_dir, tsr_supervise_attempt());
+    fflush(stdout);
+  }
+  return 1;
+}
+
 static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   double t0 = MPI_Wtime();
   TSR_CALL(tsr_run_agree(x->comm, choose_backend(x)));
@@ -563,6 +579,7 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   TSR_CALL(tsr_run_agree(x->comm, tsr_fault_check(x->opts.fault, x->size, x->nsteps, ckpt_every)));
   TSR_CALL(tsr_run_agree(x->comm, start_watchdog(x)));
   if (x->opts.write_output) TSR_CALL(prepare_outdir(x));
+  if (x->opts.restart && relaunch_without_checkpoint(x)) x->opts.restart = NULL;
   if (x->opts.restart) TSR_CALL(tsr_run_agree(x->comm, restart(x)));
   else TSR_CALL(tsr_run_agree(x->comm, initial(x)));
   /* one exchange before the clock starts: NCCL connects to each peer at the first send to it

@@ -138,6 +138,12 @@ int tsr_supervise_shrink(int np, int gpus0, int gpus) {
   return np > lost ? np - lost : 0;
 }
 
+int tsr_supervise_attempt(void) {
+  const char *a = getenv("TESSERA_ATTEMPT");
+  long v;
+  return a && parse_count(a, 1, 1000000, &v) ? (int)v : 1;
+}
+
 /* ---- GPUs ------------------------------------------------------------------------------ */
 
 static int on_path(const char *prog) {

@@ -16,6 +16,9 @@
 /* The whole command: argv[0] is "supervise". Prints on stderr; returns the exit code. */
 int tsr_supervise_main(int argc, char **argv);
 
+/* This process's attempt under tessera supervise (TESSERA_ATTEMPT), 1 when unsupervised. */
+int tsr_supervise_attempt(void);
+
 typedef struct {
   int max_restarts; /* default 3 */
   int first;        /* index in argv of the launch command (after "--") */

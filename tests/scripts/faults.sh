@@ -43,6 +43,14 @@ has "exit: relaunched on the GPUs left" "$log" "relaunching on 2 ranks instead o
 has "exit: restarted from 3" "$log" "restart: from '$out/checkpoint_00000003.h5'"
 same "exit: final = uninterrupted" "$ref" "$out/final.h5"
 
+# a rank that exits before the first checkpoint: the relaunch starts over
+out=$work/early
+log=$("$B" supervise -- "$MPIEXEC" -n 2 "$B" run "$case" --out "$out" \
+  --inject-fault rank=0,step=2,kind=exit 2>&1); rc=$?
+if [ $rc = 0 ]; then pass "early exit: supervise ends with 0"; else echo "$log" | tail; failure "early exit: rc $rc"; fi
+has "early exit: starts over" "$log" "restart: no checkpoint in '$out' yet; starting from the initial conditions (attempt 2 under tessera supervise)"
+same "early exit: final = uninterrupted" "$ref" "$out/final.h5"
+
 # (b) rank 1 hangs after step 5 (outside MPI): the watchdog aborts within comm.timeout and
 # names it; the relaunch completes. Each stderr line is stamped with the time it came.
 out=$work/hang timeout_s=3
@@ -108,6 +116,9 @@ bad "--inject-fault rank out of range" "--inject-fault: rank=4 but the run has 2
 bad "--inject-fault corrupt needs a checkpoint step" "kind=corrupt needs a step that writes a checkpoint" \
   "$B" run "$case" --out "$work/bad" --inject-fault rank=0,step=5,kind=corrupt
 [ ! -e "$work/bad" ] && pass "bad input leaves no output directory" || failure "bad input left $work/bad"
+mkdir "$work/empty"
+bad "--restart latest with no checkpoint, unsupervised" "--restart latest: no checkpoint in '$work/empty'" \
+  "$B" run "$case" --out "$work/empty" --restart latest
 bad "supervise without --" "expected -- before the launch command, got 'mpirun'" "$B" supervise mpirun -n 2
 bad "supervise without a command" "no launch command after --" "$B" supervise --max-restarts 2 --
 bad "supervise --max-restarts x" "--max-restarts: expected an integer from 0 to 1000, got 'x'" "$B" supervise --max-restarts x -- true
