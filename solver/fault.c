@@ -56,11 +56,13 @@ tsr_err tsr_fault_parse(const char *spec, tsr_fault *f) {
     long long v;
     if (!strcmp(key, "rank")) {
       if (seen_rank++) return bad(spec, "rank is given twice", NULL);
-      if (!parse_int(val, 0, 1 << 30, &v)) return bad(spec, "rank must be an integer >= 0, got", val);
+      if (!parse_int(val, 0, 1 << 30, &v))
+        return bad(spec, "rank must be an integer >= 0, got", val);
       f->rank = (int)v;
     } else if (!strcmp(key, "step")) {
       if (seen_step++) return bad(spec, "step is given twice", NULL);
-      if (!parse_int(val, 1, INT64_MAX, &v)) return bad(spec, "step must be an integer >= 1, got", val);
+      if (!parse_int(val, 1, INT64_MAX, &v))
+        return bad(spec, "step must be an integer >= 1, got", val);
       f->step = (int64_t)v;
     } else if (!strcmp(key, "kind")) {
       if (seen_kind++) return bad(spec, "kind is given twice", NULL);

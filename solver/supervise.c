@@ -386,7 +386,8 @@ int tsr_supervise_main(int argc, char **argv) {
     }
     char what[700];
     if (w.score) snprintf(what, sizeof what, "%s", w.text);
-    else if (WIFSIGNALED(status)) snprintf(what, sizeof what, "the command was killed by signal %d", WTERMSIG(status));
+    else if (WIFSIGNALED(status))
+      snprintf(what, sizeof what, "the command was killed by signal %d", WTERMSIG(status));
     else snprintf(what, sizeof what, "no reason given on its standard error");
     if (code == 2) {
       fprintf(stderr, SAY "attempt %d/%d: exit code 2, bad input (%s); not relaunching: fix "
@@ -403,7 +404,8 @@ int tsr_supervise_main(int argc, char **argv) {
       fprintf(stderr, SAY "%d usable GPU%s on this node (%d at the first launch): relaunching on "
               "%d ranks instead of %d\n", gpus, gpus == 1 ? "" : "s", gpus0, want, np);
     } else if (want != np) {
-      fprintf(stderr, SAY "no usable GPU left on this node; relaunching on %d ranks as before\n", np);
+      fprintf(stderr, SAY "no usable GPU left on this node; relaunching on %d ranks as before\n",
+              np);
       want = np;
     }
     char **next = tsr_supervise_argv(n, cmd, want != np ? want : 0);

@@ -3,8 +3,9 @@
  *
  * The step loop bumps a heartbeat (tsr_watchdog_beat) and marks where it waits on other ranks
  * (tsr_watchdog_waiting); when the heartbeat has not moved for the timeout (comm.timeout; 1.25
- * times that while waiting, so the rank that stopped reports first), the thread prints on stderr which rank stopped, at which step, and whether it was waiting for
- * its halo peers (naming them) or was itself the one stuck; then it runs the abort hook (the
+ * times that while waiting, so the rank that stopped reports first), the thread prints on
+ * stderr which rank stopped, at which step, and whether it was waiting for its halo peers
+ * (naming them) or was itself the one stuck; then it runs the abort hook (the
  * CUDA backend's: ncclCommAbort) and MPI_Abort(MPI_COMM_WORLD, 3). One watchdog per process;
  * its calls are thread-safe and cheap (atomic stores). */
 #ifndef TSR_WATCHDOG_H
