@@ -56,6 +56,9 @@
  *     snapshot_every: none   as checkpoint_every: DIR/snapshot_<step>.h5 for viewing, listed
  *                            in DIR/snapshots.xmf (io/snapshot.h); also the initial state
  *     snapshot_precision: double   double | single (float32 datasets)
+ *   comm:                    optional
+ *     timeout: 300           seconds (> 0) a rank may go without progress before the watchdog
+ *                            aborts the job, naming the rank that stopped
  *
  * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
  * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else
@@ -449,7 +452,7 @@ static void read_params(tsr_vctx *v, const tsr_yaml_entry *e) {
 static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   static const char *const keys[] = {"name",     "model",  "method", "backend",  "precision",
                                      "grid",     "params", "initial", "source",   "exact",
-                                     "boundary", "time",   "decomposition", "output"};
+                                     "boundary", "time",   "decomposition", "output", "comm"};
   tsr_case *c = v->c;
   tsr_vkeys(v, "", root, keys, (int)(sizeof keys / sizeof *keys));
   read_name(v, tsr_yaml_find(root, "name"));
@@ -475,6 +478,7 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   tsr_case_read_time(v, root, tsr_yaml_find(root, "time"));
   tsr_case_read_decomposition(v, tsr_yaml_find(root, "decomposition"));
   tsr_case_read_output(v, tsr_yaml_find(root, "output"));
+  tsr_case_read_comm(v, tsr_yaml_find(root, "comm"));
 }
 
 /* A case with its provenance filled in and every default set; NULL when out of memory. */
@@ -496,6 +500,7 @@ static tsr_case *case_new(const char *name, const char *text, int noverride,
   }
   c->hash = h;
   c->output.keep = 3;
+  c->comm.timeout = 300.0;
   c->model = TSR_MODEL_HEAT; /* meaningful only once ncomp > 0 */
   for (int a = 0; a < 3; ++a) {
     c->cells[a] = 1;
@@ -594,7 +599,7 @@ tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, t
 /* Prefixes of --set keys that change how a run is laid out or where it writes, never its
  * numbers (bitwise invariance across decompositions and backends, DESIGN.md). */
 static int layout_override(const char *o) {
-  static const char *const pre[] = {"decomposition.", "output.", "backend="};
+  static const char *const pre[] = {"decomposition.", "output.", "backend=", "comm."};
   for (size_t i = 0; i < sizeof pre / sizeof pre[0]; ++i)
     if (strncmp(o, pre[i], strlen(pre[i])) == 0) return 1;
   return 0;

@@ -113,6 +113,11 @@ typedef struct {
     tsr_case_every snapshot_every; /* snapshots for viewing (io/snapshot.h) */
     int snapshot_single;     /* output.snapshot_precision: single (float32 datasets) */
   } output;
+
+  struct {
+    double timeout;          /* seconds without progress before the watchdog aborts the job;
+                                default 300 (solver/watchdog.h) */
+  } comm;
 } tsr_case;
 
 /* Reads and validates the case file at path with the overrides applied in order. On success
@@ -142,7 +147,7 @@ extern const char *const tsr_case_face_names[TSR_NFACE];
 
 /* Hash of what determines the solution, for checkpoints: as c->hash but leaving out the
  * --set overrides of keys that only say how a run is laid out or where it writes
- * (decomposition.*, output.*, backend), so a restart may use other ranks or partitioner.
+ * (decomposition.*, output.*, backend, comm.*), so a restart may use other ranks or partitioner.
  * Edits to those keys inside the file still change it. */
 uint64_t tsr_case_restart_hash(const tsr_case *c);
 

@@ -1,6 +1,6 @@
 /* Case sections read after model and grid: initial, source, exact (component -> expression),
- * boundary (faces, their types, values and the periodicity they imply), time, decomposition
- * and output. The schema is documented at the top of io/case.c. */
+ * boundary (faces, their types, values and the periodicity they imply), time, decomposition,
+ * output and comm. The schema is documented at the top of io/case.c. */
 #define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp, stat */
 #include <math.h>
 #include <stdint.h>
@@ -448,5 +448,18 @@ void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
   if ((x = tsr_yaml_find(o, "keep")) && tsr_vint(v, "output.keep", x->value, &n)) {
     if (n >= 1 && n <= INT32_MAX) c->output.keep = (int)n;
     else tsr_vat(v, x->value, "output.keep: must be >= 1, got %ld", n);
+  }
+}
+
+void tsr_case_read_comm(tsr_vctx *v, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"timeout"};
+  const tsr_yaml_node *o = e && tsr_vmap(v, "comm", e->value) ? e->value : NULL;
+  if (o) tsr_vkeys(v, "comm", o, keys, 1);
+  const tsr_yaml_entry *x;
+  double d;
+  if ((x = tsr_yaml_find(o, "timeout")) && tsr_vnumber(v, "comm.timeout", x->value, &d)) {
+    /* under a second is below what a loaded machine's scheduler can promise */
+    if (d >= 0.1 && d <= 1e7) v->c->comm.timeout = d;
+    else tsr_vat(v, x->value, "comm.timeout: expected seconds in [0.1, 1e7], got %g", d);
   }
 }

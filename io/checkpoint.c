@@ -99,7 +99,13 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
   tsr_output_attr attrs[] = {
       {"dt", NULL, dt}, {"case_text", case_text ? case_text : "", 0}, {"case_hash", hash, 0}};
   tsr_output_opts oo = {.force_serial = serial_io, .checksum = 1, .nattr = 3, .attrs = attrs};
-  TSR_CALL(tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo));
+  tsr_err werr = tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo);
+  if (werr) {
+    /* nothing of this checkpoint is left (the temporary is removed); say what still holds */
+    tsr_err_append("the previous checkpoint and '%s/latest' are unchanged: once the cause is "
+                   "fixed, continue with --restart latest", dir);
+    return werr;
+  }
   int rank;
   MPI_Comm_rank(comm, &rank);
   tsr_err err = TSR_OK;
@@ -141,6 +147,17 @@ tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
                        "checkpoint '%s': checksum error, the file is damaged (%s)", path, why);
   return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (%s)",
                      path, why);
+}
+
+int tsr_checkpoint_count(MPI_Comm comm, const char *dir) {
+  int rank, n = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) {
+    int64_t steps[MAX_CAND];
+    n = list_steps(dir, steps, MAX_CAND);
+  }
+  MPI_Bcast(&n, 1, MPI_INT, 0, comm);
+  return n;
 }
 
 tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, int nfield,

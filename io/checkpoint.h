@@ -49,6 +49,10 @@ tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
                             const char *const *names, const tsr_box *owned, double *const *data,
                             tsr_checkpoint_info *info, tsr_checkpoint_accept accept, void *arg);
 
+/* Number of checkpoint files (checkpoint_<step>.h5, readable or not) in dir, as rank 0 sees it
+ * (0 when dir cannot be listed). Collective. */
+int tsr_checkpoint_count(MPI_Comm comm, const char *dir);
+
 /* As tsr_checkpoint_read for spec "latest" (dir/latest, else the newest checkpoint in dir that
  * reads; rank 0 says on stdout which one it used when it is not the one latest names) or a
  * file name. A checkpoint that accept refuses ends the search with its error: an older one

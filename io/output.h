@@ -100,4 +100,10 @@ tsr_err tsr_output_read_meta(MPI_Comm comm, const char *path, tsr_grid_meta *met
 /* 1 when this build's HDF5 has parallel (MPI-IO) support. */
 int tsr_output_parallel_available(void);
 
+/* For tests (tessera run --inject-fault kind=enospc): the next checkpoint written on this rank
+ * (tsr_output_write_fields with opts->checksum) meets a full disk. Its temporary file is made a
+ * link to /dev/full, so the kernel's ENOSPC comes back through HDF5 and the real error path
+ * runs (the temporary is removed, the message names the file). Once. */
+void tsr_output_inject_enospc(void);
+
 #endif

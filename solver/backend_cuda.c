@@ -16,6 +16,7 @@
 #include "io/case_expr.h"
 #include "solver/backend.h"
 #include "solver/device.h"
+#include "solver/gpu_wait.h"
 #include "solver/run_internal.h"
 
 typedef struct {
@@ -46,6 +47,7 @@ static tsr_err setup(tsr_run_ctx *x) {
   TSR_CUDA(cudaStreamCreateWithPriority(&s->comm, cudaStreamNonBlocking, hi));
   TSR_CALL(tsr_nccl_create(x->comm, &s->nccl));
   s->have_nccl = 1;
+  tsr_gpu_watch_nccl(s->nccl);
   return tsr_halo_create_nccl(&x->plan, s->nccl, x->c->ncomp, s->comm, &x->halo);
 }
 
@@ -56,6 +58,7 @@ static void teardown(tsr_run_ctx *x) {
   if (s->compute) cudaStreamSynchronize(s->compute);
   for (int f = 0; f < TSR_NFACE; ++f) cudaFree(s->face[f]);
   tsr_expr_cuda_destroy(&s->lib);
+  tsr_gpu_watch_nccl(NULL);
   if (s->have_nccl) tsr_nccl_destroy(&s->nccl);
   if (s->compute) cudaStreamDestroy(s->compute);
   if (s->comm) cudaStreamDestroy(s->comm);
@@ -198,13 +201,14 @@ static tsr_err download(tsr_run_ctx *x, const tsr_field *f, int comp, double *ow
 
 static tsr_err norms(tsr_run_ctx *x, const tsr_field *u, const tsr_field *exact, int comp,
                      double *out) {
+  /* the step's kernels wait here, where a lost peer shows, not in the reduction's own sync */
+  TSR_CALL(tsr_gpu_wait(st(x)->compute, st(x)->nccl, "the monitor's wait for the step"));
   return tsr_reduce_cuda(u, exact, comp, out, st(x)->compute);
 }
 
 static tsr_err sync(tsr_run_ctx *x) {
-  TSR_CUDA(cudaStreamSynchronize(st(x)->compute));
-  TSR_CUDA(cudaStreamSynchronize(st(x)->comm));
-  return TSR_OK;
+  TSR_CALL(tsr_gpu_wait(st(x)->compute, st(x)->nccl, "the wait for the compute stream"));
+  return tsr_gpu_wait(st(x)->comm, st(x)->nccl, "the wait for the communication stream");
 }
 
 const tsr_backend_ops tsr_backend_cuda = {

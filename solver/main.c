@@ -6,17 +6,20 @@
 #include <string.h>
 
 #include "io/case.h"
+#include "solver/fault.h"
 #include "solver/info.h"
 #include "solver/run.h"
+#include "solver/supervise.h"
 #include "tsr_version.h"
 
 enum { EXIT_RUN_FAILED = 1, EXIT_BAD_INPUT = 2 };
 
 static const char usage[] =
     "usage: tessera run CASE.yaml [--set KEY=VALUE]... [--out DIR] [--backend B]\n"
-    "                   [--restart latest|FILE [--restart-force]]\n"
+    "                   [--restart latest|FILE [--restart-force]] [--inject-fault SPEC]\n"
     "       tessera check CASE.yaml [--ranks N] [--set KEY=VALUE]...\n"
     "       tessera info\n"
+    "       tessera supervise [--max-restarts N] -- LAUNCH COMMAND...\n"
     "       tessera --help | --version\n"
     "\n"
     "commands:\n"
@@ -28,6 +31,9 @@ static const char usage[] =
     "  info    print the version, the build (CUDA on/off), the MPI, HDF5, libyaml, muparser\n"
     "          and OpenMP in use, and this node's GPUs: CUDA and NCCL versions, each GPU,\n"
     "          peer access and links between them. Takes no case file.\n"
+    "  supervise  run LAUNCH COMMAND (e.g. mpirun -np 4 tessera run case.yaml) and, when it\n"
+    "          fails (exit code other than 0 and 2), relaunch it with --restart latest, up to\n"
+    "          N times (default 3), on fewer ranks when GPUs were lost; see README.md.\n"
     "\n"
     "options:\n"
     "  --set KEY=VALUE  override a case key, e.g. --set time.end=0.5 --set grid.cells=[64,64]\n"
@@ -43,13 +49,17 @@ static const char usage[] =
     "  --restart-force  (run) restart even from a checkpoint of a case whose keys differ\n"
     "                   (a warning lists them); never across another grid or model\n"
     "  --ranks N        (check) the rank count to plan for\n"
+    "  --inject-fault rank=R,step=S,kind=exit|hang|corrupt|enospc\n"
+    "                   (run; FOR TESTS ONLY) make rank R fail after step S: exit, hang,\n"
+    "                   damage the checkpoint of step S and exit, or meet a full disk writing\n"
+    "                   it. Fires only in a first launch (TESSERA_ATTEMPT unset or 1)\n"
     "  -h, --help       this text\n"
     "  --version        print the version\n"
     "\n"
     "The case-file reference is in README.md.\n";
 
 typedef struct {
-  const char *command, *case_path, *out_dir, *restart;
+  const char *command, *case_path, *out_dir, *restart, *fault;
   int ranks;
   int restart_force;
   int nset;
@@ -93,6 +103,11 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       else if (i + 1 < argc) o->restart = argv[++i];
       if (!o->restart || !*o->restart)
         return say(rank, EXIT_BAD_INPUT, "option --restart needs a value: latest or a checkpoint file%s%s", "", "");
+    } else if (!strcmp(a, "--inject-fault") || !strncmp(a, "--inject-fault=", 15)) {
+      if (a[14] == '=') o->fault = a + 15;
+      else if (i + 1 < argc) o->fault = argv[++i];
+      if (!o->fault || !*o->fault)
+        return say(rank, EXIT_BAD_INPUT, "option --inject-fault needs a value: rank=R,step=S,kind=exit|hang|corrupt|enospc%s%s", "", "");
     } else if (!strcmp(a, "--set") || !strcmp(a, "--out") || !strcmp(a, "--ranks")) {
       if (i + 1 >= argc)
         return say(rank, EXIT_BAD_INPUT, "option %s needs a value (see tessera --help)%s", a, "");
@@ -129,7 +144,7 @@ static int parse(int argc, char **argv, int rank, cli *o) {
   if (!strcmp(o->command, "info")) {
     if (o->case_path)
       return say(rank, EXIT_BAD_INPUT, "info takes no case file, got '%s': tessera info%s", o->case_path, "");
-    if (o->nset || o->out_dir || o->ranks || o->restart || o->restart_force)
+    if (o->nset || o->out_dir || o->ranks || o->restart || o->restart_force || o->fault)
       return say(rank, EXIT_BAD_INPUT, "info takes no options (--set, --out, --ranks belong to run and check)%s%s", "", "");
     return -1;
   }
@@ -142,6 +157,8 @@ static int parse(int argc, char **argv, int rank, cli *o) {
   if (o->restart_force && !o->restart)
     return say(rank, EXIT_BAD_INPUT, "--restart-force goes with --restart latest|FILE (it lets a "
                "restart continue a checkpoint of a case that differs)%s%s", "", "");
+  if (o->fault && strcmp(o->command, "run"))
+    return say(rank, EXIT_BAD_INPUT, "--inject-fault is an option of run%s%s", "", "");
   if (o->out_dir && !*o->out_dir)
     return say(rank, EXIT_BAD_INPUT, "--out: expected a directory, got an empty string%s", "", "");
   return -1;
@@ -156,6 +173,8 @@ static int fail(int rank, tsr_err err) {
 }
 
 int main(int argc, char **argv) {
+  /* the supervisor launches MPI jobs; it is not one of their processes */
+  if (argc > 1 && !strcmp(argv[1], "supervise")) return tsr_supervise_main(argc - 1, argv + 1);
   /* threads call MPI beside the step loop (the background checkpoint writer, the watchdog);
    * where the library gives less, those fall back (MPI_Query_thread tells them) */
   int provided;
@@ -170,7 +189,9 @@ int main(int argc, char **argv) {
     tsr_err err = tsr_info_print(MPI_COMM_WORLD, stdout);
     code = err ? fail(rank, err) : 0;
   } else if (code < 0) {
-    tsr_err err = tsr_case_load(o.case_path, o.nset, o.sets, &c);
+    tsr_fault fault = {0};
+    tsr_err err = o.fault ? tsr_fault_parse(o.fault, &fault) : TSR_OK;
+    if (!err) err = tsr_case_load(o.case_path, o.nset, o.sets, &c);
     if (!err) err = tsr_case_check_expressions(c);
     err = tsr_run_agree(MPI_COMM_WORLD, err);
     if (err) {
@@ -184,6 +205,7 @@ int main(int argc, char **argv) {
       ro.out_dir = o.out_dir;
       ro.restart = o.restart;
       ro.restart_force = o.restart_force;
+      ro.fault = o.fault ? &fault : NULL;
       tsr_run_result res;
       err = tsr_run(c, MPI_COMM_WORLD, &ro, &res);
       if (err) {

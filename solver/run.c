@@ -15,6 +15,8 @@
 #include "solver/device.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
+#include "solver/supervise.h"
+#include "solver/watchdog.h"
 
 const char *const tsr_run_phase_names[PH_COUNT] = {
     "setup", "initial", "compute", "halo_wait", "boundary", "source", "monitor", "output"};
@@ -117,7 +119,10 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   double t2 = MPI_Wtime();
   TSR_CALL(be->stage(x, &d, &x->interior, in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
   double t3 = MPI_Wtime();
-  TSR_CALL(be->halo_end(x, in));
+  tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
+  tsr_err err = be->halo_end(x, in);
+  tsr_watchdog_waiting(0);
+  TSR_CALL(err);
   double t4 = MPI_Wtime();
   for (int i = 0; i < x->nshell; ++i)
     TSR_CALL(be->stage(x, &d, &x->shell[i], in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
@@ -160,10 +165,12 @@ static tsr_err monitor(tsr_run_ctx *x, double t, norms *nm) {
     lsum[3 * q + 2] = v[TSR_NORM_ESQ];
   }
   double gsum[3 * TSR_MAX_COMP];
+  tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
   MPI_Allreduce(lmin, nm->min, nc, MPI_DOUBLE, MPI_MIN, x->comm);
   MPI_Allreduce(lmax, nm->max, nc, MPI_DOUBLE, MPI_MAX, x->comm);
   MPI_Allreduce(lemax, nm->emax, nc, MPI_DOUBLE, MPI_MAX, x->comm);
   MPI_Allreduce(lsum, gsum, 3 * nc, MPI_DOUBLE, MPI_SUM, x->comm);
+  tsr_watchdog_waiting(0);
   for (int q = 0; q < nc; ++q) {
     nm->sum[q] = gsum[3 * q] * x->cellvol;
     nm->sq[q] = sqrt(gsum[3 * q + 1] * x->cellvol);
@@ -485,6 +492,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     x->slot[TSR_SLOT_U] = x->slot[x->scheme.result];
     x->slot[x->scheme.result] = tmp;
     t = (double)(step + 1) * x->dt;
+    tsr_watchdog_beat(step + 1);
     double cps = cells * (double)(step + 1 - first) / (MPI_Wtime() - start);
     tsr_progress_step(&pg, step + 1, t, cps);
     if ((step + 1) % every == 0 || step + 1 == x->nsteps) {
@@ -501,8 +509,12 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
       TSR_CALL(write_snapshot(x, step + 1, t));
     /* none at the last step: final.h5 holds that state */
     if (x->opts.write_output && step + 1 < x->nsteps &&
-        tsr_schedule_due(&c->output.checkpoint_every, step + 1, x->dt))
+        tsr_schedule_due(&c->output.checkpoint_every, step + 1, x->dt)) {
+      tsr_fault_before_checkpoint(x->opts.fault, step + 1);
       TSR_CALL(write_checkpoint(x, step + 1, t));
+      tsr_watchdog_beat(step + 1);
+    }
+    tsr_fault_after_step(x->opts.fault, x->rank, step + 1, x->out_dir);
   }
   TSR_CALL(x->be->sync(x));
   tsr_progress_finish(&pg);
@@ -548,12 +560,41 @@ static tsr_err choose_backend(tsr_run_ctx *x) {
 #endif
 }
 
+/* From here on a rank that stops (crash, hang, lost GPU) stops the job instead of leaving its
+ * peers waiting: the watchdog names the halo peers this rank would wait for. */
+static tsr_err start_watchdog(tsr_run_ctx *x) {
+  int peers[64], n = 0;
+  for (int p = 0; p < x->plan.npeer && n < 64; ++p)
+    if (x->plan.peers[p].peer != x->rank) peers[n++] = x->plan.peers[p].peer;
+  return tsr_watchdog_start(x->rank, x->c->comm.timeout, peers, n);
+}
+
+/* A run that tessera supervise relaunches (--restart latest) after it failed before writing
+ * its first checkpoint starts over: there is nothing else to lose. Damaged checkpoints still
+ * make --restart latest fail. */
+static int relaunch_without_checkpoint(const tsr_run_ctx *x) {
+  if (strcmp(x->opts.restart, "latest") != 0 || tsr_supervise_attempt() < 2 ||
+      tsr_checkpoint_count(x->comm, x->out_dir) > 0)
+    return 0;
+  if (x->rank == 0) {
+    printf("restart: no checkpoint in '%s' yet; starting from the initial conditions (attempt "
+           "%d under tessera supervise)\n", x->out_dir, tsr_supervise_attempt());
+    fflush(stdout);
+  }
+  return 1;
+}
+
 static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   double t0 = MPI_Wtime();
   TSR_CALL(tsr_run_agree(x->comm, choose_backend(x)));
   TSR_CALL(tsr_run_agree(x->comm, setup(x)));
   x->phase[PH_SETUP] = MPI_Wtime() - t0;
+  const tsr_case_every *ckpt = x->opts.write_output ? &x->c->output.checkpoint_every : NULL;
+  TSR_CALL(tsr_run_agree(x->comm,
+                         tsr_fault_check(x->opts.fault, x->size, x->nsteps, ckpt, x->dt)));
+  TSR_CALL(tsr_run_agree(x->comm, start_watchdog(x)));
   if (x->opts.write_output) TSR_CALL(prepare_outdir(x));
+  if (x->opts.restart && relaunch_without_checkpoint(x)) x->opts.restart = NULL;
   if (x->opts.restart) TSR_CALL(tsr_run_agree(x->comm, restart(x)));
   else TSR_CALL(tsr_run_agree(x->comm, initial(x)));
   if (x->opts.write_output && tsr_schedule_any(&x->c->output.snapshot_every))
@@ -568,6 +609,7 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   err = loop(x, res);
   TSR_CALL(err);
   if (!x->opts.write_output) return TSR_OK;
+  tsr_watchdog_beat(res->steps);
   TSR_CALL(write_final(x, res->t_final));
   double pmax[PH_COUNT], pmean[PH_COUNT];
   MPI_Reduce(x->phase, pmax, PH_COUNT, MPI_DOUBLE, MPI_MAX, 0, x->comm);
@@ -588,6 +630,7 @@ tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_
   MPI_Comm_size(comm, &x.size);
   memset(res, 0, sizeof *res);
   tsr_err err = run_all(&x, res);
+  tsr_watchdog_stop(); /* before teardown: its abort hook may name the backend's communicator */
   if (err && x.created_dir && x.rank == 0) rmdir(x.out_dir); /* only succeeds when empty */
   ctx_free(&x);
   return err;

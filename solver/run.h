@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "io/case.h"
+#include "solver/fault.h"
 
 typedef struct {
   const char *out_dir;  /* overrides case output.dir when not NULL */
@@ -19,6 +20,7 @@ typedef struct {
                            checkpoint file: start from it instead of the initial conditions */
   int restart_force;    /* 1: restart from a checkpoint of a case whose keys differ (a warning
                            lists them); never when the grid or the model differ */
+  const tsr_fault *fault; /* --inject-fault (tests only), or NULL */
 } tsr_run_opts;
 
 typedef struct {

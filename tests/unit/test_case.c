@@ -335,6 +335,12 @@ static const bad_case bad[] = {
     {MODEL GRID INIT TIME "output: {progress: bars}\n", {0},
      {"c.yaml:5:20: output.progress: unknown value 'bars' (did you mean 'bar'?)"}},
     {"name: my case\n" MODEL GRID INIT TIME, {0}, {"c.yaml:1:7: name: 'my case' has characters"}},
+    /* comm */
+    {MODEL GRID INIT TIME "comm: {timeout: 0}\n", {0},
+     {"c.yaml:5:17: comm.timeout: expected seconds in [0.1, 1e7], got 0"}},
+    {MODEL GRID INIT TIME "comm: {timout: 5}\n", {0},
+     {"c.yaml:5:8: unknown key 'comm.timout' (did you mean 'comm.timeout'?)"}},
+    {MODEL GRID INIT TIME, {"comm.timeout=soon"}, {"--set comm.timeout=soon: comm.timeout: expected a number"}},
     /* overrides */
     {MODEL GRID INIT TIME, {"time.end"}, {"--set time.end: expected KEY=VALUE"}},
     {MODEL GRID INIT TIME, {"=3"}, {"--set =3: empty key before '='"}},
@@ -350,6 +356,25 @@ static const bad_case bad[] = {
       "\nc.yaml:4:23: time.cfl: must be in (0, 1], got 2\n",
       "--set time.steps=0.5: time.steps: expected an integer, got '0.5'"}},
 };
+
+/* comm.timeout: 300 s unless given; a --set of it does not change the restart hash (a relaunch
+ * may wait longer or shorter) */
+static void test_comm_timeout(void **state) {
+  (void)state;
+  static const char text[] = MODEL GRID INIT TIME;
+  tsr_case *c = load_ok("c.yaml", text, 0, NULL);
+  assert_true(c->comm.timeout == 300.0);
+  uint64_t h = tsr_case_restart_hash(c);
+  tsr_case_destroy(&c);
+  char *set[] = {"comm.timeout=2.5"};
+  c = load_ok("c.yaml", text, 1, set);
+  assert_true(c->comm.timeout == 2.5);
+  assert_true(tsr_case_restart_hash(c) == h);
+  tsr_case_destroy(&c);
+  c = load_ok("c.yaml", MODEL GRID INIT TIME "comm: {timeout: 7}\n", 0, NULL);
+  assert_true(c->comm.timeout == 7.0);
+  tsr_case_destroy(&c);
+}
 
 static void test_bad_inputs(void **state) {
   (void)state;
@@ -374,7 +399,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_full_case), cmocka_unit_test(test_3d_case),
       cmocka_unit_test(test_overrides), cmocka_unit_test(test_load_file),
-      cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_comm_timeout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,427 @@
+/* tessera supervise (solver/supervise.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "solver/supervise.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SAY "tessera supervise: "
+#define USAGE "tessera supervise [--max-restarts N] -- mpirun -np 4 tessera run case.yaml ..."
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, SAY);
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n  usage: " USAGE "\n");
+  return 2;
+}
+
+static int parse_count(const char *s, long lo, long hi, long *out) {
+  if (!s || !*s) return 0;
+  for (const char *p = s; *p; ++p)
+    if (*p < '0' || *p > '9') return 0;
+  errno = 0;
+  long v = strtol(s, NULL, 10);
+  if (errno || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+int tsr_supervise_parse(int argc, char **argv, tsr_supervise_opts *o) {
+  o->max_restarts = 3;
+  o->first = -1;
+  int i = 1;
+  for (; i < argc && strcmp(argv[i], "--") != 0; ++i) {
+    const char *a = argv[i], *v = NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      printf("usage: " USAGE "\n\nRuns the launch command and relaunches it with --restart latest "
+             "when it fails\n(exit code other than 0 and 2), at most N times (default 3). See "
+             "README.md, Recovery.\n");
+      return -1;
+    }
+    if (!strcmp(a, "--max-restarts")) {
+      if (i + 1 >= argc || !strcmp(argv[i + 1], "--"))
+        return usage_error("--max-restarts needs a value: an integer >= 0%s", "");
+      v = argv[++i];
+    } else if (!strncmp(a, "--max-restarts=", 15)) {
+      v = a + 15;
+    } else if (a[0] == '-') {
+      return usage_error("unknown option '%s' (supervise takes --max-restarts N, then -- and "
+                         "the launch command)", a);
+    } else {
+      return usage_error("expected -- before the launch command, got '%s'", a);
+    }
+    long n;
+    if (!parse_count(v, 0, 1000, &n))
+      return usage_error("--max-restarts: expected an integer from 0 to 1000, got '%s'", v);
+    o->max_restarts = (int)n;
+  }
+  if (i >= argc) return usage_error("expected -- and then the launch command%s", "");
+  if (i + 1 >= argc) return usage_error("no launch command after --%s", "");
+  o->first = i + 1;
+  return 0;
+}
+
+int tsr_supervise_ranks(int n, char *const *cmd, int *at) {
+  static const char *const flags[] = {"-np", "-n", "--np", "-c", "--n", "--ntasks"};
+  static const char *const joined[] = {"--np=", "--ntasks=", "-np="};
+  *at = -1;
+  for (int i = 1; i < n && strcmp(cmd[i], "run") != 0; ++i) {
+    long v;
+    for (size_t f = 0; f < sizeof flags / sizeof *flags; ++f)
+      if (!strcmp(cmd[i], flags[f]) && i + 1 < n && parse_count(cmd[i + 1], 1, 1 << 24, &v)) {
+        *at = i + 1;
+        return (int)v;
+      }
+    for (size_t f = 0; f < sizeof joined / sizeof *joined; ++f) {
+      size_t len = strlen(joined[f]);
+      if (!strncmp(cmd[i], joined[f], len) && parse_count(cmd[i] + len, 1, 1 << 24, &v)) {
+        *at = i;
+        return (int)v;
+      }
+    }
+  }
+  return 0;
+}
+
+void tsr_supervise_argv_free(char **argv) {
+  for (char **p = argv; p && *p; ++p) free(*p);
+  free(argv);
+}
+
+char **tsr_supervise_argv(int n, char *const *cmd, int np) {
+  char **out = calloc((size_t)n + 3, sizeof *out);
+  if (!out) return NULL;
+  int at, m = 0, restart = 0;
+  tsr_supervise_ranks(n, cmd, &at);
+  int ok = 1;
+  for (int i = 0; i < n && ok; ++i) {
+    char buf[64];
+    const char *a = cmd[i];
+    if (i == at && np > 0) {
+      const char *eq = strchr(a, '=');
+      if (eq && a[0] == '-') snprintf(buf, sizeof buf, "%.*s%d", (int)(eq - a + 1), a, np);
+      else snprintf(buf, sizeof buf, "%d", np);
+      a = buf;
+    } else if (!strcmp(a, "--restart") && i + 1 < n) {
+      ok = (out[m++] = strdup(a)) != NULL;
+      ++i;
+      a = "latest";
+      restart = 1;
+    } else if (!strncmp(a, "--restart=", 10)) {
+      a = "--restart=latest";
+      restart = 1;
+    }
+    ok = ok && (out[m++] = strdup(a)) != NULL;
+  }
+  if (ok && !restart) ok = (out[m++] = strdup("--restart")) && (out[m++] = strdup("latest"));
+  if (!ok) {
+    tsr_supervise_argv_free(out);
+    return NULL;
+  }
+  return out;
+}
+
+int tsr_supervise_shrink(int np, int gpus0, int gpus) {
+  if (np <= 0 || gpus0 < 0 || gpus < 0 || gpus >= np) return np;
+  if (np <= gpus0) return gpus; /* one node held them all */
+  int lost = gpus0 - gpus;      /* across nodes: only this node's losses are known */
+  if (lost <= 0) return np;
+  return np > lost ? np - lost : 0;
+}
+
+int tsr_supervise_attempt(void) {
+  const char *a = getenv("TESSERA_ATTEMPT");
+  long v;
+  return a && parse_count(a, 1, 1000000, &v) ? (int)v : 1;
+}
+
+/* ---- GPUs ------------------------------------------------------------------------------ */
+
+static int on_path(const char *prog) {
+  const char *path = getenv("PATH");
+  if (!path) return 0;
+  char dir[4096];
+  for (const char *p = path; *p;) {
+    size_t len = strcspn(p, ":");
+    snprintf(dir, sizeof dir, "%.*s/%s", (int)len, p, prog);
+    if (len && access(dir, X_OK) == 0) return 1;
+    p += len + (p[len] == ':');
+  }
+  return 0;
+}
+
+/* Usable GPUs of this node, or -1 when there is no way to tell (no nvidia-smi: a machine
+ * without GPUs). TESSERA_SUPERVISE_GPUS=a,b,c (tests) gives the counts of successive probes
+ * (the last one repeats). */
+static int count_gpus(int probe) {
+  const char *fake = getenv("TESSERA_SUPERVISE_GPUS");
+  if (fake && *fake) {
+    const char *p = fake;
+    for (int i = 0; i < probe && strchr(p, ','); ++i) p = strchr(p, ',') + 1;
+    return atoi(p);
+  }
+  if (!on_path("nvidia-smi")) return -1;
+  /* a GPU that has fallen off the bus or is lost is not listed as "GPU i: ..." */
+  FILE *fp = popen("nvidia-smi -L 2>/dev/null", "r");
+  if (!fp) return -1;
+  char line[512];
+  int n = 0;
+  while (fgets(line, sizeof line, fp))
+    if (!strncmp(line, "GPU ", 4)) ++n;
+  pclose(fp);
+  return n;
+}
+
+/* ---- running the command --------------------------------------------------------------- */
+
+static volatile sig_atomic_t got_signal;
+static volatile pid_t child_pid;
+
+static void forward(int sig) {
+  got_signal = sig;
+  if (child_pid > 0) kill(child_pid, sig);
+}
+
+/* Why the command failed, from its stderr: the most telling line seen so far wins. */
+typedef struct {
+  char text[512];
+  int score;
+  int mpi_rank; /* Open MPI's "Process name: [[j,s],R]" waits for its "Exit code:" line */
+} why;
+
+static void note(why *w, int score, const char *text) {
+  if (score <= w->score) return;
+  w->score = score;
+  snprintf(w->text, sizeof w->text, "%s", text);
+}
+
+static void scan_line(why *w, char *line) {
+  line[strcspn(line, "\r\n")] = '\0';
+  char *p, t[320];
+  int r, s;
+  if ((p = strstr(line, "tessera: watchdog: "))) {
+    p += strlen("tessera: watchdog: ");
+    char *cut = strstr(p, " (comm.timeout)");
+    int len = cut ? (int)(cut - p) : (int)strlen(p);
+    snprintf(t, sizeof t, "the watchdog found %.*s", len > 250 ? 250 : len, p);
+    /* the rank that stopped outranks the ranks that waited for it */
+    note(w, strstr(p, " stopped:") ? 5 : 4, t);
+  } else if ((p = strstr(line, "Process name: [[")) && (p = strstr(p, "],")) &&
+             sscanf(p + 2, "%d]", &r) == 1) {
+    w->mpi_rank = r; /* Open MPI: the first rank that failed; "Exit code:" follows */
+  } else if (w->mpi_rank >= 0 && (p = strstr(line, "Exit code:")) &&
+             sscanf(p + 10, "%d", &s) == 1) {
+    snprintf(t, sizeof t, "rank %d exited with code %d", w->mpi_rank, s);
+    note(w, 3, t);
+    w->mpi_rank = -1;
+  } else if ((p = strstr(line, "process rank ")) && strstr(line, "exited on signal") &&
+             sscanf(p, "process rank %d", &r) == 1 &&
+             sscanf(strstr(line, "exited on signal") + 16, "%d", &s) == 1) {
+    snprintf(t, sizeof t, "rank %d was killed by signal %d", r, s);
+    note(w, 3, t);
+  } else if ((p = strstr(line, ": task ")) && strstr(line, "Exited with exit code") &&
+             sscanf(p, ": task %d", &r) == 1 &&
+             sscanf(strstr(line, "Exited with exit code") + 21, "%d", &s) == 1) {
+    snprintf(t, sizeof t, "rank %d exited with code %d", r, s); /* Slurm's srun */
+    note(w, 3, t);
+  } else if (!strncmp(line, "tessera: ", 9) && !strstr(line, "--inject-fault")) {
+    snprintf(t, sizeof t, "%.250s", line + 9);
+    note(w, 1, t);
+  }
+}
+
+/* Copies the child's stderr through to ours, line by line into w, until the child exits.
+ * Returns its wait status. */
+static int pump(pid_t pid, int fd, why *w) {
+  char line[4096];
+  size_t len = 0;
+  int status = 0, done = 0;
+  while (!done) {
+    struct pollfd pf = {fd, POLLIN, 0};
+    int r = poll(&pf, 1, 200);
+    if (r > 0) {
+      char buf[4096];
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n > 0) {
+        if (write(2, buf, (size_t)n) < 0) { /* our stderr is gone: keep supervising */ }
+        for (ssize_t i = 0; i < n; ++i) {
+          if (len < sizeof line - 1) line[len++] = buf[i];
+          if (buf[i] == '\n') {
+            line[len] = '\0';
+            scan_line(w, line);
+            len = 0;
+          }
+        }
+        continue;
+      }
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) fd = -1; /* EOF */
+    }
+    /* the launcher's own children may keep the pipe open after it exits: its exit ends this */
+    pid_t q = waitpid(pid, &status, fd < 0 ? 0 : WNOHANG);
+    if (q == pid) done = 1;
+    else if (q < 0 && errno != EINTR) done = 1;
+  }
+  if (fd >= 0) { /* what is left in the pipe */
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+      if (write(2, buf, (size_t)n) < 0) break;
+  }
+  if (len) {
+    line[len] = '\0';
+    scan_line(w, line);
+  }
+  return status;
+}
+
+/* Runs argv with TESSERA_ATTEMPT=attempt. Returns the wait status, or -1 when it could not be
+ * started (message printed). */
+static int run_once(char **argv, int attempt, why *w) {
+  char num[16];
+  snprintf(num, sizeof num, "%d", attempt);
+  setenv("TESSERA_ATTEMPT", num, 1);
+  int err_pipe[2], exec_pipe[2];
+  if (pipe(err_pipe) != 0 || pipe(exec_pipe) != 0) {
+    fprintf(stderr, SAY "cannot make a pipe: %s\n", strerror(errno));
+    return -1;
+  }
+  fcntl(exec_pipe[1], F_SETFD, FD_CLOEXEC);
+  fcntl(err_pipe[0], F_SETFD, FD_CLOEXEC);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, SAY "cannot fork: %s\n", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    close(exec_pipe[0]);
+    dup2(err_pipe[1], 2);
+    close(err_pipe[1]);
+    execvp(argv[0], argv);
+    int e = errno; /* tells the parent why, through the pipe that exec would have closed */
+    if (write(exec_pipe[1], &e, sizeof e) < 0) { /* nothing better to do */ }
+    _exit(127);
+  }
+  child_pid = pid;
+  close(err_pipe[1]);
+  close(exec_pipe[1]);
+  int e = 0;
+  ssize_t n;
+  while ((n = read(exec_pipe[0], &e, sizeof e)) < 0 && errno == EINTR) {
+  }
+  close(exec_pipe[0]);
+  int status = pump(pid, err_pipe[0], w);
+  close(err_pipe[0]);
+  child_pid = 0;
+  if (n == (ssize_t)sizeof e) {
+    fprintf(stderr, SAY "cannot run '%s': %s; give the launcher as it is typed in a shell "
+            "(mpirun -np 4 tessera run case.yaml)\n", argv[0], strerror(e));
+    return -1;
+  }
+  return status;
+}
+
+static int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+static void print_cmd(const char *lead, char **argv) {
+  fprintf(stderr, SAY "%s", lead);
+  for (char **p = argv; *p; ++p) fprintf(stderr, " %s", *p);
+  fprintf(stderr, "\n");
+}
+
+int tsr_supervise_main(int argc, char **argv) {
+  tsr_supervise_opts o;
+  int parsed = tsr_supervise_parse(argc, argv, &o);
+  if (parsed != 0) return parsed < 0 ? 0 : 2;
+  int n = argc - o.first, total = o.max_restarts + 1, at;
+  char **cmd = calloc((size_t)n + 1, sizeof *cmd);
+  if (!cmd) return 1;
+  for (int i = 0; i < n; ++i) cmd[i] = strdup(argv[o.first + i]);
+  int np = tsr_supervise_ranks(n, cmd, &at);
+  int probes = 0, gpus0 = count_gpus(probes++);
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = forward;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+
+  int code = 1;
+  for (int attempt = 1; attempt <= total; ++attempt) {
+    why w = {.score = 0, .mpi_rank = -1};
+    int status = run_once(cmd, attempt, &w);
+    if (status < 0) {
+      code = 2;
+      break;
+    }
+    code = exit_code(status);
+    if (got_signal) {
+      fprintf(stderr, SAY "stopped by signal %d (forwarded to the command); not relaunching\n",
+              (int)got_signal);
+      break;
+    }
+    if (code == 0) {
+      if (attempt > 1) fprintf(stderr, SAY "attempt %d/%d succeeded\n", attempt, total);
+      break;
+    }
+    char what[700];
+    if (w.score) snprintf(what, sizeof what, "%s", w.text);
+    else if (WIFSIGNALED(status))
+      snprintf(what, sizeof what, "the command was killed by signal %d", WTERMSIG(status));
+    else snprintf(what, sizeof what, "no reason given on its standard error");
+    if (code == 2) {
+      fprintf(stderr, SAY "attempt %d/%d: exit code 2, bad input (%s); not relaunching: fix "
+              "the case or the command line\n", attempt, total, what);
+      break;
+    }
+    if (attempt == total) {
+      fprintf(stderr, SAY "attempt %d/%d failed with exit code %d (%s); no restarts left "
+              "(--max-restarts %d)\n", attempt, total, code, what, o.max_restarts);
+      break;
+    }
+    int gpus = count_gpus(probes++), want = tsr_supervise_shrink(np, gpus0, gpus);
+    if (want != np && want >= 1) {
+      fprintf(stderr, SAY "%d usable GPU%s on this node (%d at the first launch): relaunching on "
+              "%d ranks instead of %d\n", gpus, gpus == 1 ? "" : "s", gpus0, want, np);
+    } else if (want != np) {
+      fprintf(stderr, SAY "no usable GPU left on this node; relaunching on %d ranks as before\n",
+              np);
+      want = np;
+    }
+    char **next = tsr_supervise_argv(n, cmd, want != np ? want : 0);
+    if (!next) {
+      fprintf(stderr, SAY "out of memory\n");
+      break;
+    }
+    tsr_supervise_argv_free(cmd);
+    cmd = next;
+    np = want;
+    n = 0;
+    while (cmd[n]) ++n;
+    fprintf(stderr, SAY "attempt %d/%d: attempt %d failed with exit code %d (%s); restarting "
+            "from the latest checkpoint\n", attempt + 1, total, attempt, code, what);
+    print_cmd("relaunching:", cmd);
+  }
+  tsr_supervise_argv_free(cmd);
+  return code;
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Recovery from faults injected with --inject-fault (a testing aid): under tessera supervise a
+# rank that exits, a rank that hangs (the watchdog ends the job within comm.timeout) and a
+# damaged newest checkpoint all end with final fields bitwise equal to an uninterrupted run,
+# also when supervise relaunches on fewer ranks; a full disk during a checkpoint is a clear
+# error that leaves the previous checkpoint good and no temporary file; an unwritable output
+# location is a clear error; bad --inject-fault and supervise arguments exit 2; supervise
+# passes TESSERA_ATTEMPT, gives up after --max-restarts and stops on a signal.
+set -u
+. "$(dirname "$0")/lib.bash"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat >"$work/heat2d.yaml" <<'YAML'
+model: heat
+grid: {cells: [24, 20], lo: [0, -1], hi: [2, 1]}
+params: {kappa: 0.7}
+initial: {u: "sin(pi*x)*cos(0.5*pi*y) + 0.3*x*y"}
+boundary: {ylo: {type: neumann, value: "x"}}
+time: {scheme: ssp_rk3, dt: auto, steps: 12}
+output: {checkpoint_every: 3, keep: 3, progress: none}
+YAML
+case=$work/heat2d.yaml
+B=$TESSERA_BIN
+same() { # same LABEL A B: final fields bitwise equal
+  if h5diff -q "$2" "$3" /fields /fields >/dev/null 2>&1; then pass "$1"
+  else h5diff -r "$2" "$3" /fields /fields 2>&1 | head -5; failure "$1"; fi
+}
+has() { # has LABEL TEXT PATTERN: the text contains the fixed string
+  if printf '%s' "$2" | grep -qF -- "$3"; then pass "$1"
+  else printf '%s\n' "$2" | tail -15; failure "$1 (no '$3')"; fi
+}
+run_ok "reference np1" 1 "$case" --out "$work/ref" || { finish; exit 1; }
+ref=$work/ref/final.h5
+
+# (a) rank 1 of 3 exits after step 5; two GPUs are left (TESSERA_SUPERVISE_GPUS stands in for
+# nvidia-smi): supervise relaunches on 2 ranks from checkpoint 3
+out=$work/exit
+log=$(TESSERA_SUPERVISE_GPUS=3,2 "$B" supervise -- "$MPIEXEC" -n 3 "$B" run "$case" --out "$out" \
+  --inject-fault rank=1,step=5,kind=exit 2>&1); rc=$?
+if [ $rc = 0 ]; then pass "exit: supervise ends with 0"; else echo "$log" | tail; failure "exit: rc $rc"; fi
+has "exit: the reason names the rank" "$log" "attempt 2/4: attempt 1 failed with exit code 1 (rank 1 exited with code 1); restarting from the latest checkpoint"
+has "exit: relaunched on the GPUs left" "$log" "relaunching on 2 ranks instead of 3"
+has "exit: restarted from 3" "$log" "restart: from '$out/checkpoint_00000003.h5'"
+same "exit: final = uninterrupted" "$ref" "$out/final.h5"
+
+# a rank that exits before the first checkpoint: the relaunch starts over
+out=$work/early
+log=$("$B" supervise -- "$MPIEXEC" -n 2 "$B" run "$case" --out "$out" \
+  --inject-fault rank=0,step=2,kind=exit 2>&1); rc=$?
+if [ $rc = 0 ]; then pass "early exit: supervise ends with 0"; else echo "$log" | tail; failure "early exit: rc $rc"; fi
+has "early exit: starts over" "$log" "restart: no checkpoint in '$out' yet; starting from the initial conditions (attempt 2 under tessera supervise)"
+same "early exit: final = uninterrupted" "$ref" "$out/final.h5"
+
+# (b) rank 1 hangs after step 5 (outside MPI): the watchdog aborts within comm.timeout and
+# names it; the relaunch completes. Each stderr line is stamped with the time it came.
+out=$work/hang timeout_s=3
+stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done; }
+log=$(timeout 120 "$B" supervise -- "$MPIEXEC" -n 2 "$B" run "$case" --out "$out" \
+  --set comm.timeout=$timeout_s --inject-fault rank=1,step=5,kind=hang 2>&1 | stamp); rc=${PIPESTATUS[0]}
+if [ "$rc" = 0 ]; then pass "hang: supervise ends with 0"; else echo "$log" | tail; failure "hang: rc $rc"; fi
+has "hang: the watchdog names the rank that stopped" "$log" "tessera: watchdog: rank 1 stopped: no progress for"
+has "hang: supervise says why" "$log" "(the watchdog found rank 1 stopped: no progress for"
+t0=$(echo "$log" | grep -m1 "rank 1 hangs after step 5" | cut -d' ' -f1)
+t1=$(echo "$log" | grep -m1 "tessera: watchdog:" | cut -d' ' -f1)
+if [ -n "$t0" ] && [ -n "$t1" ] && awk -v a="$t0" -v b="$t1" -v T=$timeout_s 'BEGIN { d = b - a; print "hang detected after " d " s"; exit !(d >= T - 0.5 && d <= T + 2) }'; then
+  pass "hang: detected within comm.timeout ($timeout_s s) + 2 s"
+else failure "hang: detection time (from '$t0' to '$t1')"; fi
+same "hang: final = uninterrupted" "$ref" "$out/final.h5"
+
+# (c) the newest checkpoint (6) is damaged as the node dies: latest falls back to 3
+out=$work/corrupt
+log=$("$B" supervise --max-restarts 1 -- "$MPIEXEC" -n 2 "$B" run "$case" --out "$out" \
+  --inject-fault rank=0,step=6,kind=corrupt 2>&1); rc=$?
+if [ $rc = 0 ]; then pass "corrupt: supervise ends with 0"; else echo "$log" | tail; failure "corrupt: rc $rc"; fi
+has "corrupt: checksum error found" "$log" "skipping checkpoint '$out/checkpoint_00000006.h5': checksum error"
+has "corrupt: falls back to 3" "$log" "using the older '$out/checkpoint_00000003.h5' (step 3)"
+has "corrupt: 2 attempts" "$log" "attempt 2/2 succeeded"
+same "corrupt: final = uninterrupted" "$ref" "$out/final.h5"
+
+# (d) the disk is full at the checkpoint of step 6 (ENOSPC from the kernel, through HDF5)
+out=$work/full
+log=$("$MPIEXEC" -n 2 "$B" run "$case" --out "$out" --inject-fault rank=0,step=6,kind=enospc 2>&1); rc=$?
+if [ $rc = 1 ]; then pass "enospc: exit 1"; else echo "$log" | tail; failure "enospc: rc $rc"; fi
+has "enospc: message names the file" "$log" "cannot write '$out/checkpoint_00000006.h5': no space left on device; free space there or write elsewhere"
+has "enospc: says the previous one holds" "$log" "the previous checkpoint and '$out/latest' are unchanged"
+if printf '%s' "$log" | grep -q "infinite loop closing library"; then failure "enospc: HDF5's noise at exit"
+else pass "enospc: one message, no HDF5 noise"; fi
+left=$(ls "$out")
+if [ "$left" = "$(printf 'checkpoint_00000003.h5\nlatest')" ] && [ "$(cat "$out/latest")" = checkpoint_00000003.h5 ]; then
+  pass "enospc: no temporary left, latest still names 3"
+else echo "$left"; failure "enospc: files left"; fi
+if h5dump -H "$out/checkpoint_00000003.h5" >/dev/null 2>&1 &&
+  run_ok "enospc: restart" 2 "$case" --out "$out" --restart latest; then
+  same "enospc: restart from the previous checkpoint = uninterrupted" "$ref" "$out/final.h5"
+else failure "enospc: previous checkpoint does not verify"; fi
+
+# (e) an output location below a regular file (root ignores permissions; this it cannot pass)
+: >"$work/plain"
+log=$("$MPIEXEC" -n 2 "$B" run "$case" --out "$work/plain/out" 2>&1); rc=$?
+if [ $rc = 1 ] && [ ! -s "$work/plain" ] && [ -f "$work/plain" ]; then pass "unwritable output: exit 1, nothing written"
+else echo "$log" | tail -3; failure "unwritable output: rc $rc"; fi
+has "unwritable output: message names it" "$log" "cannot create output directory '$work/plain/out'"
+
+# (f) bad input: exit 2 with a message, and supervise does not retry it
+bad() { # bad LABEL PATTERN COMMAND...: exit 2 and the message
+  local label=$1 want=$2 log rc
+  shift 2
+  log=$("$@" 2>&1); rc=$?
+  if [ $rc = 2 ] && printf '%s' "$log" | grep -qF -- "$want"; then pass "$label"
+  else printf '%s\n' "$log" | tail -5; failure "$label: rc $rc (wanted 2 and '$want')"; fi
+}
+bad "bad --inject-fault kind" "--inject-fault 'rank=1,step=5,kind=explode': unknown kind 'explode'; expected rank=R,step=S,kind=exit|hang|corrupt|enospc" \
+  "$B" run "$case" --out "$work/bad" --inject-fault rank=1,step=5,kind=explode
+bad "bad --inject-fault syntax" "expected KEY=VALUE, got 'hang'" "$B" run "$case" --out "$work/bad" --inject-fault rank=1,hang
+bad "--inject-fault without a value" "option --inject-fault needs a value" "$B" run "$case" --inject-fault
+bad "--inject-fault rank out of range" "--inject-fault: rank=4 but the run has 2 ranks (0..1)" \
+  "$MPIEXEC" -n 2 "$B" run "$case" --out "$work/bad" --inject-fault rank=4,step=5,kind=exit
+bad "--inject-fault corrupt needs a checkpoint step" "kind=corrupt needs a step that writes a checkpoint" \
+  "$B" run "$case" --out "$work/bad" --inject-fault rank=0,step=5,kind=corrupt
+[ ! -e "$work/bad" ] && pass "bad input leaves no output directory" || failure "bad input left $work/bad"
+mkdir "$work/empty"
+bad "--restart latest with no checkpoint, unsupervised" "--restart latest: no checkpoint in '$work/empty'" \
+  "$B" run "$case" --out "$work/empty" --restart latest
+bad "supervise without --" "expected -- before the launch command, got 'mpirun'" "$B" supervise mpirun -n 2
+bad "supervise without a command" "no launch command after --" "$B" supervise --max-restarts 2 --
+bad "supervise --max-restarts x" "--max-restarts: expected an integer from 0 to 1000, got 'x'" "$B" supervise --max-restarts x -- true
+bad "supervise: a command that does not exist" "cannot run 'no-such-launcher': No such file or directory" "$B" supervise -- no-such-launcher -n 2
+log=$("$B" supervise -- "$MPIEXEC" -n 1 "$B" run "$case" --set time.cfl=2 2>&1); rc=$?
+if [ $rc = 2 ] && [ "$(printf '%s' "$log" | grep -c "time.cfl: must be in")" = 1 ]; then
+  has "supervise: bad input is not retried" "$log" "attempt 1/4: exit code 2, bad input"
+else printf '%s\n' "$log" | tail -5; failure "supervise: bad input rc $rc"; fi
+
+# supervise's own behaviour on plain commands
+log=$("$B" supervise --max-restarts 2 -- bash -c 'echo "attempt $TESSERA_ATTEMPT" >&2; exit 3' 2>&1); rc=$?
+if [ $rc = 3 ] && [ "$(printf '%s' "$log" | grep -c '^attempt [123]$')" = 3 ]; then
+  has "supervise: gives up after --max-restarts with the last code" "$log" "attempt 3/3 failed with exit code 3 (no reason given on its standard error); no restarts left (--max-restarts 2)"
+else printf '%s\n' "$log"; failure "supervise: retries rc $rc"; fi
+"$B" supervise -- sleep 30 2>"$work/sig.log" &
+pid=$!
+sleep 0.5
+kill -INT $pid
+wait $pid; rc=$?
+if [ $rc = 130 ] && grep -q "stopped by signal 2 (forwarded to the command); not relaunching" "$work/sig.log"; then
+  pass "supervise: Ctrl-C is forwarded and ends supervision"
+else cat "$work/sig.log"; failure "supervise: SIGINT rc $rc"; fi
+finish
