@@ -74,6 +74,7 @@
 #include <sys/stat.h>
 
 #include "io/case_validate.h"
+#include "io/text.h"
 
 const char *const tsr_case_face_names[TSR_NFACE] = {"xlo", "xhi", "ylo", "yhi", "zlo", "zhi"};
 
@@ -561,20 +562,8 @@ tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, t
   if (!f)
     return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
                        "cannot read case file '%s': %s; check the path", path, strerror(errno));
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    len += fread(buf + len, 1, cap - len - 1, f);
-    if (len < cap - 1) break;
-    char *bigger = realloc(buf, cap * 2);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-    } else {
-      buf = bigger;
-      cap *= 2;
-    }
-  }
+  size_t len = 0;
+  char *buf = tsr_text_read_all(f, &len);
   int bad = buf && ferror(f);
   int saved = errno;
   fclose(f);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "io/output_internal.h"
+#include "io/text.h"
 
 #define PATH_MAX_ 4096
 #define SERIES_FILE "snapshots.xmf"
@@ -62,22 +63,8 @@ static int add(tsr_snapshot_series *s, entry e) {
 static char *slurp(const char *path) {
   FILE *fp = fopen(path, "rb");
   if (!fp) return NULL;
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    len += fread(buf + len, 1, cap - len - 1, fp);
-    if (len < cap - 1) break;
-    char *bigger = realloc(buf, cap * 2);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-    } else {
-      buf = bigger;
-      cap *= 2;
-    }
-  }
+  char *buf = tsr_text_read_all(fp, NULL);
   fclose(fp);
-  if (buf) buf[len] = '\0';
   return buf;
 }
 

@@ -51,3 +51,23 @@ void tsr_strbuf_printf(tsr_strbuf *b, const char *fmt, ...) {
   }
   b->n += (size_t)k;
 }
+
+char *tsr_text_read_all(FILE *fp, size_t *len_out) {
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    len += fread(buf + len, 1, cap - len - 1, fp);
+    if (len < cap - 1) break;
+    char *bigger = realloc(buf, cap * 2);
+    if (!bigger) {
+      free(buf);
+      buf = NULL;
+    } else {
+      buf = bigger;
+      cap *= 2;
+    }
+  }
+  if (buf) buf[len] = '\0';
+  if (len_out) *len_out = buf ? len : 0;
+  return buf;
+}

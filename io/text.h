@@ -1,9 +1,10 @@
 /* Small text helpers shared by the case reader, the expression compiler and code generation:
- * edit distance for "did you mean" suggestions and a growing string buffer. */
+ * edit distance for "did you mean" suggestions, a growing string buffer, whole-file reads. */
 #ifndef TSR_TEXT_H
 #define TSR_TEXT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,6 +21,10 @@ typedef struct {
   size_t n, cap;
   int oom;
 } tsr_strbuf;
+
+/* Reads the rest of fp into a new NUL-terminated string (owned by the caller) and sets *len to
+ * its length; NULL when memory runs out. A read error shows as ferror(fp). */
+char *tsr_text_read_all(FILE *fp, size_t *len);
 
 /* Appends printf-formatted text. */
 void tsr_strbuf_printf(tsr_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
