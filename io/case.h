@@ -101,6 +101,7 @@ typedef struct {
     int checkpoint_every;    /* steps between checkpoints; 0: none */
     int keep;                /* checkpoints kept in dir (the newest); default 3 */
     int serial_io;           /* output.io: serial: ranks write in turn even with parallel HDF5 */
+    int checkpoint_async;    /* 1 (default): checkpoint files are written by a background thread */
   } output;
 } tsr_case;
 

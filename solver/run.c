@@ -12,6 +12,7 @@
 #include "io/checkpoint.h"
 #include "io/output.h"
 #include "io/progress.h"
+#include "solver/ckpt_writer.h"
 #include "solver/device.h"
 #include "solver/run_internal.h"
 
@@ -234,6 +235,7 @@ static tsr_err prepare_outdir(tsr_run_ctx *x) {
 }
 
 static void ctx_free(tsr_run_ctx *x) {
+  tsr_ckpt_writer_destroy(&x->ckpt); /* first: it joins its thread and uses the backend */
   if (x->be_ready) x->be->teardown(x);
   tsr_field_destroy(&x->exact);
   free(x->scratch);
@@ -322,63 +324,6 @@ static tsr_err initial(tsr_run_ctx *x) {
   return TSR_OK;
 }
 
-/* The case as a checkpoint records it: the file's text, then the --set overrides as
- * comments, so the file alone says how its state was made. NULL when out of memory. */
-static char *case_record(const tsr_case *c) {
-  size_t n = strlen(c->text) + 2;
-  for (int i = 0; i < c->noverride; ++i) n += strlen(c->overrides[i]) + 16;
-  char *s = malloc(n);
-  if (!s) return NULL;
-  size_t w = (size_t)snprintf(s, n, "%s", c->text);
-  for (int i = 0; i < c->noverride && w < n; ++i)
-    w += (size_t)snprintf(s + w, n - w, "%s# --set %s\n", w && s[w - 1] != '\n' ? "\n" : "",
-                          c->overrides[i]);
-  return s;
-}
-
-/* Owned cells of every component of U into a new host buffer (n per component). */
-static tsr_err download_all(tsr_run_ctx *x, double **out) {
-  int64_t n = tsr_box_cells(&x->box);
-  double *buf = malloc(sizeof(double) * (size_t)(n * x->c->ncomp) + 1);
-  tsr_err err = buf ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for output");
-  if (!err) err = x->be->sync(x);
-  for (int q = 0; q < x->c->ncomp && !err; ++q)
-    err = x->be->download(x, x->slot[TSR_SLOT_U], q, buf + q * n);
-  err = tsr_run_agree(x->comm, err);
-  if (err) {
-    free(buf);
-    buf = NULL;
-  }
-  *out = buf;
-  return err;
-}
-
-static tsr_grid_meta grid_meta(const tsr_case *c, double t, int64_t step) {
-  return (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
-                         {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t, step};
-}
-
-static tsr_err write_checkpoint(tsr_run_ctx *x, int64_t step, double t) {
-  double t0 = MPI_Wtime();
-  const tsr_case *c = x->c;
-  double *buf;
-  TSR_CALL(download_all(x, &buf));
-  int64_t n = tsr_box_cells(&x->box);
-  const double *data[TSR_MAX_COMP];
-  for (int q = 0; q < c->ncomp; ++q) data[q] = buf + q * n;
-  char *text = case_record(c);
-  tsr_err err = tsr_run_agree(
-      x->comm, text ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory"));
-  tsr_grid_meta meta = grid_meta(c, t, step);
-  if (!err)
-    err = tsr_checkpoint_write(x->comm, x->out_dir, &meta, c->output.serial_io, x->dt, text,
-                               tsr_case_restart_hash(c), c->output.keep, &x->box, c->ncomp, tsr_models[c->model].comp, data);
-  free(text);
-  free(buf);
-  x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
-  return err;
-}
-
 /* U from a checkpoint (any decomposition) instead of the initial conditions; the loop then
  * starts at its step. */
 static tsr_err restart(tsr_run_ctx *x) {
@@ -465,6 +410,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   int64_t first = x->start_step;
   double t = (double)first * x->dt, start = MPI_Wtime();
   int64_t ckpt = x->opts.write_output ? c->output.checkpoint_every : 0;
+  if (ckpt > 0 && ckpt < x->nsteps) TSR_CALL(tsr_ckpt_writer_create(x, &x->ckpt));
   TSR_CALL(monitor(x, t, &nm));
   monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
@@ -488,9 +434,11 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     }
     /* none at the last step: final.h5 holds that state */
     if (ckpt > 0 && (step + 1) % ckpt == 0 && step + 1 < x->nsteps)
-      TSR_CALL(write_checkpoint(x, step + 1, t));
+      TSR_CALL(tsr_ckpt_writer_save(x->ckpt, x, step + 1, t));
   }
   TSR_CALL(x->be->sync(x));
+  /* the last checkpoint's write is the run's cost too, and final.h5 must not overlap it */
+  if (x->ckpt) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
   tsr_progress_finish(&pg);
   res->wall = MPI_Wtime() - start;
   res->steps = x->nsteps;
@@ -498,6 +446,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   res->dt = x->dt;
   res->cells_per_s = res->wall > 0 ? cells * (double)(x->nsteps - first) / res->wall : 0.0;
   res->has_exact = nm.has_exact;
+  if (x->ckpt) tsr_ckpt_writer_report(x->ckpt, res);
   for (int q = 0; q < c->ncomp; ++q) {
     res->err_l2[q] = nm.esq[q];
     res->err_linf[q] = nm.emax[q];

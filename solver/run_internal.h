@@ -50,6 +50,7 @@ typedef struct tsr_run_ctx {
   int64_t start_step;   /* 0, or the checkpoint's step on a restart */
   double phase[PH_COUNT];
   int created_dir;
+  struct tsr_ckpt_writer *ckpt; /* checkpoints (solver/ckpt_writer.h), NULL when none */
 } tsr_run_ctx;
 
 /* The partitioner options the case asks for. */
