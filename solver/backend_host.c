@@ -111,6 +111,14 @@ static tsr_err stage_create(tsr_run_ctx *x, size_t bytes, void **stage, void **h
   *host = *stage = malloc(bytes ? bytes : 1);
   TSR_CHECK(*stage, TSR_ERR_MEMORY, "out of memory allocating %zu bytes for checkpoint staging",
             bytes);
+  /* first touch now, by the threads that copy (stage_copy's split), not in the first stall */
+  char *p = *stage;
+#pragma omp parallel
+  {
+    size_t nt = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
+    size_t lo = bytes / nt * t, hi = t + 1 == nt ? bytes : bytes / nt * (t + 1);
+    memset(p + lo, 0, hi - lo);
+  }
   return TSR_OK;
 }
 

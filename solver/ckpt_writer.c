@@ -4,6 +4,7 @@
 
 #include "solver/ckpt_writer.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@ struct tsr_ckpt_writer {
   tsr_run_ctx *x;        /* the run: backend, case (main thread only) */
   MPI_Comm comm;         /* the writer's duplicate of x->comm */
   int async;             /* 1: the write runs in `thread` */
+  int threads;           /* OpenMP threads of the extraction: all where the stepping is on a
+                            device, else 1 (the cores step meanwhile) */
   void *stage;           /* the backend's staging handle */
   void *raw;             /* host copy of U's whole allocation (ghosts included) */
   size_t raw_bytes;
@@ -31,6 +34,7 @@ struct tsr_ckpt_writer {
   char path[4200];
   pthread_t thread;
   int running;
+  tsr_err stage_err;     /* this rank's staging failed (its message is in msg) */
   tsr_err err;
   char msg[MSG_MAX];
   double seconds;
@@ -61,15 +65,19 @@ static size_t field_bytes(const tsr_field *f) {
 
 /* Owned cells of every component of a staged copy of a field laid out as shape, into out
  * (tsr_box_cells(&shape->box) values per component, x fastest), as the checkpoint stores
- * them. */
-static void extract_owned(const tsr_field *shape, const void *raw, double *out) {
+ * them; by `threads` OpenMP threads. */
+static void extract_owned(const tsr_field *shape, const void *raw, double *out, int threads) {
   const double *src = raw;
   const tsr_box *b = &shape->box;
-  size_t nx = (size_t)tsr_box_len(b, 0);
-  for (int q = 0; q < shape->ncomp; ++q)
-    for (int k = b->lo[2]; k < b->hi[2]; ++k)
-      for (int j = b->lo[1]; j < b->hi[1]; ++j, out += nx)
-        memcpy(out, src + tsr_field_at(shape, q, b->lo[0], j, k), nx * sizeof(double));
+  int nx = tsr_box_len(b, 0), ny = tsr_box_len(b, 1), nz = tsr_box_len(b, 2);
+  int planes = shape->ncomp * nz;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int p = 0; p < planes; ++p) {
+    int q = p / nz, k = b->lo[2] + p % nz;
+    double *row = out + (size_t)p * (size_t)ny * (size_t)nx;
+    for (int j = b->lo[1]; j < b->hi[1]; ++j, row += nx)
+      memcpy(row, src + tsr_field_at(shape, q, b->lo[0], j, k), (size_t)nx * sizeof(double));
+  }
 }
 
 /* Extracts and writes the staged state (the thread's body, or the loop's when synchronous).
@@ -78,14 +86,22 @@ static void write_staged(tsr_ckpt_writer *w) {
   double t0 = MPI_Wtime();
   const tsr_run_ctx *x = w->x;
   const tsr_case *c = x->c;
-  extract_owned(&w->shape, w->raw, w->owned);
-  int64_t n = tsr_box_cells(&w->shape.box);
-  const double *data[TSR_MAX_COMP];
-  for (int q = 0; q < c->ncomp; ++q) data[q] = w->owned + q * n;
-  w->err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io, x->dt,
-                                w->case_text, w->case_hash, c->output.keep, &w->shape.box,
-                                c->ncomp, tsr_models[c->model].comp, data);
-  snprintf(w->msg, sizeof w->msg, "%s", w->err ? tsr_err_message() : "");
+  /* a rank whose staging failed makes the whole write fail, here rather than in the loop,
+   * so that the loop has no collective call at a checkpoint (it would wait for the slowest
+   * rank to get there) */
+  if (w->stage_err) tsr_err_set(w->stage_err, __FILE__, __LINE__, "%s", w->msg);
+  tsr_err err = tsr_run_agree(w->comm, w->stage_err);
+  if (!err) {
+    extract_owned(&w->shape, w->raw, w->owned, w->threads);
+    int64_t n = tsr_box_cells(&w->shape.box);
+    const double *data[TSR_MAX_COMP];
+    for (int q = 0; q < c->ncomp; ++q) data[q] = w->owned + q * n;
+    err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io, x->dt,
+                               w->case_text, w->case_hash, c->output.keep, &w->shape.box,
+                               c->ncomp, tsr_models[c->model].comp, data);
+  }
+  w->err = err;
+  snprintf(w->msg, sizeof w->msg, "%s", err ? tsr_err_message() : "");
   w->seconds = MPI_Wtime() - t0;
 }
 
@@ -134,6 +150,7 @@ tsr_err tsr_ckpt_writer_create(tsr_run_ctx *x, tsr_ckpt_writer **wp) {
     err = tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__,
                       "MPI_Comm_dup failed for the checkpoint writer");
   }
+  w->threads = x->be->mem == TSR_MEM_DEVICE || !w->async ? omp_get_max_threads() : 1;
   w->shape = *x->slot[TSR_SLOT_U];
   w->shape.data = NULL;
   w->raw_bytes = field_bytes(&w->shape);
@@ -153,16 +170,19 @@ tsr_err tsr_ckpt_writer_save(tsr_ckpt_writer *w, tsr_run_ctx *x, int64_t step, d
   /* the steps' own work finishes first: that is stepping, not the checkpoint's cost */
   tsr_err err = x->be->sync(x);
   double t0 = MPI_Wtime();
-  tsr_err prev = join(w);
+  /* the previous write's error is the same on every rank (the write agrees on it) */
+  TSR_CALL(join(w));
   double t1 = MPI_Wtime();
-  if (!err && !prev) err = x->be->stage_copy(x, w->stage, x->slot[TSR_SLOT_U], w->raw_bytes);
+  if (!err) err = x->be->stage_copy(x, w->stage, x->slot[TSR_SLOT_U], w->raw_bytes);
   double t2 = MPI_Wtime();
-  TSR_CALL(tsr_run_agree(x->comm, prev ? prev : err));
+  w->stage_err = err; /* agreed by the write */
+  if (err) snprintf(w->msg, sizeof w->msg, "staging the state: %s", tsr_err_message());
   const tsr_case *c = x->c;
   w->meta = (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
                             {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t,
                             step};
   tsr_checkpoint_path(w->path, sizeof w->path, x->out_dir, step);
+  err = TSR_OK;
   if (!w->async) {
     write_staged(w);
     err = join(w);

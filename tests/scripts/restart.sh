@@ -94,6 +94,12 @@ if [ $rc != 0 ] && [ $rc != 124 ] && echo "$log" | grep -q "checkpoint '$full/ch
 else echo "$log" | grep -v '^step' | tail -5; failure "full disk in a background write: rc $rc"; fi
 [ "$(cat "$full/latest")" = checkpoint_00000003.h5 ] && [ ! -e "$full/checkpoint_00000006.h5" ] && [ ! -e "$full/final.h5" ] &&
   pass "full disk: latest still names checkpoint 3, nothing else written" || { ls -l "$full"; failure "full disk: files left"; }
+# the run fails in the step loop (the solution blows up) while a checkpoint is being written in
+# the background (one every step): the writer is joined, the error is the loop's, no hang
+log=$(timeout 120 "$MPIEXEC" -n 2 "$TESSERA_BIN" run "$case" --out "$work/blowup" --set time.dt=2 \
+  --set time.steps=400 --set output.checkpoint_every=1 --set output.keep=1 --set output.monitor_every=1 2>&1); rc=$?
+if [ $rc = 2 ] && echo "$log" | grep -q "became non-finite"; then pass "failure beside a background write: exit 2, no hang"
+else echo "$log" | grep -v '^step' | tail -3; failure "failure beside a background write: rc $rc"; fi
 run_ok "restart after the full disk" 2 "$case" --out "$full" --restart latest &&
   same "restart from checkpoint 3 after the full disk = uninterrupted" "$work/heat2d-ref/final.h5" "$full/final.h5"
 finish
