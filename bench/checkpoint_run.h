@@ -136,21 +136,27 @@ static void cpu_model(char *buf, size_t n) {
 /* The host ceiling: a memcpy of bytes by all OpenMP threads of the rank, as the host backend
  * stages; median of reps after a first touch. */
 static double host_copy(size_t bytes, int reps) {
-  /* between copies, 128 MiB written elsewhere push both buffers out of the caches, as a step
-   * loop does between checkpoints */
+  /* between copies, 128 MiB read elsewhere push both buffers out of the caches (read, so
+   * that no dirty lines of it are written back during the copy) */
   size_t nevict = (size_t)128 << 20;
   char *src = malloc(bytes ? bytes : 1), *dst = malloc(bytes ? bytes : 1), *evict = malloc(nevict);
   if (!src || !dst || !evict) MPI_Abort(MPI_COMM_WORLD, 1);
+  memset(src, 1, bytes);
   double t[64];
   if (reps > 64) reps = 64;
+  memset(evict, 1, nevict);
+  volatile double sink = 0;
   for (int r = -1; r < reps; ++r) {
 #pragma omp parallel
     {
       size_t nt = (size_t)omp_get_num_threads(), i = (size_t)omp_get_thread_num();
-      memset(evict + nevict / nt * i, r & 0xff, nevict / nt);
+      const double *e = (const double *)(evict + nevict / nt * i);
+      double acc = 0;
+      for (size_t k = 0; k < nevict / nt / sizeof(double); k += 8) acc += e[k];
+#pragma omp critical
+      sink = sink + acc;
       size_t lo = bytes / nt * i, hi = i + 1 == nt ? bytes : bytes / nt * (i + 1);
       if (r < 0) memset(dst + lo, 0, hi - lo);
-      memset(src + lo, 1, hi - lo); /* the source is fresh, as the state is after a step */
     }
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
