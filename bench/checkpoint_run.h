@@ -277,8 +277,8 @@ static int bench_main(int argc, char **argv, int default_device) {
            bytes / read_warm / 1e9);
     printf("  %-44s %10.4f %10.4f\n", "wait for the last write after the loop (s)", A->ckpt_final_wait,
            S->ckpt_final_wait);
-    printf("  run: %.3f s without checkpoints, %.3f s background (%.1f%% more; stalls %.1f%% of it),"
-           " %.3f s synchronous (%.1f%% more)\n",
+    printf("  run: %.3f s without checkpoints, %.3f s background (checkpoints %.1f%% of it, stalls "
+           "%.1f%%), %.3f s synchronous (checkpoints %.1f%% of it)\n",
            N->wall, A->wall, 100 * share_async, 100 * stall_share, S->wall, 100 * share_sync);
     printf("  results %s\n", bad ? "WRONG: runs or checkpoints differ" : "checked: the three runs and both checkpoints agree bit for bit");
     if (o.json) {
