@@ -502,6 +502,7 @@ static tsr_case *case_new(const char *name, const char *text, int noverride,
   c->hash = h;
   c->output.keep = 3;
   c->comm.timeout = 300.0;
+  c->output.checkpoint_async = 1;
   c->model = TSR_MODEL_HEAT; /* meaningful only once ncomp > 0 */
   for (int a = 0; a < 3; ++a) {
     c->cells[a] = 1;

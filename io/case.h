@@ -112,6 +112,7 @@ typedef struct {
     int serial_io;           /* output.io: serial: ranks write in turn even with parallel HDF5 */
     tsr_case_every snapshot_every; /* snapshots for viewing (io/snapshot.h) */
     int snapshot_single;     /* output.snapshot_precision: single (float32 datasets) */
+    int checkpoint_async;    /* 1 (default): checkpoint files are written by a background thread */
   } output;
 
   struct {

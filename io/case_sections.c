@@ -404,14 +404,15 @@ static void read_every(tsr_vctx *v, const char *key, const tsr_yaml_entry *e,
 
 void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
   static const char *const keys[] = {"dir",  "monitor_every", "progress", "checkpoint_every",
-                                     "keep", "io", "snapshot_every", "snapshot_precision"};
+                                     "keep", "io", "snapshot_every", "snapshot_precision",
+                                     "checkpoint_async"};
   static const char *const ios[] = {"auto", "serial"};
   static const char *const precisions[] = {"double", "single"};
   static const char *const modes[] = {"auto", "bar", "lines", "none"}; /* tsr_progress_mode */
   tsr_case *c = v->c;
   const tsr_yaml_node *o = e && tsr_vmap(v, "output", e->value) ? e->value : NULL;
   const tsr_yaml_entry *x;
-  if (o) tsr_vkeys(v, "output", o, keys, 8);
+  if (o) tsr_vkeys(v, "output", o, keys, (int)(sizeof keys / sizeof *keys));
   const char *dir = NULL;
   if ((x = tsr_yaml_find(o, "dir")) && tsr_vstring(v, "output.dir", x->value, &dir)) {
     if (!dir[0]) tsr_vat(v, x->value, "output.dir: expected a folder name, got an empty string");
@@ -445,6 +446,10 @@ void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
   int io;
   if ((x = tsr_yaml_find(o, "io")) && tsr_vchoice(v, "output.io", x->value, ios, 2, &io))
     c->output.serial_io = io == 1;
+  int async;
+  if ((x = tsr_yaml_find(o, "checkpoint_async")) &&
+      tsr_vbool(v, "output.checkpoint_async", x->value, &async))
+    c->output.checkpoint_async = async;
   if ((x = tsr_yaml_find(o, "keep")) && tsr_vint(v, "output.keep", x->value, &n)) {
     if (n >= 1 && n <= INT32_MAX) c->output.keep = (int)n;
     else tsr_vat(v, x->value, "output.keep: must be >= 1, got %ld", n);

@@ -53,6 +53,13 @@ static void file_name(char *buf, size_t n, int64_t step) {
   snprintf(buf, n, "checkpoint_%08" PRId64 ".h5", step);
 }
 
+char *tsr_checkpoint_path(char *buf, size_t n, const char *dir, int64_t step) {
+  char name[64];
+  file_name(name, sizeof name, step);
+  snprintf(buf, n, "%s/%s", dir, name);
+  return buf;
+}
+
 /* dir/latest := name, atomically. */
 static tsr_err write_latest(const char *dir, const char *name) {
   char path[PATH_MAX_];

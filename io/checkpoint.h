@@ -6,6 +6,7 @@
 #define TSR_CHECKPOINT_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "decomp/box.h"
@@ -38,6 +39,9 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
                              const double *const *data);
+
+/* dir/checkpoint_<step, 8 digits>.h5 into buf (n bytes). Returns buf. */
+char *tsr_checkpoint_path(char *buf, size_t n, const char *dir, int64_t step);
 
 /* Reads the owned hyperslab of each field of the checkpoint at path (any decomposition) into
  * data[f] (tsr_box_cells(owned) values, x fastest) and its attributes into *info; accept (when

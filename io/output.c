@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <hdf5.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,10 @@
 #define MSG_MAX 4096
 
 int tsr_output_parallel_available(void) { return TSR_MPIO; }
+
+static pthread_mutex_t io_mutex = PTHREAD_MUTEX_INITIALIZER;
+void tsr_io_lock(void) { pthread_mutex_lock(&io_mutex); }
+void tsr_io_unlock(void) { pthread_mutex_unlock(&io_mutex); }
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
@@ -403,6 +408,7 @@ static tsr_err fill_and_close(hid_t file, const char *path, int create, int mpio
 tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_meta *meta,
                                 const tsr_box *owned, int nfield, const char *const *names,
                                 const double *const *data, const tsr_output_opts *opts) {
+  tsr_io_lock();
   quiet_state q = h5_quiet();
   int rank, size;
   MPI_Comm_rank(comm, &rank);
@@ -460,6 +466,7 @@ out:
    * error printing is on, reports it at exit as "infinite loop closing library"; the message
    * above says what happened, so its printing stays off */
   if (!saw_full_disk) h5_restore(q);
+  tsr_io_unlock();
   return err;
 }
 
@@ -572,6 +579,7 @@ static tsr_err check_readable(const char *path) {
 
 tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
                               const tsr_box *owned, double *data, tsr_grid_meta *meta) {
+  tsr_io_lock();
   quiet_state q = h5_quiet();
   tsr_err err = TSR_OK;
   if (!path || !name || !owned || (!data && !tsr_box_empty(owned)))
@@ -602,6 +610,7 @@ tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
   if (!err && meta) *meta = m;
 out:
   h5_restore(q);
+  tsr_io_unlock();
   return err;
 }
 
@@ -643,6 +652,7 @@ tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, 
   char text[MSG_MAX] = "";
   double v = 0;
   if (rank == 0) {
+    tsr_io_lock();
     quiet_state q = h5_quiet();
     hid_t file = -1;
     err = open_for_attrs(path, &file);
@@ -655,6 +665,7 @@ tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, 
     }
     if (file >= 0) H5Fclose(file);
     h5_restore(q);
+    tsr_io_unlock();
   }
   err = agree(comm, err);
   if (err) return err;
@@ -672,12 +683,14 @@ tsr_err tsr_output_read_text(MPI_Comm comm, const char *path, const char *name, 
   char *buf = NULL;
   tsr_err err = TSR_OK;
   if (rank == 0) {
+    tsr_io_lock();
     quiet_state q = h5_quiet();
     hid_t file = -1;
     err = open_for_attrs(path, &file);
     if (!err) err = read_string_attr(file, path, name, &buf);
     if (file >= 0) H5Fclose(file);
     h5_restore(q);
+    tsr_io_unlock();
   }
   unsigned long long len = buf ? strlen(buf) : 0;
   MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
@@ -703,12 +716,14 @@ tsr_err tsr_output_read_meta(MPI_Comm comm, const char *path, tsr_grid_meta *met
   tsr_grid_meta m = {0};
   tsr_err err = TSR_OK;
   if (rank == 0) {
+    tsr_io_lock();
     quiet_state q = h5_quiet();
     hid_t file = -1;
     err = open_for_attrs(path, &file);
     if (!err) err = read_meta(file, &m, path);
     if (file >= 0) H5Fclose(file);
     h5_restore(q);
+    tsr_io_unlock();
   }
   err = agree(comm, err);
   if (err) return err;

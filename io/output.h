@@ -97,6 +97,15 @@ tsr_err tsr_output_read_text(MPI_Comm comm, const char *path, const char *name, 
  * tessera fields file), TSR_ERR_HDF5. */
 tsr_err tsr_output_read_meta(MPI_Comm comm, const char *path, tsr_grid_meta *meta);
 
+/* The one lock around every use of HDF5 (this HDF5 is not a thread-safe build, and the
+ * checkpoint writer runs in a thread beside the step loop). The functions of this header take
+ * it themselves; code that calls HDF5 directly holds it around those calls. Not recursive.
+ * It is held across collective calls, so two threads of a process must never be inside
+ * collective HDF5 I/O at the same time (each would hold up the other's peers): the run waits
+ * for its background checkpoint write (solver/ckpt_writer.h) before any other output. */
+void tsr_io_lock(void);
+void tsr_io_unlock(void);
+
 /* 1 when this build's HDF5 has parallel (MPI-IO) support. */
 int tsr_output_parallel_available(void);
 

@@ -45,6 +45,15 @@ typedef struct tsr_backend_ops {
                    double *out);
   /* Waits for all work issued so far. */
   tsr_err (*sync)(struct tsr_run_ctx *x);
+  /* Checkpoint staging (solver/ckpt_writer.c). stage_create: bytes of host memory that
+   * stage_copy fills fastest (pinned on CUDA) into *host, and in *stage what the copies need
+   * (their own stream); *stage is set even on failure, for stage_destroy. stage_copy: the
+   * first bytes of f's whole allocation (ghosts included), one contiguous copy, ordered after
+   * the work issued so far; returns when the bytes are in host memory. stage_destroy frees
+   * both, accepts NULL and sets *stage to NULL. */
+  tsr_err (*stage_create)(struct tsr_run_ctx *x, size_t bytes, void **stage, void **host);
+  tsr_err (*stage_copy)(struct tsr_run_ctx *x, void *stage, const tsr_field *f, size_t bytes);
+  void (*stage_destroy)(struct tsr_run_ctx *x, void **stage);
 } tsr_backend_ops;
 
 extern const tsr_backend_ops tsr_backend_host;

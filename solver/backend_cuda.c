@@ -211,8 +211,50 @@ static tsr_err sync(tsr_run_ctx *x) {
   return tsr_gpu_wait(st(x)->comm, st(x)->nccl, "the wait for the communication stream");
 }
 
+/* Checkpoint staging: pinned host memory, one device-to-host copy on a stream of its own that
+ * waits for the compute stream (which orders the exchange before it, decomp/halo.h). */
+typedef struct {
+  cudaStream_t stream;
+  cudaEvent_t ready;
+  void *host;
+} cuda_stage;
+
+static tsr_err stage_create(tsr_run_ctx *x, size_t bytes, void **stage, void **host) {
+  cuda_stage *g;
+  *stage = NULL;
+  TSR_ALLOC(g, 1, "checkpoint staging");
+  *stage = g;
+  TSR_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+  TSR_CUDA(cudaEventCreateWithFlags(&g->ready, cudaEventDisableTiming));
+  TSR_CUDA(cudaMallocHost(&g->host, bytes ? bytes : 1));
+  *host = g->host;
+  return TSR_OK;
+}
+
+static tsr_err stage_copy(tsr_run_ctx *x, void *stage, const tsr_field *f, size_t bytes) {
+  cuda_stage *g = stage;
+  TSR_CUDA(cudaEventRecord(g->ready, st(x)->compute));
+  TSR_CUDA(cudaStreamWaitEvent(g->stream, g->ready, 0));
+  TSR_CUDA(cudaMemcpyAsync(g->host, (const void *)f->data, bytes, cudaMemcpyDeviceToHost,
+                           g->stream));
+  TSR_CUDA(cudaStreamSynchronize(g->stream));
+  return TSR_OK;
+}
+
+static void stage_destroy(tsr_run_ctx *x, void **stage) {
+  cuda_stage *g = *stage;
+  if (!g) return;
+  if (g->stream) cudaStreamSynchronize(g->stream);
+  if (g->host) cudaFreeHost(g->host);
+  if (g->ready) cudaEventDestroy(g->ready);
+  if (g->stream) cudaStreamDestroy(g->stream);
+  free(g);
+  *stage = NULL;
+}
+
 const tsr_backend_ops tsr_backend_cuda = {
     .name = "cuda", .mem = TSR_MEM_DEVICE, .setup = setup, .teardown = teardown,
     .prepare = prepare, .eval = eval, .boundary = boundary, .halo_begin = halo_begin,
     .halo_end = halo_end, .stage = stage, .upload = upload, .download = download,
-    .norms = norms, .sync = sync};
+    .norms = norms, .sync = sync,
+    .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy};

@@ -106,6 +106,7 @@ static int first_chunk(const char *path, haddr_t *addr, hsize_t *size) {
   int found = 0;
   H5E_auto2_t fn;
   void *data;
+  tsr_io_lock();
   H5Eget_auto2(H5E_DEFAULT, &fn, &data);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -126,6 +127,7 @@ static int first_chunk(const char *path, haddr_t *addr, hsize_t *size) {
   if (g >= 0) H5Gclose(g);
   if (file >= 0) H5Fclose(file);
   H5Eset_auto2(H5E_DEFAULT, fn, data);
+  tsr_io_unlock();
   return found;
 }
 

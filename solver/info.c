@@ -55,7 +55,9 @@ tsr_err tsr_info_print(MPI_Comm comm, FILE *out) {
   MPI_Get_version(&mpi_major, &mpi_minor);
   mpi_library(mpi, sizeof mpi);
   unsigned h5_major = 0, h5_minor = 0, h5_release = 0;
+  tsr_io_lock();
   H5get_libversion(&h5_major, &h5_minor, &h5_release);
+  tsr_io_unlock();
   muparser_version(mup, sizeof mup);
   const char *omp_env = getenv("OMP_NUM_THREADS");
 

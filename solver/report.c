@@ -60,6 +60,20 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   tsr_json_object_begin(&j, "phases_mean_over_ranks");
   for (int p = 0; p < PH_COUNT; ++p) tsr_json_number(&j, tsr_run_phase_names[p], pmean[p]);
   tsr_json_object_end(&j);
+  if (res->ckpt_count) { /* the slowest rank's seconds (tsr_run_result) */
+    tsr_json_object_begin(&j, "checkpoints");
+    tsr_json_int(&j, "count", res->ckpt_count);
+    tsr_json_bool(&j, "async", res->ckpt_async);
+    tsr_json_number(&j, "stall", res->ckpt_stall);
+    tsr_json_number(&j, "stall_max", res->ckpt_stall_max);
+    tsr_json_number(&j, "wait_previous", res->ckpt_wait);
+    tsr_json_number(&j, "staging_copy", res->ckpt_copy);
+    tsr_json_number(&j, "write", res->ckpt_write);
+    tsr_json_number(&j, "final_wait", res->ckpt_final_wait);
+    tsr_json_number(&j, "staged_bytes_per_rank", res->ckpt_stage_bytes);
+    tsr_json_number(&j, "file_field_bytes", res->ckpt_file_bytes);
+    tsr_json_object_end(&j);
+  }
   tsr_json_object_begin(&j, "fields");
   for (int q = 0; q < c->ncomp; ++q) {
     tsr_json_object_begin(&j, tsr_models[c->model].comp[q]);

@@ -12,6 +12,7 @@
 #include "io/checkpoint.h"
 #include "io/output.h"
 #include "io/progress.h"
+#include "solver/ckpt_writer.h"
 #include "solver/device.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
@@ -242,6 +243,7 @@ static tsr_err prepare_outdir(tsr_run_ctx *x) {
 }
 
 static void ctx_free(tsr_run_ctx *x) {
+  tsr_ckpt_writer_destroy(&x->ckpt); /* first: it joins its thread and uses the backend */
   if (x->be_ready) x->be->teardown(x);
   tsr_field_destroy(&x->exact);
   tsr_snapshot_close(&x->snap);
@@ -358,29 +360,10 @@ static tsr_grid_meta grid_meta(const tsr_case *c, double t, int64_t step) {
                          c->precision == TSR_PRECISION_SINGLE};
 }
 
-static tsr_err write_checkpoint(tsr_run_ctx *x, int64_t step, double t) {
-  double t0 = MPI_Wtime();
-  const tsr_case *c = x->c;
-  double *buf;
-  TSR_CALL(download_all(x, &buf));
-  int64_t n = tsr_box_cells(&x->box);
-  const double *data[TSR_MAX_COMP];
-  for (int q = 0; q < c->ncomp; ++q) data[q] = buf + q * n;
-  char *text = tsr_case_record(c);
-  tsr_err err = tsr_run_agree(
-      x->comm, text ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory"));
-  tsr_grid_meta meta = grid_meta(c, t, step);
-  if (!err)
-    err = tsr_checkpoint_write(x->comm, x->out_dir, &meta, c->output.serial_io, x->dt, text,
-                               tsr_case_restart_hash(c), c->output.keep, &x->box, c->ncomp, tsr_models[c->model].comp, data);
-  free(text);
-  free(buf);
-  x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
-  return err;
-}
-
 static tsr_err write_snapshot(tsr_run_ctx *x, int64_t step, double t) {
   double t0 = MPI_Wtime();
+  /* one thread of a rank in collective HDF5 at a time (solver/ckpt_writer.h) */
+  TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
   double *buf;
   TSR_CALL(download_all(x, &buf));
   int64_t n = tsr_box_cells(&x->box);
@@ -482,6 +465,9 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   norms nm;
   /* t = step * dt as an uninterrupted run has it at that step, so a restart matches bitwise */
   int64_t first = x->start_step;
+  /* staging memory (pinned on GPUs) is allocated before the clock starts */
+  if (x->opts.write_output && tsr_schedule_any(&c->output.checkpoint_every))
+    TSR_CALL(tsr_ckpt_writer_create(x, &x->ckpt));
   double t = (double)first * x->dt, start = MPI_Wtime();
   TSR_CALL(monitor(x, t, &nm));
   monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
@@ -511,12 +497,16 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     if (x->opts.write_output && step + 1 < x->nsteps &&
         tsr_schedule_due(&c->output.checkpoint_every, step + 1, x->dt)) {
       tsr_fault_before_checkpoint(x->opts.fault, step + 1);
-      TSR_CALL(write_checkpoint(x, step + 1, t));
+      TSR_CALL(tsr_ckpt_writer_save(x->ckpt, x, step + 1, t));
       tsr_watchdog_beat(step + 1);
     }
+    /* an injected fault that damages the newest checkpoint needs it on the disk first */
+    if (x->opts.fault) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
     tsr_fault_after_step(x->opts.fault, x->rank, step + 1, x->out_dir);
   }
   TSR_CALL(x->be->sync(x));
+  /* the last checkpoint's write is the run's cost too, and final.h5 must not overlap it */
+  if (x->ckpt) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
   tsr_progress_finish(&pg);
   res->wall = MPI_Wtime() - start;
   res->steps = x->nsteps;
@@ -524,6 +514,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   res->dt = x->dt;
   res->cells_per_s = res->wall > 0 ? cells * (double)(x->nsteps - first) / res->wall : 0.0;
   res->has_exact = nm.has_exact;
+  if (x->ckpt) tsr_ckpt_writer_report(x->ckpt, res);
   for (int q = 0; q < c->ncomp; ++q) {
     res->err_l2[q] = nm.esq[q];
     res->err_linf[q] = nm.emax[q];

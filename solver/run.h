@@ -35,6 +35,18 @@ typedef struct {
   double l2[TSR_MAX_COMP];          /* the field's own norms */
   double min[TSR_MAX_COMP], max[TSR_MAX_COMP];
   double sum[TSR_MAX_COMP];         /* sum of u * cell volume (conserved quantities) */
+  /* checkpoints written by the step loop (solver/ckpt_writer.h); times in seconds, each the
+   * slowest rank's */
+  int ckpt_count;
+  int ckpt_async;                   /* 1: written by a background thread */
+  double ckpt_stall;                /* the step loop stood still for them, summed */
+  double ckpt_stall_max;            /* the longest single stall */
+  double ckpt_wait;                 /* of the stall: waiting for the previous write */
+  double ckpt_copy;                 /* of the stall: copying the state to staging memory */
+  double ckpt_write;                /* writing (owned-cell extraction + HDF5), summed */
+  double ckpt_final_wait;           /* waiting for the last write after the loop (in wall) */
+  double ckpt_stage_bytes;          /* bytes staged per checkpoint, the largest rank's */
+  double ckpt_file_bytes;           /* field bytes in one checkpoint file, all ranks */
 } tsr_run_result;
 
 tsr_run_opts tsr_run_opts_default(void);

@@ -53,6 +53,7 @@ typedef struct tsr_run_ctx {
   double phase[PH_COUNT];
   int created_dir;
   tsr_snapshot_series *snap; /* output.snapshot_every: the series being written, else NULL */
+  struct tsr_ckpt_writer *ckpt; /* checkpoints (solver/ckpt_writer.h), NULL when none */
 } tsr_run_ctx;
 
 /* The partitioner options the case asks for. */

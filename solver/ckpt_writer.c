@@ -1,0 +1,233 @@
+/* The checkpoint writer: staging in the step loop, extraction and HDF5 in a thread
+ * (solver/ckpt_writer.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "solver/ckpt_writer.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/checkpoint.h"
+#include "solver/run_internal.h"
+
+#define MSG_MAX 4096
+
+struct tsr_ckpt_writer {
+  tsr_run_ctx *x;        /* the run: backend, case (main thread only) */
+  MPI_Comm comm;         /* the writer's duplicate of x->comm */
+  int async;             /* 1: the write runs in `thread` */
+  int threads;           /* OpenMP threads of the extraction: all where the stepping is on a
+                            device, else 1 (the cores step meanwhile) */
+  void *stage;           /* the backend's staging handle */
+  void *raw;             /* host copy of U's whole allocation (ghosts included) */
+  size_t raw_bytes;
+  tsr_field shape;       /* U's layout (box, gbox, strides); its data is not used */
+  double *owned;         /* owned cells of every component, one after the other */
+  char *case_text;       /* the case as checkpoints record it */
+  uint64_t case_hash;
+  /* The write in flight. The loop sets meta and path before the thread starts and reads the
+   * rest after pthread_join; the thread writes err, msg and seconds. */
+  tsr_grid_meta meta;
+  char path[4200];
+  pthread_t thread;
+  int running;
+  tsr_err stage_err;     /* this rank's staging failed (its message is in msg) */
+  tsr_err err;
+  char msg[MSG_MAX];
+  double seconds;
+  /* this rank's figures */
+  int count;
+  double stall, stall_max, wait, copy, write, final_wait;
+};
+
+/* Bytes of a field's whole allocation. */
+static size_t field_bytes(const tsr_field *f) { return tsr_field_bytes(f); }
+
+/* Owned cells of every component of a staged copy of a field laid out as shape, into out
+ * (tsr_box_cells(&shape->box) values per component, x fastest), as the checkpoint stores
+ * them; by `threads` OpenMP threads. */
+static void extract_owned(const tsr_field *shape, const void *raw, double *out, int threads) {
+  const double *src = raw;
+  const float *srcf = raw; /* single precision: widened here, exactly */
+  const int single = shape->prec == TSR_PREC_SINGLE;
+  const tsr_box *b = &shape->box;
+  int nx = tsr_box_len(b, 0), ny = tsr_box_len(b, 1), nz = tsr_box_len(b, 2);
+  int planes = shape->ncomp * nz;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int p = 0; p < planes; ++p) {
+    int q = p / nz, k = b->lo[2] + p % nz;
+    double *row = out + (size_t)p * (size_t)ny * (size_t)nx;
+    for (int j = b->lo[1]; j < b->hi[1]; ++j, row += nx) {
+      ptrdiff_t o = tsr_field_at(shape, q, b->lo[0], j, k);
+      if (single)
+        for (int i = 0; i < nx; ++i) row[i] = srcf[o + i];
+      else memcpy(row, src + o, (size_t)nx * sizeof(double));
+    }
+  }
+}
+
+/* Extracts and writes the staged state (the thread's body, or the loop's when synchronous).
+ * Collective over w->comm. */
+static void write_staged(tsr_ckpt_writer *w) {
+  double t0 = MPI_Wtime();
+  const tsr_run_ctx *x = w->x;
+  const tsr_case *c = x->c;
+  /* a rank whose staging failed makes the whole write fail, here rather than in the loop,
+   * so that the loop has no collective call at a checkpoint (it would wait for the slowest
+   * rank to get there) */
+  if (w->stage_err) tsr_err_set(w->stage_err, __FILE__, __LINE__, "%s", w->msg);
+  tsr_err err = tsr_run_agree(w->comm, w->stage_err);
+  if (!err) {
+    extract_owned(&w->shape, w->raw, w->owned, w->threads);
+    int64_t n = tsr_box_cells(&w->shape.box);
+    const double *data[TSR_MAX_COMP];
+    for (int q = 0; q < c->ncomp; ++q) data[q] = w->owned + q * n;
+    err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io, x->dt,
+                               w->case_text, w->case_hash, c->output.keep, &w->shape.box,
+                               c->ncomp, tsr_models[c->model].comp, data);
+  }
+  w->err = err;
+  snprintf(w->msg, sizeof w->msg, "%s", err ? tsr_err_message() : "");
+  w->seconds = MPI_Wtime() - t0;
+}
+
+static void *thread_main(void *arg) {
+  write_staged(arg);
+  return NULL;
+}
+
+/* Waits for the write in flight; its error (the same on every rank: the write agrees on its
+ * errors) becomes this thread's, naming the file. */
+static tsr_err join(tsr_ckpt_writer *w) {
+  if (w->running) {
+    pthread_join(w->thread, NULL);
+    w->running = 0;
+  }
+  w->write += w->seconds;
+  w->seconds = 0;
+  if (!w->err) return TSR_OK;
+  tsr_err err = w->err;
+  w->err = TSR_OK;
+  return tsr_err_set(err, __FILE__, __LINE__,
+                     "checkpoint '%s' was not written (%s write), so 'latest' still names the "
+                     "one before it: %s",
+                     w->path, w->async ? "background" : "synchronous", w->msg);
+}
+
+tsr_err tsr_ckpt_writer_create(tsr_run_ctx *x, tsr_ckpt_writer **wp) {
+  static int said; /* the fallback note, once per process */
+  tsr_ckpt_writer *w;
+  *wp = NULL;
+  TSR_ALLOC(w, 1, "the checkpoint writer");
+  *wp = w;
+  w->x = x;
+  w->comm = MPI_COMM_NULL;
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  w->async = x->c->output.checkpoint_async && provided == MPI_THREAD_MULTIPLE;
+  if (x->c->output.checkpoint_async && !w->async && x->rank == 0 && !x->opts.quiet && !said) {
+    fprintf(stderr, "tessera: note: this MPI does not allow concurrent calls from threads "
+                    "(MPI_THREAD_MULTIPLE), so checkpoints are written in the step loop\n");
+    said = 1;
+  }
+  tsr_err err = TSR_OK;
+  if (MPI_Comm_dup(x->comm, &w->comm) != MPI_SUCCESS) {
+    w->comm = MPI_COMM_NULL;
+    err = tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__,
+                      "MPI_Comm_dup failed for the checkpoint writer");
+  }
+  w->threads = x->be->mem == TSR_MEM_DEVICE || !w->async ? omp_get_max_threads() : 1;
+  w->shape = *x->slot[TSR_SLOT_U];
+  w->shape.data = NULL;
+  w->raw_bytes = field_bytes(&w->shape);
+  if (!err) err = x->be->stage_create(x, w->raw_bytes, &w->stage, &w->raw);
+  size_t owned = (size_t)tsr_box_cells(&x->box) * (size_t)x->c->ncomp;
+  if (!err && !(w->owned = malloc(sizeof(double) * (owned ? owned : 1))))
+    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                      "out of memory allocating %zu bytes for checkpoint output",
+                      sizeof(double) * owned);
+  if (!err && !(w->case_text = tsr_case_record(x->c)))
+    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for the case text");
+  w->case_hash = tsr_case_restart_hash(x->c);
+  return tsr_run_agree(x->comm, err);
+}
+
+tsr_err tsr_ckpt_writer_save(tsr_ckpt_writer *w, tsr_run_ctx *x, int64_t step, double t) {
+  /* the steps' own work finishes first: that is stepping, not the checkpoint's cost */
+  tsr_err err = x->be->sync(x);
+  double t0 = MPI_Wtime();
+  /* the previous write's error is the same on every rank (the write agrees on it) */
+  TSR_CALL(join(w));
+  double t1 = MPI_Wtime();
+  if (!err) err = x->be->stage_copy(x, w->stage, x->slot[TSR_SLOT_U], w->raw_bytes);
+  double t2 = MPI_Wtime();
+  w->stage_err = err; /* agreed by the write */
+  if (err) snprintf(w->msg, sizeof w->msg, "staging the state: %s", tsr_err_message());
+  const tsr_case *c = x->c;
+  w->meta = (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
+                            {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t,
+                            step, c->precision == TSR_PRECISION_SINGLE};
+  tsr_checkpoint_path(w->path, sizeof w->path, x->out_dir, step);
+  err = TSR_OK;
+  if (!w->async) {
+    write_staged(w);
+    err = join(w);
+  } else if (pthread_create(&w->thread, NULL, thread_main, w) == 0) {
+    w->running = 1;
+  } else {
+    /* no thread to be had: this rank writes here, meeting its peers' threads in the write's
+     * collective calls; its error comes out at the next wait, as theirs do */
+    write_staged(w);
+  }
+  double t3 = MPI_Wtime();
+  w->count++;
+  w->wait += t1 - t0;
+  w->copy += t2 - t1;
+  w->stall += t3 - t0;
+  if (t3 - t0 > w->stall_max) w->stall_max = t3 - t0;
+  x->phase[PH_OUTPUT] += t3 - t0;
+  return err;
+}
+
+tsr_err tsr_ckpt_writer_wait(tsr_ckpt_writer *w) {
+  if (!w) return TSR_OK;
+  double t0 = MPI_Wtime();
+  tsr_err err = join(w);
+  w->final_wait += MPI_Wtime() - t0;
+  return tsr_run_agree(w->x->comm, err);
+}
+
+void tsr_ckpt_writer_report(const tsr_ckpt_writer *w, tsr_run_result *res) {
+  enum { N = 8 };
+  double mine[N] = {w->stall, w->stall_max, w->wait, w->copy, w->write, w->final_wait,
+                    (double)w->raw_bytes, (double)w->count},
+         most[N];
+  MPI_Allreduce(mine, most, N, MPI_DOUBLE, MPI_MAX, w->x->comm);
+  res->ckpt_stall = most[0];
+  res->ckpt_stall_max = most[1];
+  res->ckpt_wait = most[2];
+  res->ckpt_copy = most[3];
+  res->ckpt_write = most[4];
+  res->ckpt_final_wait = most[5];
+  res->ckpt_stage_bytes = most[6];
+  res->ckpt_count = (int)most[7];
+  res->ckpt_async = w->async;
+  res->ckpt_file_bytes = (double)tsr_prec_size(w->shape.prec) *
+                         (double)tsr_box_cells(&w->x->layout.global) *
+                         (double)w->x->c->ncomp;
+}
+
+void tsr_ckpt_writer_destroy(tsr_ckpt_writer **wp) {
+  tsr_ckpt_writer *w = *wp;
+  if (!w) return;
+  if (w->running) pthread_join(w->thread, NULL); /* its error is not this path's */
+  if (w->stage) w->x->be->stage_destroy(w->x, &w->stage);
+  if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
+  free(w->owned);
+  free(w->case_text);
+  free(w);
+  *wp = NULL;
+}

@@ -1,0 +1,48 @@
+/* Checkpoints that do not stop the run for the disk (DESIGN.md, State on disk). At a
+ * checkpoint the step loop waits for the previous write to finish, copies the state U into
+ * staging memory allocated once (pinned host memory on GPUs: one device-to-host copy of the
+ * whole allocation on a stream of its own; a memcpy on CPU ranks) and steps on, while a
+ * thread extracts the owned cells and writes the file through io/checkpoint.h on a duplicate
+ * of the run's communicator. With output.checkpoint_async: false, or where MPI gives threads
+ * no concurrent calls (MPI_THREAD_MULTIPLE), the same work runs in the step loop instead.
+ *
+ * HDF5 is used by one thread at a time (tsr_io_lock), and the run waits for the write in flight
+ * (tsr_ckpt_writer_wait) before any other output of its own: two threads of a rank inside
+ * collective HDF5 I/O at once could wait on each other's peers. Private to solver/. */
+#ifndef TSR_CKPT_WRITER_H
+#define TSR_CKPT_WRITER_H
+
+#include <stdint.h>
+
+#include "io/error.h"
+#include "solver/run.h"
+
+struct tsr_run_ctx;
+typedef struct tsr_ckpt_writer tsr_ckpt_writer;
+
+/* Creates the checkpoint writer of run x (its fields, backend and output directory exist):
+ * duplicates x->comm and allocates the staging memory once. Collective over x->comm. *w is set
+ * even on failure (destroy it). Errors: TSR_ERR_MEMORY, TSR_ERR_CUDA, TSR_ERR_MPI, agreed. */
+tsr_err tsr_ckpt_writer_create(struct tsr_run_ctx *x, tsr_ckpt_writer **w);
+
+/* Checkpoints x's state U as step `step` at time t: waits for the previous write (returning
+ * its error, which names the file, on every rank), copies U into staging memory and hands it
+ * to the writer thread (or writes it here when not asynchronous). The time from the wait to
+ * the hand-off is the stall (tsr_run_result ckpt_*). Collective over x->comm. Errors: those of
+ * tsr_checkpoint_write (TSR_ERR_IO, TSR_ERR_HDF5), the backend's copy, the same on every
+ * rank. */
+tsr_err tsr_ckpt_writer_save(tsr_ckpt_writer *w, struct tsr_run_ctx *x, int64_t step, double t);
+
+/* Waits for the write in flight, if any; returns its error (message naming the file) on every
+ * rank. Collective over the run's communicator. w NULL (a run without checkpoints): TSR_OK. */
+tsr_err tsr_ckpt_writer_wait(tsr_ckpt_writer *w);
+
+/* Fills res->ckpt_* with this run's figures, the slowest rank's. Collective. */
+void tsr_ckpt_writer_report(const tsr_ckpt_writer *w, tsr_run_result *res);
+
+/* Joins the writer thread (the error of its write, if any, is dropped: on this path the run
+ * has already failed), frees the staging memory and the communicator. Accepts NULL; sets *w
+ * to NULL. Called on every rank (it frees a communicator). */
+void tsr_ckpt_writer_destroy(tsr_ckpt_writer **w);
+
+#endif
