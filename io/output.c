@@ -323,7 +323,7 @@ static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, i
     if (H5Pset_chunk(dcpl, s->rank, chunk) < 0 || H5Pset_fletcher32(dcpl) < 0)
       err = H5_FAIL("set chunking and checksums", path);
   }
-  hid_t ftype = m->single || (o && o->single) ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
+  hid_t ftype = m->single ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
   for (int f = 0; f < nfield && !err; ++f) {
     hid_t d = H5Dcreate2(g, names[f], ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (d < 0) err = H5_FAIL("create a field dataset", path);

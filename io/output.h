@@ -20,9 +20,9 @@ typedef struct {
   double lo[3], hi[3];
   double time;
   int64_t step;
-  int single;  /* 1: the state is single precision: field datasets are float32 (the values
-                  passed are still double, rounded to nearest on the way to the file); final
-                  and checkpoint files, whose values must read back exactly */
+  int single;  /* 1: field datasets are float32 (the values passed are still double, rounded
+                  to nearest on the way to the file): a single-precision state, or snapshots
+                  asked for in single; 0: float64 */
 } tsr_grid_meta;
 
 /* An extra root attribute: a string when str is not NULL, else one float64. */
@@ -38,8 +38,6 @@ typedef struct {
                        parallel filtered write fails, the ranks write in turn instead */
   int nattr;        /* extra root attributes, the same on every rank */
   const tsr_output_attr *attrs;
-  int single;       /* 1: float32 datasets even for a double state (snapshots for viewing);
-                       datasets are float32 when this or meta->single says so */
 } tsr_output_opts;
 
 /* Writes nfield fields into path. Collective over comm. Rank r passes its owned box and, for

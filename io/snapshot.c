@@ -159,7 +159,8 @@ tsr_err tsr_snapshot_write(tsr_snapshot_series *s, int64_t step, double t, const
   tsr_grid_meta meta = s->grid;
   meta.time = t;
   meta.step = step;
-  tsr_output_opts oo = {.force_serial = s->opts.serial_io, .single = s->opts.single};
+  meta.single = s->opts.single;
+  tsr_output_opts oo = {.force_serial = s->opts.serial_io};
   TSR_CALL(tsr_output_write_fields(s->comm, path, &meta, owned, s->nfield, s->names, data, &oo));
   tsr_err err = TSR_OK;
   if (s->rank == 0) {
