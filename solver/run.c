@@ -493,6 +493,12 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     }
     if (x->snap && tsr_schedule_due(&c->output.snapshot_every, step + 1, x->dt))
       TSR_CALL(write_snapshot(x, step + 1, t));
+    /* an injected fault strikes with the checkpoints before it on the disk, and a full disk is
+     * reported at its own checkpoint, so what it tests does not depend on the writer's timing;
+     * every rank has the same fault, so every rank makes these collective waits or none does */
+    const tsr_fault *f = x->opts.fault;
+    const int fault_now = f && f->kind != TSR_FAULT_NONE && f->step == step + 1;
+    if (fault_now) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
     /* none at the last step: final.h5 holds that state */
     if (x->opts.write_output && step + 1 < x->nsteps &&
         tsr_schedule_due(&c->output.checkpoint_every, step + 1, x->dt)) {
@@ -500,12 +506,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
       TSR_CALL(tsr_ckpt_writer_save(x->ckpt, x, step + 1, t));
       tsr_watchdog_beat(step + 1);
     }
-    /* an injected fault strikes with the checkpoints before it on the disk (and a full disk is
-     * reported at its own checkpoint), so what it tests does not depend on the writer's timing;
-     * every rank has the same fault, so every rank makes this collective wait or none does */
-    const tsr_fault *f = x->opts.fault;
-    if (f && f->kind != TSR_FAULT_NONE && f->step == step + 1)
-      TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
+    if (fault_now) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
     tsr_fault_after_step(x->opts.fault, x->rank, step + 1, x->out_dir);
   }
   TSR_CALL(x->be->sync(x));
