@@ -62,6 +62,8 @@ struct stage_args {
   ptrdiff_t sy, sz, sc;  /* field strides */
   int nx, ny, nz;        /* region extent */
   int chunk;             /* cells each thread marches along the last axis */
+  int thin;              /* 3D regions a few cells thin in x (x faces of the shell): lanes
+                            along y, so that a warp is not one busy lane and 31 idle ones */
 };
 
 __host__ __device__ constexpr bool uses_base(int kind) {
@@ -94,6 +96,12 @@ constexpr int kCols = TSR_STAGE_COLS;
 template <int DIM, typename T>
 __host__ __device__ __forceinline__ bool thread_cells(const stage_args<T> &a, uint3 t, uint3 b,
                                                       dim3 bdim, int *i, int *j, int *m0) {
+  if (DIM == 3 && a.thin) { /* columns j, j + bdim.x, ... along y instead */
+    *i = (int)(b.y * bdim.y + t.y);
+    *j = (int)(b.x * bdim.x * kCols + t.x);
+    *m0 = (int)b.z * a.chunk;
+    return *i < a.nx && *j < a.ny && *m0 < a.nz;
+  }
   *i = (int)(b.x * bdim.x * kCols + t.x);
   if constexpr (DIM == 3) {
     *j = (int)(b.y * bdim.y + t.y);
@@ -106,12 +114,12 @@ __host__ __device__ __forceinline__ bool thread_cells(const stage_args<T> &a, ui
   }
 }
 
-/* One thread's work: kCols columns (i + q * di, j) over marching indices m0 .. m0 + chunk
- * (z in 3D, y in 2D), with the same per-cell code as stage_host.c's row(). Columns past the
- * region's x end read the last column (always valid) and store nothing. */
+/* One thread's work: kCols columns (i + q * di, j + q * dj) over marching indices m0 .. m0 +
+ * chunk (z in 3D, y in 2D), with the same per-cell code as stage_host.c's row(). Columns past
+ * the region's end read a column inside it (always valid) and store nothing. */
 template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
 __host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, int i, int di, int j,
-                                                      int m0) {
+                                                      int dj, int m0) {
   const int nm = DIM == 3 ? a.nz : a.ny;
   const ptrdiff_t ms = DIM == 3 ? a.sz : a.sy; /* stride of the marching axis */
   const int m1 = m0 + a.chunk < nm ? m0 + a.chunk : nm;
@@ -132,9 +140,10 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, in
   bool live[kCols];
 #pragma unroll
   for (int q = 0; q < kCols; ++q) {
-    live[q] = i + q * di < a.nx;
-    o[q] = a.origin + (live[q] ? i + q * di : a.nx - 1) + (DIM == 3 ? j * sy : 0) +
-           (ptrdiff_t)m0 * ms;
+    const int ci = i + q * di, cj = j + q * dj;
+    live[q] = ci < a.nx && (DIM == 2 || cj < a.ny);
+    o[q] = a.origin + (ci < a.nx ? ci : a.nx - 1) +
+           (DIM == 3 ? (ptrdiff_t)(cj < a.ny ? cj : a.ny - 1) * sy : 0) + (ptrdiff_t)m0 * ms;
   }
 
   /* ring[q][c][r] = centre of column q, component c at marching index m - 1 + r */
@@ -208,8 +217,9 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, in
 template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
 __global__ void __launch_bounds__(256) stage_kernel(const stage_args<T> a) {
   int i, j, m0;
-  if (thread_cells<DIM>(a, threadIdx, blockIdx, blockDim, &i, &j, &m0))
-    stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)blockDim.x, j, m0);
+  if (!thread_cells<DIM>(a, threadIdx, blockIdx, blockDim, &i, &j, &m0)) return;
+  if (DIM == 3 && a.thin) stage_column<M, NC, KIND, DIM, SRC, T>(a, i, 0, j, (int)blockDim.x, m0);
+  else stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)blockDim.x, j, 0, m0);
 }
 
 /* Launch shape: process-wide, changed only by tsr_stage_cuda_set_tuning (benchmarks). */
@@ -218,11 +228,30 @@ tsr_stage_cuda_tuning g_tuning = {0, 0, 0, 0, 0};
 struct shape {
   dim3 grid, block;
   int chunk;
+  int thin;
 };
+
+/* A 3D region at most this many cells across in x and at least twice as long in y runs with
+ * its lanes along y (measured on nvidia-h200-x2: the x face of a 512^3 shell took 49.9 us with
+ * lanes along x, one busy lane per warp, against 5.3 us for a z face; bench/README.md). */
+constexpr int kThinX = 8;
 
 shape pick_shape(int dim, int nx, int ny, int nz) {
   const tsr_stage_cuda_tuning &t = g_tuning;
   int bx, by, chunk;
+  if (dim == 3 && nx <= kThinX && ny >= 2 * nx) {
+    shape s;
+    s.thin = 1;
+    /* one cell per column: a face has too few columns to fill the GPU with longer marches */
+    s.chunk = t.chunk3 > 0 ? t.chunk3 : 1;
+    int bxx = 1; /* threads along x: nx rounded up to a power of two, at most 4 */
+    while (bxx < nx && bxx < 4) bxx *= 2;
+    const int bxy = 128 / bxx; /* along y, a multiple of 32 */
+    s.block = dim3((unsigned)bxy, (unsigned)bxx, 1);
+    s.grid = dim3((unsigned)((ny + bxy * kCols - 1) / (bxy * kCols)),
+                  (unsigned)((nx + bxx - 1) / bxx), (unsigned)((nz + s.chunk - 1) / s.chunk));
+    return s;
+  }
   if (dim == 3) {
     bx = t.bx3 > 0 ? t.bx3 : 32;
     by = t.by3 > 0 ? t.by3 : 4;
@@ -240,6 +269,7 @@ shape pick_shape(int dim, int nx, int ny, int nz) {
     while (by > 1 && by / 2 >= ny) by /= 2;
   }
   shape s;
+  s.thin = 0;
   s.block = dim3((unsigned)bx, (unsigned)by, 1);
   s.chunk = chunk;
   unsigned gx = (unsigned)((nx + bx * kCols - 1) / (bx * kCols));
@@ -324,6 +354,7 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
   a->nz = nz;
   *sh = pick_shape(s->coef.dim, nx, ny, nz);
   a->chunk = sh->chunk;
+  a->thin = sh->thin;
   return TSR_OK;
 }
 

@@ -129,11 +129,11 @@ static void test_many_layouts(void **state) {
   assert_true(nlayout > 300);
 }
 
-/* 3 ranks on 60x60: rank 0 is [0,60) x [0,20) (ties cut the slowest axis), and its +y face
- * touches ranks 1 and 2. */
+/* 3 ranks on 120x60: rank 0 is [0,120) x [0,20) (a cut across x counts as one across an axis
+ * half as long, and ties cut the slowest axis), and its +y face touches ranks 1 and 2. */
 static void test_two_neighbours_on_one_face(void **state) {
   (void)state;
-  int cells[3] = {60, 60, 1};
+  int cells[3] = {120, 60, 1};
   tsr_layout L;
   assert_int_equal(tsr_partition(2, cells, NULL, 3, NULL, &L), TSR_OK);
   tsr_halo_plan p;
@@ -145,8 +145,8 @@ static void test_two_neighbours_on_one_face(void **state) {
     const tsr_box *r = &p.peers[i].recv[0];
     assert_int_equal(r->lo[1], 20);
     assert_int_equal(r->hi[1], 21);
-    assert_int_equal(r->lo[0], i == 0 ? 0 : 30);
-    assert_int_equal(r->hi[0], i == 0 ? 30 : 60);
+    assert_int_equal(r->lo[0], i == 0 ? 0 : 60);
+    assert_int_equal(r->hi[0], i == 0 ? 60 : 120);
   }
   tsr_halo_plan_free(&p);
   check_layout(&L, 1);
@@ -192,18 +192,18 @@ static void test_self_peer(void **state) {
 
 static void test_bytes_and_errors(void **state) {
   (void)state;
-  int cells[3] = {8, 4, 1};
+  int cells[3] = {16, 4, 1};
   tsr_layout L;
   tsr_halo_plan p;
   assert_int_equal(tsr_partition(2, cells, NULL, 2, NULL, &L), TSR_OK);
   assert_int_equal(tsr_halo_plan_build(&L, 0, 1, &p), TSR_OK);
-  /* rank 0 sends its x = 3 column of 4 cells, 2 components of 8 bytes */
+  /* rank 0 sends its x = 7 column of 4 cells, 2 components of 8 bytes */
   assert_true(tsr_halo_bytes_sent(&p, 2, 8) == 64);
   tsr_halo_plan_free(&p);
   tsr_halo_plan_free(&p); /* twice is safe */
-  /* boxes 4 wide cannot feed a ghost of 5 */
-  assert_int_equal(tsr_halo_plan_build(&L, 1, 5, &p), TSR_ERR_INPUT);
-  assert_non_null(strstr(tsr_err_message(), "thinner than the ghost width 5"));
+  /* boxes 8 wide cannot feed a ghost of 9 */
+  assert_int_equal(tsr_halo_plan_build(&L, 1, 9, &p), TSR_ERR_INPUT);
+  assert_non_null(strstr(tsr_err_message(), "thinner than the ghost width 9"));
   assert_int_equal(tsr_halo_plan_build(&L, 2, 1, &p), TSR_ERR_INPUT);
   assert_int_equal(tsr_halo_plan_build(&L, 0, -1, &p), TSR_ERR_INPUT);
   tsr_layout_free(&L);

@@ -86,19 +86,28 @@ static void test_rcb_equal_weights(void **state) {
 static void test_rcb_examples(void **state) {
   (void)state;
   tsr_layout L;
+  /* a cut across x counts as one across an axis half as long (its faces are strided in
+   * memory): 64x64 on 4 ranks is four 64x16 slabs, 256x64 on 2 is cut across x */
   int c64[3] = {64, 64, 1};
   assert_int_equal(tsr_partition(2, c64, NULL, 4, NULL, &L), TSR_OK);
   for (int b = 0; b < 4; ++b) {
-    assert_int_equal(tsr_box_len(&L.boxes[b], 0), 32);
-    assert_int_equal(tsr_box_len(&L.boxes[b], 1), 32);
+    assert_int_equal(tsr_box_len(&L.boxes[b], 0), 64);
+    assert_int_equal(tsr_box_len(&L.boxes[b], 1), 16);
   }
   tsr_layout_free(&L);
-  /* 3 ranks on 60x60: one 60x20 slab, then the 60x40 rest halved across x: all 1200 cells */
+  int c256[3] = {256, 64, 1};
+  assert_int_equal(tsr_partition(2, c256, NULL, 2, NULL, &L), TSR_OK);
+  for (int b = 0; b < 2; ++b) {
+    assert_int_equal(tsr_box_len(&L.boxes[b], 0), 128);
+    assert_int_equal(tsr_box_len(&L.boxes[b], 1), 64);
+  }
+  tsr_layout_free(&L);
+  /* 3 ranks on 60x60: three 60x20 slabs, all 1200 cells */
   int c60[3] = {60, 60, 1};
   assert_int_equal(tsr_partition(2, c60, NULL, 3, NULL, &L), TSR_OK);
   for (int b = 0; b < 3; ++b) assert_int_equal(tsr_box_cells(&L.boxes[b]), 1200);
   tsr_layout_free(&L);
-  /* ties in length go to the highest (slowest) axis: faces are contiguous planes */
+  /* ties go to the highest (slowest) axis: faces are contiguous planes */
   int c3[3] = {16, 16, 16};
   assert_int_equal(tsr_partition(3, c3, NULL, 2, NULL, &L), TSR_OK);
   assert_int_equal(L.boxes[0].hi[2], 8);
