@@ -13,10 +13,14 @@
 extern "C" {
 #endif
 
-/* Fills ghost layers 1..f->ghost of face (a face of f's owned box) for every component from
- * vals (device memory, ncomp x n2 x n1), on stream. Errors: TSR_ERR_CUDA. */
-tsr_err tsr_bc_apply_cuda(const tsr_bc_face *face, const double *vals, tsr_field *f,
-                          cudaStream_t stream);
+/* The most faces one tsr_bc_apply_cuda call takes: a 3D box has six. */
+#define TSR_BC_MAX_FACES 6
+
+/* Fills ghost layers 1..f->ghost of faces[0 .. nface) (faces of f's owned box) for every
+ * component, face i from vals[i] (device memory, ncomp x n2 x n1), in one launch on stream.
+ * Errors: TSR_ERR_STATE (more than TSR_BC_MAX_FACES faces), TSR_ERR_CUDA. */
+tsr_err tsr_bc_apply_cuda(int nface, const tsr_bc_face *const *faces, const double *const *vals,
+                          tsr_field *f, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -103,7 +103,11 @@ static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double 
 
 static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
   cuda_state *s = st(x);
-  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i) {
+  const tsr_bc_face *faces[TSR_BC_MAX_FACES];
+  const double *vals[TSR_BC_MAX_FACES];
+  const int nface = tsr_bc_nfaces(x->bc);
+  TSR_CHECK(nface <= TSR_BC_MAX_FACES, TSR_ERR_INTERNAL, "%d boundary faces", nface);
+  for (int i = 0; i < nface; ++i) {
     const tsr_bc_face *fc = tsr_bc_face_info(x->bc, i);
     if (!s->face[i]) {
       size_t bytes = sizeof(double) * (size_t)x->c->ncomp * fc->n1 * fc->n2;
@@ -117,9 +121,10 @@ static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
       s->face_valid[i] = 1;
       s->face_at[i] = t;
     }
-    TSR_CALL(tsr_bc_apply_cuda(fc, s->face[i], f, s->compute));
+    faces[i] = fc;
+    vals[i] = s->face[i];
   }
-  return TSR_OK;
+  return tsr_bc_apply_cuda(nface, faces, vals, f, s->compute);
 }
 
 static tsr_err halo_begin(tsr_run_ctx *x, tsr_field *f) {
