@@ -32,6 +32,14 @@ typedef struct tsr_backend_ops {
    * before any stage issued after halo_end. */
   tsr_err (*halo_begin)(struct tsr_run_ctx *x, tsr_field *f);
   tsr_err (*halo_end)(struct tsr_run_ctx *x, tsr_field *f);
+  /* Optional (NULL: stage, then nothing). stage_shell: a stage over a shell slab, ordered
+   * after halo_end's ghosts but free to run beside the interior's stage; join: everything
+   * issued after it waits for the shell stages. The CUDA backend runs the shell on the
+   * communication stream right after the unpack, so the interior kernel hides it too. */
+  tsr_err (*stage_shell)(struct tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *region,
+                         const tsr_field *in, const tsr_field *base, tsr_field *acc,
+                         const tsr_field *src, tsr_field *out);
+  tsr_err (*join)(struct tsr_run_ctx *x);
   /* One stage over region (see tsr_stage_host). */
   tsr_err (*stage)(struct tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *region,
                    const tsr_field *in, const tsr_field *base, tsr_field *acc,

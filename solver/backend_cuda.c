@@ -22,6 +22,7 @@
 typedef struct {
   int device;
   cudaStream_t compute, comm;
+  cudaEvent_t joined; /* the compute stream waits here for the shell stages (join) */
   ncclComm_t nccl;
   int have_nccl;
   double *face[TSR_NFACE]; /* the boundary values on the device, per face of this rank */
@@ -45,6 +46,7 @@ static tsr_err setup(tsr_run_ctx *x) {
   TSR_CUDA(cudaStreamCreateWithPriority(&s->compute, cudaStreamNonBlocking, lo));
   /* the exchange is on the critical path: its pack/unpack kernels go first */
   TSR_CUDA(cudaStreamCreateWithPriority(&s->comm, cudaStreamNonBlocking, hi));
+  TSR_CUDA(cudaEventCreateWithFlags(&s->joined, cudaEventDisableTiming));
   TSR_CALL(tsr_nccl_create(x->comm, &s->nccl));
   s->have_nccl = 1;
   tsr_gpu_watch_nccl(s->nccl);
@@ -62,6 +64,7 @@ static void teardown(tsr_run_ctx *x) {
   if (s->have_nccl) tsr_nccl_destroy(&s->nccl);
   if (s->compute) cudaStreamDestroy(s->compute);
   if (s->comm) cudaStreamDestroy(s->comm);
+  if (s->joined) cudaEventDestroy(s->joined);
   free(s);
   x->be_state = NULL;
 }
@@ -131,14 +134,31 @@ static tsr_err halo_begin(tsr_run_ctx *x, tsr_field *f) {
   return tsr_halo_begin_after(x->halo, f, st(x)->compute);
 }
 
+/* The unpack goes on the communication stream and the compute stream does not wait for it
+ * here: the shell stages follow it there (stage_shell), and join() ends the split. */
 static tsr_err halo_end(tsr_run_ctx *x, tsr_field *f) {
-  return tsr_halo_end_before(x->halo, f, st(x)->compute);
+  return tsr_halo_end_before(x->halo, f, st(x)->comm);
+}
+
+static tsr_err join(tsr_run_ctx *x) {
+  cuda_state *s = st(x);
+  TSR_CUDA(cudaEventRecord(s->joined, s->comm));
+  TSR_CUDA(cudaStreamWaitEvent(s->compute, s->joined, 0));
+  return TSR_OK;
 }
 
 static tsr_err stage(tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *region,
                      const tsr_field *in, const tsr_field *base, tsr_field *acc,
                      const tsr_field *src, tsr_field *out) {
   return tsr_stage_cuda(d, region, in, base, acc, src, out, st(x)->compute);
+}
+
+/* Shell slabs read the ghosts the unpack wrote and the owned cells the interior's stage only
+ * reads, and write cells it does not: on the communication stream they run beside it. */
+static tsr_err stage_shell(tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *region,
+                           const tsr_field *in, const tsr_field *base, tsr_field *acc,
+                           const tsr_field *src, tsr_field *out) {
+  return tsr_stage_cuda(d, region, in, base, acc, src, out, st(x)->comm);
 }
 
 /* The owned box of component comp of f as a 3D copy region of the device allocation; host
@@ -260,6 +280,6 @@ static void stage_destroy(tsr_run_ctx *x, void **stage) {
 const tsr_backend_ops tsr_backend_cuda = {
     .name = "cuda", .mem = TSR_MEM_DEVICE, .setup = setup, .teardown = teardown,
     .prepare = prepare, .eval = eval, .boundary = boundary, .halo_begin = halo_begin,
-    .halo_end = halo_end, .stage = stage, .upload = upload, .download = download,
-    .norms = norms, .sync = sync,
+    .halo_end = halo_end, .stage = stage, .stage_shell = stage_shell, .join = join,
+    .upload = upload, .download = download, .norms = norms, .sync = sync,
     .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy};

@@ -113,8 +113,10 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   double t0 = MPI_Wtime();
   TSR_CALL(be->boundary(x, in, ts));
   double t1 = MPI_Wtime();
-  TSR_CALL(be->halo_begin(x, in));
+  /* before the exchange begins: a backend may run the shell beside the interior, and the
+   * shell reads the source too */
   TSR_CALL(source_eval(x, ts));
+  TSR_CALL(be->halo_begin(x, in));
   tsr_stage_desc d = x->desc;
   d.kind = sp->stage[s].kind;
   double t2 = MPI_Wtime();
@@ -126,7 +128,10 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   TSR_CALL(err);
   double t4 = MPI_Wtime();
   for (int i = 0; i < x->nshell; ++i)
-    TSR_CALL(be->stage(x, &d, &x->shell[i], in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
+    TSR_CALL((be->stage_shell ? be->stage_shell : be->stage)(x, &d, &x->shell[i], in,
+                                                             x->slot[TSR_SLOT_U], x->acc,
+                                                             x->src, out));
+  if (be->join) TSR_CALL(be->join(x));
   double t5 = MPI_Wtime();
   /* on an asynchronous backend these are the host's issue times, and the step loop's total
    * (synchronised at every monitor) is the figure to read */
