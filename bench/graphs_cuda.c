@@ -12,7 +12,8 @@
  *
  *   usage: [mpirun -np 1] graphs [--json PATH] [--quick] [--precision double|single]
  * --quick: two sizes per dimension, few steps (a smoke run). Prints a table last; exits non-zero
- * when a run fails or the graphs did not run. TESSERA_COMMIT, when set, goes into the JSON. */
+ * when a run fails, the graphs did not run, or the final norms (min, max, L2, integral) with
+ * graphs are not bitwise those without. TESSERA_COMMIT, when set, goes into the JSON. */
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -28,7 +29,8 @@ typedef struct {
   int dim, n;
   long steps;
   double sps_off, sps_on, sps_gpu; /* steps per second */
-  int ok;
+  double norms[4 * TSR_MAX_COMP];  /* the plain run's final norms, which the others must match */
+  int ok, same;
 } result;
 
 static int run_one(result *r, const char *prec, const char *graphs, int timing, double *sps) {
@@ -66,6 +68,21 @@ static int run_one(result *r, const char *prec, const char *graphs, int timing, 
                     "the first\n", r->model, r->dim, r->n, (long long)res.graph_steps,
             (long long)res.steps);
     return 0;
+  }
+  /* the final monitor's norms (reduced on the device in a fixed order): graphs must give the
+   * plain run's bits */
+  double norms[4 * TSR_MAX_COMP] = {0};
+  for (int q = 0; q < TSR_MAX_COMP; ++q) {
+    norms[4 * q] = res.min[q];
+    norms[4 * q + 1] = res.max[q];
+    norms[4 * q + 2] = res.l2[q];
+    norms[4 * q + 3] = res.sum[q];
+  }
+  if (!want) memcpy(r->norms, norms, sizeof norms);
+  else if (memcmp(r->norms, norms, sizeof norms) != 0) {
+    fprintf(stderr, "graphs: %s %dD %d: the final norms with graphs differ from those without "
+                    "(L2 %.17g against %.17g)\n", r->model, r->dim, r->n, norms[2], r->norms[2]);
+    r->same = 0;
   }
   /* the slowest rank sets the pace */
   double wall = res.wall, busy = res.graph_gpu_time;
@@ -130,9 +147,10 @@ int main(int argc, char **argv) {
   int ok = 1;
   for (int i = 0; i < nres; ++i) {
     result *r = &res[i];
+    r->same = 1;
     r->ok = run_one(r, prec, "off", 0, &r->sps_off) && run_one(r, prec, "on", 0, &r->sps_on) &&
             run_one(r, prec, "on", 1, &r->sps_gpu);
-    ok &= r->ok;
+    ok &= r->ok && r->same;
     if (rank == 0) {
       printf("  %s %s %dD %d: off %.0f, on %.0f, GPU-only %.0f steps/s\n", r->model, r->scheme,
              r->dim, r->n, r->sps_off, r->sps_on, r->sps_gpu);
@@ -149,10 +167,12 @@ int main(int argc, char **argv) {
       snprintf(sz, sizeof sz, "%d^%d", r->n, r->dim);
       printf("  %-11s %9s %7ld %12.0f %12.0f %8.2f %12.0f %8.2f%s\n", name, sz, r->steps,
              r->sps_off, r->sps_on, r->sps_off > 0 ? r->sps_on / r->sps_off : 0.0, r->sps_gpu,
-             r->sps_gpu > 0 ? r->sps_on / r->sps_gpu : 0.0, r->ok ? "" : "  FAILED");
+             r->sps_gpu > 0 ? r->sps_on / r->sps_gpu : 0.0,
+             !r->ok ? "  FAILED" : !r->same ? "  WRONG (graphs differ)" : "");
     }
     printf("  GPU step/s: steps over the summed GPU time of the replays (events around each), "
-           "the ceiling for this kernel sequence\n");
+           "the ceiling for this kernel sequence\n  final norms with graphs bitwise equal to "
+           "without: %s\n", ok ? "yes, every case" : "NO (see above)");
   }
   if (rank == 0 && json) {
     FILE *fp = fopen(json, "w");
@@ -170,9 +190,9 @@ int main(int argc, char **argv) {
         const result *r = &res[i];
         fprintf(fp, "%s{\"model\": \"%s\", \"scheme\": \"%s\", \"dim\": %d, \"n\": %d, "
                 "\"steps\": %ld, \"steps_per_s_off\": %.1f, \"steps_per_s_on\": %.1f, "
-                "\"steps_per_s_gpu\": %.1f, \"ok\": %s}",
+                "\"steps_per_s_gpu\": %.1f, \"ok\": %s, \"same_norms\": %s}",
                 i ? ", " : "", r->model, r->scheme, r->dim, r->n, r->steps, r->sps_off,
-                r->sps_on, r->sps_gpu, r->ok ? "true" : "false");
+                r->sps_on, r->sps_gpu, r->ok ? "true" : "false", r->same ? "true" : "false");
       }
       fprintf(fp, "]}\n");
       fclose(fp);

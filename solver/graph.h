@@ -7,7 +7,8 @@
  * A replay repeats its kernels' arguments, so the time cannot be one: in a captured step the
  * expression kernels read their stage time from device memory (x->tdev), which the graph's
  * first kernel computes from a device step counter with the host's rounding
- * (kernels/step_time.h). The host-side caches that decide whether a time-dependent boundary
+ * (kernels/step_time.h); a case whose boundary values and sources do not depend on t has no
+ * such kernel. The host-side caches that decide whether a time-dependent boundary
  * or source is evaluated are emptied at capture, so each graph evaluates them itself and is
  * right whatever ran before it. The first step of a run is issued plainly: it allocates and
  * fills what does not change with time (face buffers, a constant source).

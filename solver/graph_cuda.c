@@ -24,12 +24,14 @@ struct tsr_graph {
   int64_t *dstep;          /* device: the step the next launch computes the times of */
   double *dtimes;          /* device: the stage times of the step running */
   int64_t dstep_next;      /* what *dstep holds once the work issued so far has run; -1: unknown */
+  int timed;               /* some boundary value or source depends on t: the graphs need the
+                              stage times (else their first kernel is left out) */
   tsr_step_time_coef coef;
   double dt;
   /* opts.graph_timing: events around each launch, in a ring that the host reads a lap later */
   int timing;
   cudaEvent_t ev[TIMING_RING][2];
-  int64_t timed;           /* launches with events so far */
+  int64_t nev;             /* launches with events so far */
   double busy;             /* seconds between the events read so far */
 };
 
@@ -45,6 +47,8 @@ tsr_err tsr_graph_create(tsr_run_ctx *x, tsr_graph **gp) {
   g->stream = tsr_backend_cuda_stream(x);
   g->dstep_next = -1;
   g->dt = x->dt;
+  g->timed = x->src_timed;
+  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i) g->timed |= tsr_bc_face_timed(x->bc, i);
   g->coef.n = x->scheme.nstage;
   for (int s = 0; s < x->scheme.nstage; ++s) g->coef.c[s] = x->scheme.stage[s].c;
   TSR_CUDA(cudaMalloc((void **)&g->dstep, sizeof *g->dstep));
@@ -82,8 +86,11 @@ static tsr_err capture(tsr_graph *g, tsr_run_ctx *x, double t, tsr_graph_step_fn
   forget_timed(x);
   /* this thread's own calls are checked; the checkpoint writer's thread may go on */
   TSR_CUDA(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
-  tsr_err err = tsr_step_time_cuda(g->dstep, &g->coef, g->dt, g->dtimes, g->stream);
-  x->tdev = g->dtimes;
+  tsr_err err = TSR_OK;
+  if (g->timed) {
+    err = tsr_step_time_cuda(g->dstep, &g->coef, g->dt, g->dtimes, g->stream);
+    x->tdev = g->dtimes;
+  }
   if (!err) err = fn(x, t);
   x->tdev = NULL;
   cudaGraph_t graph = NULL;
@@ -152,14 +159,15 @@ tsr_err tsr_graph_step(tsr_graph *g, tsr_run_ctx *x, int64_t step, double t,
     p = (int)((step - g->base) & 1);
   }
   double t0 = MPI_Wtime();
-  if (g->dstep_next != step) TSR_CALL(tsr_step_time_set_cuda(g->dstep, step, g->stream));
-  cudaEvent_t *ev = g->timing ? g->ev[g->timed % TIMING_RING] : NULL;
-  if (ev && g->timed >= TIMING_RING) TSR_CALL(read_events(g, ev));
+  if (g->timed && g->dstep_next != step)
+    TSR_CALL(tsr_step_time_set_cuda(g->dstep, step, g->stream));
+  cudaEvent_t *ev = g->timing ? g->ev[g->nev % TIMING_RING] : NULL;
+  if (ev && g->nev >= TIMING_RING) TSR_CALL(read_events(g, ev));
   if (ev) TSR_CUDA(cudaEventRecord(ev[0], g->stream));
   TSR_CUDA(cudaGraphLaunch(g->exec[p], g->stream));
   if (ev) {
     TSR_CUDA(cudaEventRecord(ev[1], g->stream));
-    g->timed++;
+    g->nev++;
   }
   g->dstep_next = step + 1;
   g->replays++;
@@ -171,9 +179,9 @@ tsr_err tsr_graph_finish(tsr_graph *g, tsr_run_result *res) {
   res->graph_steps = g ? g->replays : 0;
   res->graph_gpu_time = 0.0;
   if (!g || !g->timing) return TSR_OK;
-  int64_t first = g->timed > TIMING_RING ? g->timed - TIMING_RING : 0;
-  for (int64_t k = first; k < g->timed; ++k) TSR_CALL(read_events(g, g->ev[k % TIMING_RING]));
-  g->timed = 0;
+  int64_t first = g->nev > TIMING_RING ? g->nev - TIMING_RING : 0;
+  for (int64_t k = first; k < g->nev; ++k) TSR_CALL(read_events(g, g->ev[k % TIMING_RING]));
+  g->nev = 0;
   res->graph_gpu_time = g->busy;
   return TSR_OK;
 }
