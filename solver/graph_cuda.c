@@ -9,6 +9,7 @@
 #include "kernels/cuda_util.h"
 #include "kernels/step_time.h"
 #include "solver/backend.h"
+#include "solver/fault.h"
 #include "solver/run_internal.h"
 
 #define TIMING_RING 64
@@ -24,6 +25,7 @@ struct tsr_graph {
   int64_t *dstep;          /* device: the step the next launch computes the times of */
   double *dtimes;          /* device: the stage times of the step running */
   int64_t dstep_next;      /* what *dstep holds once the work issued so far has run; -1: unknown */
+  int nccl_version;        /* ncclGetVersion's code */
   int timed;               /* some boundary value or source depends on t: the graphs need the
                               stage times (else their first kernel is left out) */
   tsr_step_time_coef coef;
@@ -56,18 +58,7 @@ tsr_err tsr_graph_create(tsr_run_ctx *x, tsr_graph **gp) {
   g->timing = x->opts.graph_timing;
   for (int k = 0; g->timing && k < TIMING_RING; ++k)
     for (int e = 0; e < 2; ++e) TSR_CUDA(cudaEventCreate(&g->ev[k][e]));
-  int version = 0;
-  TSR_NCCL(ncclGetVersion(&version));
-  /* NCCL captures its calls into graphs from 2.9 on; before, capture would fail anyway, with
-   * a less telling error */
-  if (version < 20900) {
-    /* codes before 2.9 read 1000 * major + 100 * minor + patch */
-    if (x->rank == 0)
-      fprintf(stderr, "tessera: warning: gpu.graphs: this NCCL (%d.%d) cannot be captured into "
-                      "CUDA graphs (2.9 or newer can); running with plain launches\n",
-              version / 1000, version / 100 % 10);
-    g->fallback = 1;
-  }
+  TSR_NCCL(ncclGetVersion(&g->nccl_version));
   return TSR_OK;
 }
 
@@ -80,9 +71,15 @@ static void forget_timed(tsr_run_ctx *x) {
 
 /* Captures the step from t into a graph and instantiates it. On failure the stream has left
  * capture and nothing of the step ran. */
-static tsr_err capture(tsr_graph *g, tsr_run_ctx *x, double t, tsr_graph_step_fn fn,
-                       cudaGraphExec_t *exec) {
+static tsr_err capture(tsr_graph *g, tsr_run_ctx *x, int64_t step, double t,
+                       tsr_graph_step_fn fn, cudaGraphExec_t *exec) {
   *exec = NULL;
+  /* NCCL captures its calls into graphs from 2.9 on; before, capture fails with a less
+   * telling error (codes before 2.9 read 1000 * major + 100 * minor + patch) */
+  const int v = g->nccl_version;
+  TSR_CHECK(v >= 20900, TSR_ERR_UNSUPPORTED,
+            "this NCCL (%d.%d) cannot be captured into CUDA graphs (2.9 or newer can)",
+            v / 1000, v / 100 % 10);
   forget_timed(x);
   /* this thread's own calls are checked; the checkpoint writer's thread may go on */
   TSR_CUDA(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
@@ -93,6 +90,10 @@ static tsr_err capture(tsr_graph *g, tsr_run_ctx *x, double t, tsr_graph_step_fn
   }
   if (!err) err = fn(x, t);
   x->tdev = NULL;
+  if (!err && tsr_fault_graph_due(x->opts.fault, x->rank, step + 1))
+    err = tsr_err_set(TSR_ERR_CUDA, __FILE__, __LINE__,
+                      "--inject-fault (testing aid): rank %d fails to capture the step to %lld",
+                      x->rank, (long long)(step + 1));
   cudaGraph_t graph = NULL;
   cudaError_t ce = cudaStreamEndCapture(g->stream, &graph);
   if (!err && ce != cudaSuccess)
@@ -141,7 +142,7 @@ tsr_err tsr_graph_step(tsr_graph *g, tsr_run_ctx *x, int64_t step, double t,
     /* the step's kernels were not issued, only recorded: a failure here leaves the step to
      * issue plainly, on every rank alike (the NCCL calls of the ranks must match) */
     cudaGraphExec_t exec = NULL;
-    tsr_err err = tsr_run_agree(x->comm, capture(g, x, t, fn, &exec));
+    tsr_err err = tsr_run_agree(x->comm, capture(g, x, step, t, fn, &exec));
     if (err) {
       if (exec) cudaGraphExecDestroy(exec);
       drop_graphs(g);

@@ -77,4 +77,25 @@ done
 case=$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml
 compare bw_heat2d-output "$case" --set output.snapshot_every=2 --set output.checkpoint_every=3 \
   --set output.monitor_every=1
+# a capture that fails on one rank (the last): every rank falls back to plain launches, rank 0
+# warns once, the run succeeds with the bits of plain launches and report.json says fallback
+out=$work/fallback
+if log=$("$MPIEXEC" -n "$ranks" "$TESSERA_BIN" run "$case" --out "$out" --backend cuda \
+          --set gpu.graphs=on --inject-fault "rank=$((ranks - 1)),step=3,kind=graph" 2>&1); then
+  nwarn=$(grep -c 'warning: gpu.graphs: capturing a step into a CUDA graph failed' <<<"$log")
+  if [ "$nwarn" = 1 ] && grep -q 'fails to capture the step to 3' <<<"$log"; then
+    pass "failed capture on rank $((ranks - 1)): one warning naming the cause"
+  else
+    echo "$log" | tail -5; failure "failed capture: $nwarn warnings (want 1 naming the cause)"
+  fi
+  report_says "$out" fallback 1 && pass "failed capture: report says fallback after 1 replayed step" ||
+    failure "failed capture: report.json"
+  if same_fields "$out/final.h5" "$work/bw_heat2d-double-off/final.h5" 0; then
+    pass "failed capture: bitwise identical to graphs off"
+  else
+    failure "failed capture: differs from graphs off"
+  fi
+else
+  echo "$log" | tail -10; failure "a failed capture failed the run"
+fi
 finish
