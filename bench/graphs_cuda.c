@@ -137,7 +137,12 @@ int main(int argc, char **argv) {
         r->steps = quick ? 100 : (m ? 1000 : 3000);
       }
     }
-  int dev = 0;
+  int dev = 0, ngpu = 0;
+  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+    if (rank == 0) fprintf(stderr, "graphs: no GPU visible; this benchmark needs one per rank\n");
+    MPI_Finalize();
+    return 1;
+  }
   struct cudaDeviceProp prop;
   memset(&prop, 0, sizeof prop);
   if (cudaGetDevice(&dev) == cudaSuccess) cudaGetDeviceProperties(&prop, dev);

@@ -99,7 +99,9 @@ static tsr_err capture(tsr_graph *g, tsr_run_ctx *x, int64_t step, double t,
   if (!err && ce != cudaSuccess)
     err = tsr_cuda_fail((int)ce, "cudaStreamEndCapture", __FILE__, __LINE__);
   if (!err) {
-    ce = cudaGraphInstantiate(exec, graph, 0);
+    /* the pack and unpack kernels keep the comm stream's high priority (captured per kernel
+     * node), else every node would run at the compute stream's */
+    ce = cudaGraphInstantiate(exec, graph, cudaGraphInstantiateFlagUseNodePriority);
     if (ce != cudaSuccess) {
       *exec = NULL;
       err = tsr_cuda_fail((int)ce, "cudaGraphInstantiate", __FILE__, __LINE__);
