@@ -36,6 +36,10 @@ tsr_err tsr_halo_check_end(const tsr_halo *h, const tsr_field *f, const char *ca
   return TSR_OK;
 }
 
+void tsr_halo_forget(tsr_halo *h) {
+  if (h) h->active = NULL;
+}
+
 tsr_err tsr_halo_begin(tsr_halo *h, tsr_field *field) {
   TSR_CALL(tsr_halo_check_begin(h, field, "tsr_halo_begin"));
   TSR_CALL(h->ops->begin(h, field));

@@ -78,6 +78,10 @@ tsr_err tsr_halo_begin(tsr_halo *halo, tsr_field *field);
  * TSR_ERR_CUDA, TSR_ERR_NCCL. */
 tsr_err tsr_halo_end(tsr_halo *halo, tsr_field *field);
 
+/* Marks the exchange idle without finishing it, for an exchange whose work was recorded but
+ * never ran (a CUDA graph capture that failed half-way, solver/graph.h). Accepts NULL. */
+void tsr_halo_forget(tsr_halo *halo);
+
 /* Bytes this rank sends per exchange (all peers, self-copies excluded). */
 int64_t tsr_halo_bytes_sent(const tsr_halo_plan *plan, int ncomp, int elem_size);
 

@@ -59,6 +59,9 @@
  *   comm:                    optional
  *     timeout: 300           seconds (> 0) a rank may go without progress before the watchdog
  *                            aborts the job, naming the rank that stopped
+ *   gpu:                     optional
+ *     graphs: auto           auto | on | off (on, off: any boolean): replay each step as a
+ *                            CUDA graph (CUDA backend; auto: on); the same results either way
  *
  * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
  * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else
@@ -453,7 +456,8 @@ static void read_params(tsr_vctx *v, const tsr_yaml_entry *e) {
 static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   static const char *const keys[] = {"name",     "model",  "method", "backend",  "precision",
                                      "grid",     "params", "initial", "source",   "exact",
-                                     "boundary", "time",   "decomposition", "output", "comm"};
+                                     "boundary", "time",   "decomposition", "output", "comm",
+                                     "gpu"};
   tsr_case *c = v->c;
   tsr_vkeys(v, "", root, keys, (int)(sizeof keys / sizeof *keys));
   read_name(v, tsr_yaml_find(root, "name"));
@@ -480,6 +484,7 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   tsr_case_read_decomposition(v, tsr_yaml_find(root, "decomposition"));
   tsr_case_read_output(v, tsr_yaml_find(root, "output"));
   tsr_case_read_comm(v, tsr_yaml_find(root, "comm"));
+  tsr_case_read_gpu(v, tsr_yaml_find(root, "gpu"));
 }
 
 /* A case with its provenance filled in and every default set; NULL when out of memory. */
@@ -589,7 +594,8 @@ tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, t
 /* Prefixes of --set keys that change how a run is laid out or where it writes, never its
  * numbers (bitwise invariance across decompositions and backends, DESIGN.md). */
 static int layout_override(const char *o) {
-  static const char *const pre[] = {"decomposition.", "output.", "backend=", "comm."};
+  static const char *const pre[] = {"decomposition.", "output.", "backend=", "comm.",
+                                    "gpu."};
   for (size_t i = 0; i < sizeof pre / sizeof pre[0]; ++i)
     if (strncmp(o, pre[i], strlen(pre[i])) == 0) return 1;
   return 0;

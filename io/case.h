@@ -35,6 +35,7 @@ typedef enum { TSR_BACKEND_AUTO = 0, TSR_BACKEND_HOST, TSR_BACKEND_CUDA } tsr_ba
 typedef enum { TSR_PRECISION_DOUBLE = 0, TSR_PRECISION_SINGLE } tsr_precision;
 typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_type;
 typedef enum { TSR_SCHEME_EULER = 0, TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_RK4 } tsr_scheme;
+typedef enum { TSR_GRAPHS_AUTO = 0, TSR_GRAPHS_ON, TSR_GRAPHS_OFF } tsr_graphs_mode;
 typedef enum { TSR_PROGRESS_AUTO = 0, TSR_PROGRESS_BAR, TSR_PROGRESS_LINES, TSR_PROGRESS_NONE } tsr_progress_mode;
 
 /* When something is written (output.checkpoint_every, output.snapshot_every): every `steps`
@@ -119,6 +120,11 @@ typedef struct {
     double timeout;          /* seconds without progress before the watchdog aborts the job;
                                 default 300 (solver/watchdog.h) */
   } comm;
+
+  struct {
+    tsr_graphs_mode graphs;  /* CUDA graphs of whole steps (solver/graph.h); auto: on with the
+                                CUDA backend */
+  } gpu;
 } tsr_case;
 
 /* Reads and validates the case file at path with the overrides applied in order. On success
@@ -148,7 +154,7 @@ extern const char *const tsr_case_face_names[TSR_NFACE];
 
 /* Hash of what determines the solution, for checkpoints: as c->hash but leaving out the
  * --set overrides of keys that only say how a run is laid out or where it writes
- * (decomposition.*, output.*, backend, comm.*), so a restart may use other ranks or partitioner.
+ * (decomposition.*, output.*, backend, comm.*, gpu.*), so a restart may use other ranks or partitioner.
  * Edits to those keys inside the file still change it. */
 uint64_t tsr_case_restart_hash(const tsr_case *c);
 

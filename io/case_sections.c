@@ -1,12 +1,13 @@
 /* Case sections read after model and grid: initial, source, exact (component -> expression),
  * boundary (faces, their types, values and the periodicity they imply), time, decomposition,
- * output and comm. The schema is documented at the top of io/case.c. */
+ * output, comm and gpu. The schema is documented at the top of io/case.c. */
 #define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp, stat */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "io/case_validate.h"
 
@@ -467,4 +468,27 @@ void tsr_case_read_comm(tsr_vctx *v, const tsr_yaml_entry *e) {
     if (d >= 0.1 && d <= 1e7) v->c->comm.timeout = d;
     else tsr_vat(v, x->value, "comm.timeout: expected seconds in [0.1, 1e7], got %g", d);
   }
+}
+
+void tsr_case_read_gpu(tsr_vctx *v, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"graphs"};
+  const tsr_yaml_node *o = e && tsr_vmap(v, "gpu", e->value) ? e->value : NULL;
+  if (o) tsr_vkeys(v, "gpu", o, keys, 1);
+  const tsr_yaml_entry *x = tsr_yaml_find(o, "graphs");
+  if (!x) return;
+  /* on and off are YAML booleans: any spelling of one is taken, as tsr_vbool does */
+  static const char *const on[] = {"on", "true", "yes"}, *const off[] = {"off", "false", "no"};
+  const tsr_yaml_node *n = x->value;
+  int mode = -1;
+  if (n && n->kind == TSR_YAML_SCALAR && !n->quoted) {
+    if (strcmp(n->text, "auto") == 0) mode = TSR_GRAPHS_AUTO;
+    for (int i = 0; i < 3; ++i) {
+      if (strcasecmp(n->text, on[i]) == 0) mode = TSR_GRAPHS_ON;
+      if (strcasecmp(n->text, off[i]) == 0) mode = TSR_GRAPHS_OFF;
+    }
+  }
+  if (mode >= 0) v->c->gpu.graphs = (tsr_graphs_mode)mode;
+  else
+    tsr_vat(v, n, "gpu.graphs: expected auto, on or off, got '%s'",
+            n && n->kind == TSR_YAML_SCALAR ? n->text : "a list or map");
 }

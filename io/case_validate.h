@@ -88,5 +88,6 @@ void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_e
 void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_comm(tsr_vctx *v, const tsr_yaml_entry *e);
+void tsr_case_read_gpu(tsr_vctx *v, const tsr_yaml_entry *e);
 
 #endif

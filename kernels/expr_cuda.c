@@ -128,12 +128,16 @@ static const char src_kernels[] =
     "  for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < (n); \\\n"
     "       q += (long long)gridDim.x * blockDim.x)\n"
     "\n"
+    "// The time is t_arg, or *tp where tp is not null: a CUDA graph replays its launches with\n"
+    "// the arguments they were captured with, so a graph's step reads its time from the device.\n"
+    "//\n"
     "// Owned cells of a box: n0 x n1 x n2 cells from global cell (b0, b1, b2), written at\n"
     "// u[c * sz + b * sy + a] as T (the field's precision); axes beyond dim have coordinate 0.\n"
     "#define TSR_EXPR_CELLS(NAME, T) \\\n"
     "extern \"C\" __global__ void NAME(int e, T *u, long long sy, long long sz, \\\n"
     "    int n0, int n1, int n2, int b0, int b1, int b2, double lo0, double lo1, double lo2, \\\n"
-    "    double h0, double h1, double h2, int dim, double t) { \\\n"
+    "    double h0, double h1, double h2, int dim, double t_arg, const double *tp) { \\\n"
+    "  const double t = tp ? *tp : t_arg; \\\n"
     "  long long n = (long long)n0 * n1 * n2; \\\n"
     "  TSR_GRID_STRIDE(q, n) { \\\n"
     "    int a = (int)(q % n0); \\\n"
@@ -152,7 +156,8 @@ static const char src_kernels[] =
     "// u1, u2 say the axis is used; out is ncomp x n2 x n1.\n"
     "extern \"C\" __global__ void tsr_expr_face(tsr_comp_expr ce, int ncomp, int axis, double fc,\n"
     "    int t1, int t2, int n1, int n2, int b1, int b2, double lo1, double lo2, double h1,\n"
-    "    double h2, int u1, int u2, double t, double *out) {\n"
+    "    double h2, int u1, int u2, double t_arg, const double *tp, double *out) {\n"
+    "  const double t = tp ? *tp : t_arg;\n"
     "  long long n = (long long)n1 * n2;\n"
     "  TSR_GRID_STRIDE(q, n * ncomp) {\n"
     "    int comp = (int)(q / n);\n"
@@ -357,7 +362,7 @@ static tsr_err launch(cudaKernel_t k, long long count, void **args, cudaStream_t
 }
 
 tsr_err tsr_expr_cuda_eval_cells(tsr_expr_cuda *m, int i, const tsr_expr_grid *g, double t,
-                                 tsr_field *f, int comp, cudaStream_t s) {
+                                 const double *tp, tsr_field *f, int comp, cudaStream_t s) {
   TSR_CHECK(m && g && f, TSR_ERR_INTERNAL, "tsr_expr_cuda_eval_cells: NULL argument");
   TSR_CHECK(i >= 0 && i < m->n, TSR_ERR_INTERNAL,
             "tsr_expr_cuda_eval_cells: expression %d of %d", i, m->n);
@@ -376,15 +381,15 @@ tsr_err tsr_expr_cuda_eval_cells(tsr_expr_cuda *m, int i, const tsr_expr_grid *g
   double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2];
   double h0 = g->h[0], h1 = g->h[1], h2 = g->h[2];
   void *args[] = {&i,   &u,   &sy,  &sz,  &n0, &n1, &n2, &b0,  &b1,
-                  &b2,  &lo0, &lo1, &lo2, &h0, &h1, &h2, &dim, &t};
+                  &b2,  &lo0, &lo1, &lo2, &h0, &h1, &h2, &dim, &t,  &tp};
   return launch(f->prec == TSR_PREC_SINGLE ? m->cells_f : m->cells, (long long)n0 * n1 * n2, args,
                 s, "tsr_expr_cells launch");
 }
 
 tsr_err tsr_expr_cuda_eval_face(tsr_expr_cuda *m, const int *expr_per_comp, int ncomp,
                                 const tsr_bc_face *face, const tsr_box *box,
-                                const tsr_expr_grid *g, double t, double *dvals,
-                                cudaStream_t s) {
+                                const tsr_expr_grid *g, double t, const double *tp,
+                                double *dvals, cudaStream_t s) {
   TSR_CHECK(m && face && box && g && (ncomp == 0 || expr_per_comp), TSR_ERR_INTERNAL,
             "tsr_expr_cuda_eval_face: NULL argument");
   TSR_CHECK(ncomp >= 0 && ncomp <= TSR_MAX_COMP, TSR_ERR_INTERNAL,
@@ -407,7 +412,7 @@ tsr_err tsr_expr_cuda_eval_face(tsr_expr_cuda *m, const int *expr_per_comp, int 
   int b1 = box->lo[t1], b2 = box->lo[t2], u1 = t1 < g->dim, u2 = t2 < g->dim;
   double lo1 = g->lo[t1], lo2 = g->lo[t2], h1 = g->h[t1], h2 = g->h[t2];
   void *args[] = {&ce, &ncomp, &axis, &fc,  &t1,  &t2, &n1, &n2, &b1,
-                  &b2, &lo1,   &lo2,  &h1,  &h2,  &u1, &u2, &t,  &dvals};
+                  &b2, &lo1,   &lo2,  &h1,  &h2,  &u1, &u2, &t,  &tp, &dvals};
   return launch(m->face, (long long)n1 * n2 * ncomp, args, s, "tsr_expr_face launch");
 }
 

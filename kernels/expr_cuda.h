@@ -67,21 +67,24 @@ tsr_err tsr_expr_cuda_build(int n, const tsr_expr *const *e, const tsr_expr_env 
                             tsr_expr_cuda **m);
 
 /* Evaluates expression i at the centres of the owned cells of component comp of the device
- * field f (its box; ghosts untouched) at time t. Asynchronous on stream s: returns after the
+ * field f (its box; ghosts untouched) at time t, or at the time *tp where tp (device memory)
+ * is not NULL, read when the kernel runs (what a replayed CUDA graph needs). Asynchronous on stream s: returns after the
  * launch, the values are there for later work on s. Errors: TSR_ERR_STATE (f in host memory),
  * TSR_ERR_INTERNAL (i or comp out of range), TSR_ERR_CUDA (launch). */
 tsr_err tsr_expr_cuda_eval_cells(tsr_expr_cuda *m, int i, const tsr_expr_grid *g, double t,
-                                 tsr_field *f, int comp, cudaStream_t s);
+                                 const double *tp, tsr_field *f, int comp, cudaStream_t s);
 
 /* Evaluates, for each component q < ncomp, expression expr_per_comp[q] (host array; -1
  * gives 0) at the face points of face, a face of box (global cell indices): the face
  * coordinate is g's lo or hi on face->axis, the tangential ones cell centres. Writes dvals
  * (device memory, ncomp x n2 x n1, n1 fastest: what tsr_bc_apply_cuda reads, and the layout
- * of tsr_bc_values). Asynchronous on s. Errors: TSR_ERR_INTERNAL (ncomp above TSR_MAX_COMP
- * or an index out of range), TSR_ERR_CUDA (launch). */
+ * of tsr_bc_values). The time is t, or *tp as for tsr_expr_cuda_eval_cells. Asynchronous
+ * on s. Errors: TSR_ERR_INTERNAL (ncomp above TSR_MAX_COMP or an index out of range),
+ * TSR_ERR_CUDA (launch). */
 tsr_err tsr_expr_cuda_eval_face(tsr_expr_cuda *m, const int *expr_per_comp, int ncomp,
                                 const tsr_bc_face *face, const tsr_box *box,
-                                const tsr_expr_grid *g, double t, double *dvals, cudaStream_t s);
+                                const tsr_expr_grid *g, double t, const double *tp, double *dvals,
+                                cudaStream_t s);
 
 /* Evaluates expression i at n points (dx, dy, dz: device arrays of n; dz may be NULL for 0)
  * into dout (device, n). For tests and scattered points. Asynchronous on s. Errors:

@@ -66,7 +66,13 @@ typedef struct tsr_backend_ops {
 
 extern const tsr_backend_ops tsr_backend_host;
 #ifdef TSR_HAVE_CUDA
+#include <cuda_runtime_api.h>
 extern const tsr_backend_ops tsr_backend_cuda;
+/* For CUDA graphs of whole steps (solver/graph_cuda.c): the compute stream, where a step's
+ * work starts and ends; and forgetting which time the boundary values of time-dependent faces
+ * were last evaluated at, so that the next boundary call evaluates them again. */
+cudaStream_t tsr_backend_cuda_stream(struct tsr_run_ctx *x);
+void tsr_backend_cuda_forget_timed(struct tsr_run_ctx *x);
 #endif
 
 #endif

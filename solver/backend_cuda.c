@@ -97,11 +97,17 @@ static tsr_err prepare(tsr_run_ctx *x) {
   return tsr_expr_cuda_build(s->nexpr, (const tsr_expr *const *)s->expr, &env, &s->lib);
 }
 
+/* In a step being captured for a CUDA graph, the device address of the stage's time
+ * (solver/graph.h); NULL otherwise, when the kernels take the time by value. */
+static const double *stage_time(const tsr_run_ctx *x) {
+  return x->tdev ? x->tdev + x->stage : NULL;
+}
+
 static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t) {
   cuda_state *s = st(x);
   int i = expr_index(s, e);
   TSR_CHECK(i >= 0, TSR_ERR_INTERNAL, "an expression was not compiled for the device");
-  return tsr_expr_cuda_eval_cells(s->lib, i, &s->grid, t, f, comp, s->compute);
+  return tsr_expr_cuda_eval_cells(s->lib, i, &s->grid, t, stage_time(x), f, comp, s->compute);
 }
 
 static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
@@ -120,7 +126,7 @@ static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
       int idx[TSR_MAX_COMP];
       for (int q = 0; q < x->c->ncomp; ++q) idx[q] = expr_index(s, tsr_bc_expr(x->bc, i, q));
       TSR_CALL(tsr_expr_cuda_eval_face(s->lib, idx, x->c->ncomp, fc, &x->box, &s->grid, t,
-                                       s->face[i], s->compute));
+                                       stage_time(x), s->face[i], s->compute));
       s->face_valid[i] = 1;
       s->face_at[i] = t;
     }
@@ -128,6 +134,14 @@ static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
     vals[i] = s->face[i];
   }
   return tsr_bc_apply_cuda(nface, faces, vals, f, s->compute);
+}
+
+cudaStream_t tsr_backend_cuda_stream(tsr_run_ctx *x) { return st(x)->compute; }
+
+void tsr_backend_cuda_forget_timed(tsr_run_ctx *x) {
+  cuda_state *s = st(x);
+  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i)
+    if (tsr_bc_face_timed(x->bc, i)) s->face_valid[i] = 0;
 }
 
 static tsr_err halo_begin(tsr_run_ctx *x, tsr_field *f) {

@@ -16,9 +16,10 @@
 
 #include "io/output.h"
 
-#define FORM "rank=R,step=S,kind=exit|hang|corrupt|enospc"
+#define FORM "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph"
 
-static const char *const kind_names[] = {"none", "exit", "hang", "corrupt", "enospc"};
+static const char *const kind_names[] = {"none", "exit", "hang", "corrupt", "enospc",
+                                           "graph"};
 
 const char *tsr_fault_kind_name(tsr_fault_kind k) {
   return (unsigned)k < sizeof kind_names / sizeof *kind_names ? kind_names[k] : "?";
@@ -67,7 +68,7 @@ tsr_err tsr_fault_parse(const char *spec, tsr_fault *f) {
       f->step = (int64_t)v;
     } else if (!strcmp(key, "kind")) {
       if (seen_kind++) return bad(spec, "kind is given twice", NULL);
-      for (int k = TSR_FAULT_EXIT; k <= TSR_FAULT_ENOSPC; ++k)
+      for (int k = TSR_FAULT_EXIT; k <= TSR_FAULT_GRAPH; ++k)
         if (!strcmp(val, kind_names[k])) f->kind = (tsr_fault_kind)k;
       if (f->kind == TSR_FAULT_NONE) return bad(spec, "unknown kind", val);
     } else {
@@ -155,6 +156,10 @@ static int due(const tsr_fault *f, int64_t step) {
 
 void tsr_fault_before_checkpoint(const tsr_fault *f, int64_t step) {
   if (due(f, step) && f->kind == TSR_FAULT_ENOSPC) tsr_output_inject_enospc();
+}
+
+int tsr_fault_graph_due(const tsr_fault *f, int rank, int64_t step) {
+  return due(f, step) && f->kind == TSR_FAULT_GRAPH && f->rank == rank;
 }
 
 void tsr_fault_after_step(const tsr_fault *f, int rank, int64_t step, const char *dir) {

@@ -16,7 +16,9 @@ typedef enum {
   TSR_FAULT_EXIT,    /* rank R _exit(1)s right after step S */
   TSR_FAULT_HANG,    /* rank R sleeps forever after step S, outside MPI */
   TSR_FAULT_CORRUPT, /* after the checkpoint of step S, rank R damages it and _exit(1)s */
-  TSR_FAULT_ENOSPC   /* the checkpoint of step S meets a full disk (ENOSPC from the kernel) */
+  TSR_FAULT_ENOSPC,  /* the checkpoint of step S meets a full disk (ENOSPC from the kernel) */
+  TSR_FAULT_GRAPH    /* rank R's capture of the step to S into a CUDA graph fails (CUDA
+                        backend with gpu.graphs: the run falls back to plain launches) */
 } tsr_fault_kind;
 
 typedef struct {
@@ -25,7 +27,7 @@ typedef struct {
   int64_t step; /* >= 1 */
 } tsr_fault;
 
-/* Parses "rank=R,step=S,kind=exit|hang|corrupt|enospc" (keys in any order; rank defaults to
+/* Parses "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph" (keys in any order; rank defaults to
  * 0; step and kind required) into *f. Errors: TSR_ERR_INPUT with a message that names the
  * part that is wrong and shows the expected form. */
 tsr_err tsr_fault_parse(const char *spec, tsr_fault *f);
@@ -56,5 +58,9 @@ tsr_err tsr_fault_check(const tsr_fault *f, int size, int64_t nsteps, const tsr_
  * then. dir is the output directory (its `latest` names the checkpoint to damage). */
 void tsr_fault_before_checkpoint(const tsr_fault *f, int64_t step);
 void tsr_fault_after_step(const tsr_fault *f, int rank, int64_t step, const char *dir);
+
+/* 1 when f is a due and armed graph fault of this rank for the step to `step`: its capture
+ * into a CUDA graph must fail (solver/graph_cuda.c). f may be NULL. */
+int tsr_fault_graph_due(const tsr_fault *f, int rank, int64_t step);
 
 #endif

@@ -49,10 +49,11 @@ static const char usage[] =
     "  --restart-force  (run) restart even from a checkpoint of a case whose keys differ\n"
     "                   (a warning lists them); never across another grid or model\n"
     "  --ranks N        (check) the rank count to plan for\n"
-    "  --inject-fault rank=R,step=S,kind=exit|hang|corrupt|enospc\n"
+    "  --inject-fault rank=R,step=S,kind=exit|hang|corrupt|enospc|graph\n"
     "                   (run; FOR TESTS ONLY) make rank R fail after step S: exit, hang,\n"
     "                   damage the checkpoint of step S and exit, or meet a full disk writing\n"
-    "                   it. Fires only in a first launch (TESSERA_ATTEMPT unset or 1)\n"
+    "                   it; or fail to capture the step to S into a CUDA graph. Fires only in\n"
+    "                   a first launch (TESSERA_ATTEMPT unset or 1)\n"
     "  -h, --help       this text\n"
     "  --version        print the version\n"
     "\n"
@@ -107,7 +108,7 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       if (a[14] == '=') o->fault = a + 15;
       else if (i + 1 < argc) o->fault = argv[++i];
       if (!o->fault || !*o->fault)
-        return say(rank, EXIT_BAD_INPUT, "option --inject-fault needs a value: rank=R,step=S,kind=exit|hang|corrupt|enospc%s%s", "", "");
+        return say(rank, EXIT_BAD_INPUT, "option --inject-fault needs a value: rank=R,step=S,kind=exit|hang|corrupt|enospc|graph%s%s", "", "");
     } else if (!strcmp(a, "--set") || !strcmp(a, "--out") || !strcmp(a, "--ranks")) {
       if (i + 1 >= argc)
         return say(rank, EXIT_BAD_INPUT, "option %s needs a value (see tessera --help)%s", a, "");

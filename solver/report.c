@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "io/json.h"
+#include "solver/graph.h"
 #include "solver/run_internal.h"
 #include "tsr_version.h"
 
@@ -38,6 +39,9 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   tsr_json_string(&j, "model", tsr_models[c->model].name);
   tsr_json_string(&j, "method", "explicit");
   tsr_json_string(&j, "backend", x->be->name);
+  int64_t replays = 0;
+  tsr_json_string(&j, "gpu_graphs", tsr_graph_mode(x->graph, &replays));
+  tsr_json_int(&j, "gpu_graph_steps", replays);
   tsr_json_string(&j, "precision", c->precision == TSR_PRECISION_SINGLE ? "single" : "double");
   tsr_json_string(&j, "scheme", x->scheme.name);
   tsr_json_int(&j, "ranks", x->size);

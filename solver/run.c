@@ -14,6 +14,7 @@
 #include "io/progress.h"
 #include "solver/ckpt_writer.h"
 #include "solver/device.h"
+#include "solver/graph.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
 #include "solver/supervise.h"
@@ -110,6 +111,7 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   const tsr_scheme_plan *sp = &x->scheme;
   tsr_field *in = x->slot[sp->stage[s].in], *out = x->slot[sp->stage[s].out];
   double ts = t + sp->stage[s].c * x->dt;
+  x->stage = s;
   double t0 = MPI_Wtime();
   TSR_CALL(be->boundary(x, in, ts));
   double t1 = MPI_Wtime();
@@ -138,6 +140,11 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   x->phase[PH_BOUNDARY] += t1 - t0;
   x->phase[PH_COMPUTE] += (t3 - t2) + (t5 - t4);
   x->phase[PH_HALO_WAIT] += t4 - t3;
+  return TSR_OK;
+}
+
+static tsr_err run_step(tsr_run_ctx *x, double t) {
+  for (int s = 0; s < x->scheme.nstage; ++s) TSR_CALL(run_stage(x, s, t));
   return TSR_OK;
 }
 
@@ -249,6 +256,7 @@ static tsr_err prepare_outdir(tsr_run_ctx *x) {
 
 static void ctx_free(tsr_run_ctx *x) {
   tsr_ckpt_writer_destroy(&x->ckpt); /* first: it joins its thread and uses the backend */
+  tsr_graph_destroy(&x->graph);
   if (x->be_ready) x->be->teardown(x);
   tsr_field_destroy(&x->exact);
   tsr_snapshot_close(&x->snap);
@@ -328,7 +336,8 @@ static tsr_err setup(tsr_run_ctx *x) {
   x->desc.ncomp = c->ncomp;
   x->desc.dt = x->dt;
   tsr_stage_coef_init(&x->desc.coef, c->model, c->param_value, x->h, x->slot[0]);
-  return x->be->prepare(x);
+  TSR_CALL(x->be->prepare(x));
+  return tsr_graph_create(x, &x->graph);
 }
 
 static tsr_err initial(tsr_run_ctx *x) {
@@ -478,7 +487,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
   for (int64_t step = first; step < x->nsteps; ++step) {
-    for (int s = 0; s < x->scheme.nstage; ++s) TSR_CALL(run_stage(x, s, t));
+    TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
     tsr_field *tmp = x->slot[TSR_SLOT_U];
     x->slot[TSR_SLOT_U] = x->slot[x->scheme.result];
     x->slot[x->scheme.result] = tmp;
@@ -515,6 +524,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     tsr_fault_after_step(x->opts.fault, x->rank, step + 1, x->out_dir);
   }
   TSR_CALL(x->be->sync(x));
+  TSR_CALL(tsr_graph_finish(x->graph, res));
   /* the last checkpoint's write is the run's cost too, and final.h5 must not overlap it */
   if (x->ckpt) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
   tsr_progress_finish(&pg);

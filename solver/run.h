@@ -21,6 +21,8 @@ typedef struct {
   int restart_force;    /* 1: restart from a checkpoint of a case whose keys differ (a warning
                            lists them); never when the grid or the model differ */
   const tsr_fault *fault; /* --inject-fault (tests only), or NULL */
+  int graph_timing;     /* 1: time each step replayed as a CUDA graph on the GPU, with events
+                           around its launch (benchmarks: graph_gpu_time) */
 } tsr_run_opts;
 
 typedef struct {
@@ -47,6 +49,11 @@ typedef struct {
   double ckpt_final_wait;           /* waiting for the last write after the loop (in wall) */
   double ckpt_stage_bytes;          /* bytes staged per checkpoint, the largest rank's */
   double ckpt_file_bytes;           /* field bytes in one checkpoint file, all ranks */
+  /* CUDA graphs of whole steps (solver/graph.h), this rank's */
+  int64_t graph_steps;              /* steps replayed as graph launches */
+  double graph_gpu_time;            /* with opts.graph_timing: the GPU's seconds in them, from
+                                       the start to the end of each replay (host gaps left
+                                       out); else 0 */
 } tsr_run_result;
 
 tsr_run_opts tsr_run_opts_default(void);

@@ -54,6 +54,9 @@ typedef struct tsr_run_ctx {
   int created_dir;
   tsr_snapshot_series *snap; /* output.snapshot_every: the series being written, else NULL */
   struct tsr_ckpt_writer *ckpt; /* checkpoints (solver/ckpt_writer.h), NULL when none */
+  struct tsr_graph *graph; /* CUDA graphs of whole steps (solver/graph.h), NULL when none */
+  const double *tdev;   /* while a step is captured: device array of its stage times */
+  int stage;            /* the stage being issued (its index in tdev) */
 } tsr_run_ctx;
 
 /* The partitioner options the case asks for. */

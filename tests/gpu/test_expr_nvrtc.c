@@ -193,7 +193,7 @@ static void check_cells(tsr_expr_cuda *m, tsr_expr **e, int dim) {
     snprintf(current, sizeof current, "cells %dD, expression '%s'", dim, POLY[q]);
     fill_bytes(f, sentinel);
     int comp = q + 1;
-    MUST(tsr_expr_cuda_eval_cells(m, NCASE + q, &g, t, f, comp, 0));
+    MUST(tsr_expr_cuda_eval_cells(m, NCASE + q, &g, t, NULL, f, comp, 0));
     CUDA_MUST(cudaMemcpy(host, f->data, total * sizeof(double), cudaMemcpyDeviceToHost));
     int wrong = 0, touched = 0;
     for (int cc = 0; cc < f->ncomp; cc++)
@@ -220,13 +220,13 @@ static void check_cells(tsr_expr_cuda *m, tsr_expr **e, int dim) {
   }
   /* misuse */
   snprintf(current, sizeof current, "cells misuse");
-  EXPECT(tsr_expr_cuda_eval_cells(m, NCASE + 2, &g, t, f, 0, 0) == TSR_ERR_INTERNAL,
+  EXPECT(tsr_expr_cuda_eval_cells(m, NCASE + 2, &g, t, NULL, f, 0, 0) == TSR_ERR_INTERNAL,
          "expression out of range accepted");
-  EXPECT(tsr_expr_cuda_eval_cells(m, 0, &g, t, f, 3, 0) == TSR_ERR_INTERNAL,
+  EXPECT(tsr_expr_cuda_eval_cells(m, 0, &g, t, NULL, f, 3, 0) == TSR_ERR_INTERNAL,
          "component out of range accepted");
   tsr_field *hf;
   MUST(tsr_field_create(dim, &box, 1, 1, &hf));
-  EXPECT(tsr_expr_cuda_eval_cells(m, 0, &g, t, hf, 0, 0) == TSR_ERR_STATE,
+  EXPECT(tsr_expr_cuda_eval_cells(m, 0, &g, t, NULL, hf, 0, 0) == TSR_ERR_STATE,
          "host field accepted");
   tsr_field_destroy(&hf);
 
@@ -246,7 +246,7 @@ static void check_cells(tsr_expr_cuda *m, tsr_expr **e, int dim) {
       double *dv, *hv = malloc(ncomp * n * sizeof(double));
       CUDA_MUST(cudaMalloc((void **)&dv, ncomp * n * sizeof(double)));
       CUDA_MUST(cudaMemset(dv, sentinel, ncomp * n * sizeof(double)));
-      MUST(tsr_expr_cuda_eval_face(m, idx, ncomp, &fi, &box, &g, t, dv, 0));
+      MUST(tsr_expr_cuda_eval_face(m, idx, ncomp, &fi, &box, &g, t, NULL, dv, 0));
       CUDA_MUST(cudaMemcpy(hv, dv, ncomp * n * sizeof(double), cudaMemcpyDeviceToHost));
       int wrong = 0;
       double xyz[3];
@@ -263,9 +263,9 @@ static void check_cells(tsr_expr_cuda *m, tsr_expr **e, int dim) {
           }
       EXPECT(!wrong, "%d face values differ from the host", wrong);
       int bad[2] = {NCASE + 2, 0};
-      EXPECT(tsr_expr_cuda_eval_face(m, bad, 2, &fi, &box, &g, t, dv, 0) == TSR_ERR_INTERNAL,
+      EXPECT(tsr_expr_cuda_eval_face(m, bad, 2, &fi, &box, &g, t, NULL, dv, 0) == TSR_ERR_INTERNAL,
              "expression out of range accepted");
-      EXPECT(tsr_expr_cuda_eval_face(m, idx, 5, &fi, &box, &g, t, dv, 0) == TSR_ERR_INTERNAL,
+      EXPECT(tsr_expr_cuda_eval_face(m, idx, 5, &fi, &box, &g, t, NULL, dv, 0) == TSR_ERR_INTERNAL,
              "5 components accepted");
       cudaFree(dv);
       free(hv);

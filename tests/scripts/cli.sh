@@ -51,7 +51,8 @@ steps=$(grep -o '"steps": [0-9]*' "$work/o/report.json" | grep -o '[0-9]*$')
 want=$(( steps / 10 + 1 + (steps % 10 != 0) ))
 if [ "$nlines" -eq "$want" ]; then pass "monitor_every 10: $nlines lines for $steps steps"; else failure "monitor lines: $nlines, want $want"; fi
 for key in '"case": "c"' '"case_hash": "' '"tessera_version"' '"ranks": 2' '"boxes"' '"final_time": 0.01' \
-           '"wall_time"' '"cells_per_second"' '"halo_wait"' '"error_l2"' '"error_linf"'; do
+           '"wall_time"' '"cells_per_second"' '"halo_wait"' '"error_l2"' '"error_linf"' \
+           '"gpu_graphs": "' '"gpu_graph_steps": '; do
   if grep -qF "$key" "$work/o/report.json"; then pass "report.json has $key"; else failure "report.json lacks $key"; fi
 done
 for attr in lo hi cells time step tessera_version; do

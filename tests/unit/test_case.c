@@ -341,6 +341,12 @@ static const bad_case bad[] = {
     {MODEL GRID INIT TIME "comm: {timout: 5}\n", {0},
      {"c.yaml:5:8: unknown key 'comm.timout' (did you mean 'comm.timeout'?)"}},
     {MODEL GRID INIT TIME, {"comm.timeout=soon"}, {"--set comm.timeout=soon: comm.timeout: expected a number"}},
+    /* gpu */
+    {MODEL GRID INIT TIME "gpu: {graphs: maybe}\n", {0},
+     {"c.yaml:5:15: gpu.graphs: expected auto, on or off, got 'maybe'"}},
+    {MODEL GRID INIT TIME "gpu: {graph: on}\n", {0},
+     {"c.yaml:5:7: unknown key 'gpu.graph' (did you mean 'gpu.graphs'?)"}},
+    {MODEL GRID INIT TIME, {"gpu.graphs=[on]"}, {"--set gpu.graphs=[on]: gpu.graphs: expected auto, on or off"}},
     /* overrides */
     {MODEL GRID INIT TIME, {"time.end"}, {"--set time.end: expected KEY=VALUE"}},
     {MODEL GRID INIT TIME, {"=3"}, {"--set =3: empty key before '='"}},
@@ -376,6 +382,33 @@ static void test_comm_timeout(void **state) {
   tsr_case_destroy(&c);
 }
 
+/* gpu.graphs: auto unless given; on and off in any boolean spelling; a --set of it does not
+ * change the restart hash (graphs give the same bits) */
+static void test_gpu_graphs(void **state) {
+  (void)state;
+  static const char text[] = MODEL GRID INIT TIME;
+  tsr_case *c = load_ok("c.yaml", text, 0, NULL);
+  assert_int_equal(c->gpu.graphs, TSR_GRAPHS_AUTO);
+  uint64_t h = tsr_case_restart_hash(c);
+  tsr_case_destroy(&c);
+  static const struct {
+    const char *set;
+    tsr_graphs_mode want;
+  } kinds[] = {{"gpu.graphs=off", TSR_GRAPHS_OFF}, {"gpu.graphs=false", TSR_GRAPHS_OFF},
+               {"gpu.graphs=On", TSR_GRAPHS_ON},   {"gpu.graphs=yes", TSR_GRAPHS_ON},
+               {"gpu.graphs=auto", TSR_GRAPHS_AUTO}};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; ++i) {
+    char *set[] = {(char *)kinds[i].set};
+    c = load_ok("c.yaml", text, 1, set);
+    assert_int_equal(c->gpu.graphs, kinds[i].want);
+    assert_true(tsr_case_restart_hash(c) == h);
+    tsr_case_destroy(&c);
+  }
+  c = load_ok("c.yaml", MODEL GRID INIT TIME "gpu: {graphs: off}\n", 0, NULL);
+  assert_int_equal(c->gpu.graphs, TSR_GRAPHS_OFF);
+  tsr_case_destroy(&c);
+}
+
 static void test_bad_inputs(void **state) {
   (void)state;
   int nbad = (int)(sizeof bad / sizeof *bad);
@@ -400,6 +433,7 @@ int main(void) {
       cmocka_unit_test(test_full_case), cmocka_unit_test(test_3d_case),
       cmocka_unit_test(test_overrides), cmocka_unit_test(test_load_file),
       cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_comm_timeout),
+      cmocka_unit_test(test_gpu_graphs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

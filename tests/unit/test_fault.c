@@ -32,6 +32,9 @@ static void test_fault_parse(void **state) {
   assert_int_equal(tsr_fault_parse("rank=0,step=3,kind=corrupt", &f), TSR_OK);
   assert_int_equal(f.kind, TSR_FAULT_CORRUPT);
   assert_string_equal(tsr_fault_kind_name(TSR_FAULT_CORRUPT), "corrupt");
+  assert_int_equal(tsr_fault_parse("rank=1,step=2,kind=graph", &f), TSR_OK);
+  assert_int_equal(f.kind, TSR_FAULT_GRAPH);
+  assert_string_equal(tsr_fault_kind_name(TSR_FAULT_GRAPH), "graph");
 }
 
 static void test_fault_parse_bad(void **state) {
