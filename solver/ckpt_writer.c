@@ -85,7 +85,8 @@ static void write_staged(tsr_ckpt_writer *w) {
     int64_t n = tsr_box_cells(&w->shape.box);
     const double *data[TSR_MAX_COMP];
     for (int q = 0; q < c->ncomp; ++q) data[q] = w->owned + q * n;
-    err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io, x->dt,
+    err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io,
+                               w->threads, x->dt,
                                w->case_text, w->case_hash, c->output.keep, &w->shape.box,
                                c->ncomp, tsr_models[c->model].comp, data);
   }
