@@ -335,7 +335,7 @@ static int bench_main(int argc, char **argv, int default_device) {
                 "\"config\": {\"model\": \"heat\", \"dim\": 3, \"precision\": \"fp64\", "
                 "\"cells_per_rank\": [%d, %d, %d], \"every\": %d, \"checkpoints\": %d, "
                 "\"steps\": %lld, \"reps\": %d, \"backend\": \"%s\", \"mpi_thread_multiple\": %s, "
-                "\"io\": \"%s\"}, "
+                "\"io\": \"%s\", \"omp_threads_per_rank\": %d}, "
                 "\"staged_bytes_per_rank\": %.0f, \"file_field_bytes\": %.0f, "
                 "\"stall_mean_s\": %.6e, \"stall_max_s\": %.6e, \"wait_previous_mean_s\": %.6e, "
                 "\"staging_copy_mean_s\": %.6e, \"ceiling_copy_s\": %.6e, "
@@ -347,7 +347,7 @@ static int bench_main(int argc, char **argv, int default_device) {
                 "\"correct\": %s}\n",
                 TSR_VERSION, commit, host, where, nranks, o.n, o.n, o.n, o.every, A->ckpt_count,
                 (long long)A->steps, o.reps, o.device ? "cuda" : "host", A->ckpt_async ? "true" : "false",
-                o.serial ? "serial" : tsr_output_parallel_available() ? "parallel" : "serial (HDF5 without MPI-IO)",
+                o.serial ? "serial" : tsr_output_parallel_available() ? "parallel" : "serial (HDF5 without MPI-IO)", omp_get_max_threads(),
                 A->ckpt_stage_bytes, bytes, stall, A->ckpt_stall_max, A->ckpt_wait / k,
                 A->ckpt_copy / k, copy_s, ratio, ratio_max, write_gbs, bytes / disk_s / 1e9,
                 bytes / read_cold / 1e9,

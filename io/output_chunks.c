@@ -12,6 +12,7 @@
 #include "io/output_chunks.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,53 +172,87 @@ static tsr_err write_shared(hid_t d, hid_t dxpl, const tsr_output_slab *s, const
   return err;
 }
 
-/* The direct chunks: in batches of one chunk per worker thread, workers (all threads but the
- * calling one, or that one alone) prepare batch k + 1 into one half of the pool while the
- * calling thread writes batch k from the other half, chunk by chunk in the file's order. */
+/* Stores prepared chunk i of direct from the slot at p. */
+static tsr_err put_chunk(hid_t d, hid_t dxpl, int rank, const region *c, size_t bytes,
+                         const unsigned char *p, const char *path) {
+  hsize_t o[3];
+  for (int a = 0; a < rank; ++a) o[a] = c->lo[a + 3 - rank];
+#if H5_VERSION_GE(1, 10, 2)
+  if (H5Dwrite_chunk(d, dxpl, 0, o, bytes, p) >= 0) return TSR_OK;
+#endif
+  return tsr_output_h5_fail(__LINE__, "write a chunk", path);
+}
+
+/* The hand-over between the threads that prepare chunks and the one that stores them: chunk
+ * i goes through slot i % nslot. Waits sleep on the condition variable: the machine's cores
+ * may be busy stepping, and a spinning wait would take them. */
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  size_t next;    /* the next chunk to claim for preparing */
+  size_t written; /* chunks stored so far, in order */
+  char *ready;    /* per slot: it holds its prepared chunk */
+  int failed;
+} handover;
+
+/* The direct chunks: the calling thread stores them in the file's order while the other
+ * threads (all of them where there is only one) each claim the next chunk, wait for its slot
+ * to be free (the chunk nslot before it stored) and prepare it there. */
 static tsr_err write_direct(hid_t d, hid_t dxpl, int rank, const gather_job *j,
                             const region *direct, size_t nd, int threads, const char *path) {
   if (!nd) return TSR_OK;
   int t = threads < 1 ? 1 : threads;
   if ((size_t)t > nd + 1) t = (int)nd + 1;
-  size_t workers = t > 1 ? (size_t)t - 1 : 1, batch = workers;
-  size_t slot = j->cbytes + FLETCHER_LEN, nbatch = (nd + batch - 1) / batch;
-  unsigned char *buf = pool_get(slot * batch * (t > 1 ? 2 : 1));
+  size_t slot = j->cbytes + FLETCHER_LEN, nslot = t > 1 ? 2 * (size_t)(t - 1) : 1;
+  unsigned char *buf = pool_get(slot * nslot);
   TSR_CHECK(buf, TSR_ERR_MEMORY, "out of memory for %zu bytes of chunks writing '%s'",
-            slot * batch * (t > 1 ? 2 : 1), path);
+            slot * nslot, path);
   tsr_err err = TSR_OK;
-  int failed = 0;
-  int off = 3 - rank;
+  if (t == 1) {
+    for (size_t i = 0; i < nd && !err; ++i) {
+      gather(j, &direct[i], buf);
+      err = put_chunk(d, dxpl, rank, &direct[i], slot, buf, path);
+    }
+    return err;
+  }
+  char ready[2 * 256];
+  handover h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, ready, 0};
+  if (nslot > sizeof ready) nslot = sizeof ready;
+  memset(ready, 0, sizeof ready);
 #pragma omp parallel num_threads(t)
   {
-    int me = omp_get_thread_num();
-    for (size_t k = 0; k <= nbatch; ++k) {
-      int stop;
-#pragma omp atomic read
-      stop = failed;
-      /* t == 1: this thread prepares batch k, then writes it in the same pass */
-      size_t prep = k, put = t > 1 ? k - 1 : k;
-      if (!stop && prep < nbatch && (t == 1 || me > 0)) {
-        unsigned char *half = buf + (t > 1 ? (prep % 2) * batch * slot : 0);
-        for (size_t i = prep * batch + (t > 1 ? (size_t)me - 1 : 0);
-             i < nd && i < (prep + 1) * batch; i += workers)
-          gather(j, &direct[i], half + (i - prep * batch) * slot);
+    if (omp_get_thread_num() == 0) {
+      for (size_t i = 0; i < nd; ++i) {
+        pthread_mutex_lock(&h.mu);
+        while (!h.ready[i % nslot]) pthread_cond_wait(&h.cv, &h.mu);
+        pthread_mutex_unlock(&h.mu);
+        tsr_err e = put_chunk(d, dxpl, rank, &direct[i], slot, buf + (i % nslot) * slot, path);
+        pthread_mutex_lock(&h.mu);
+        h.ready[i % nslot] = 0;
+        h.written = i + 1;
+        if (e) err = e, h.failed = 1;
+        pthread_cond_broadcast(&h.cv);
+        pthread_mutex_unlock(&h.mu);
+        if (e) break;
       }
-      if (!stop && me == 0 && (t == 1 || k > 0) && put < nbatch) {
-        unsigned char *half = buf + (t > 1 ? (put % 2) * batch * slot : 0);
-        for (size_t i = put * batch; i < nd && i < (put + 1) * batch && !err; ++i) {
-          hsize_t o[3];
-          for (int a = 0; a < rank; ++a) o[a] = direct[i].lo[a + off];
-          if (H5Dwrite_chunk(d, dxpl, 0, o, slot, half + (i - put * batch) * slot) < 0)
-            err = tsr_output_h5_fail(__LINE__, "write a chunk", path);
-        }
-        if (err) {
-#pragma omp atomic write
-          failed = 1;
-        }
+    } else {
+      for (;;) {
+        pthread_mutex_lock(&h.mu);
+        size_t i = h.next++;
+        while (!h.failed && i < nd && i >= h.written + nslot) pthread_cond_wait(&h.cv, &h.mu);
+        int stop = h.failed || i >= nd;
+        pthread_mutex_unlock(&h.mu);
+        if (stop) break;
+        gather(j, &direct[i], buf + (i % nslot) * slot);
+        pthread_mutex_lock(&h.mu);
+        h.ready[i % nslot] = 1;
+        pthread_cond_broadcast(&h.cv);
+        pthread_mutex_unlock(&h.mu);
       }
-#pragma omp barrier
     }
   }
+  pthread_cond_destroy(&h.cv);
+  pthread_mutex_destroy(&h.mu);
   return err;
 }
 
@@ -225,6 +260,9 @@ tsr_err tsr_output_chunks_write(hid_t d, hid_t dxpl, const tsr_output_slab *s, c
                                 int threads, const char *path, int *done) {
   *done = 0;
   gather_job j = {.buf = buf};
+#if !H5_VERSION_GE(1, 10, 2)
+  return TSR_OK; /* no H5Dwrite_chunk: HDF5 writes every chunk */
+#endif
   if (s->empty || !direct_ok(d, s->rank, j.cdim, &j.esize)) return TSR_OK;
   *done = 1;
   int off = 3 - s->rank;

@@ -54,6 +54,7 @@ static double *fill(const int cells[3], const tsr_box *b, int single) {
 
 /* The reference: the same dataset written by HDF5 alone (its Fletcher32 filter), one H5Dwrite
  * of all values, on rank 0. */
+#if H5_VERSION_GE(1, 10, 5)
 static void write_reference(const char *ours, const char *ref, const tsr_grid_meta *m) {
   tsr_box all = tsr_box_make(m->dim, m->cells);
   double *v = fill(m->cells, &all, 0);
@@ -136,6 +137,8 @@ static void compare_chunks(const char *ours, const char *ref, const tsr_grid_met
   H5Fclose(g);
 }
 
+#endif
+
 /* Flips one byte at addr + 100 of path; again to restore. */
 static void flip(const char *path, long long addr) {
   int fd = open(path, O_RDWR);
@@ -189,11 +192,17 @@ static void write_check(const char *tag, tsr_grid_meta m, size_t chunk_bytes, in
   free(got);
 
   long long at[2] = {-1, -1};
+#if H5_VERSION_GE(1, 10, 5) /* H5Dget_chunk_info */
   if (g_rank == 0) {
     write_reference(path, ref, &m);
     compare_chunks(path, ref, &m, boxes, &at[0], &at[1]);
     CHECK(at[0] >= 0 && (g_size == 1 || at[1] >= 0), "%s: no direct or shared chunk found", tag);
   }
+#else
+  if (g_rank == 0)
+    printf("test_output_chunks: NOT CHECKED with this HDF5 (< 1.10.5, no H5Dget_chunk_info): "
+           "raw chunks against HDF5's filter, damaged chunks\n");
+#endif
   MPI_Bcast(at, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
   for (int k = 0; k < 2; ++k) {
     if (at[k] < 0) continue;
