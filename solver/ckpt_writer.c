@@ -20,8 +20,9 @@ struct tsr_ckpt_writer {
   tsr_run_ctx *x;        /* the run: backend, case (main thread only) */
   MPI_Comm comm;         /* the writer's duplicate of x->comm */
   int async;             /* 1: the write runs in `thread` */
-  int threads;           /* OpenMP threads of the extraction: all where the stepping is on a
-                            device, else 1 (the cores step meanwhile) */
+  int threads;           /* OpenMP threads of the extraction and of the chunks' checksums:
+                            on a device all but one (it drives the device), on CPU ranks 1
+                            (the cores step meanwhile); all for synchronous writes */
   void *stage;           /* the backend's staging handle */
   void *raw;             /* host copy of U's whole allocation (ghosts included) */
   size_t raw_bytes;
