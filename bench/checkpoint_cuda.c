@@ -45,7 +45,7 @@ static void ceiling_describe(int device, char *buf, size_t n) {
   cudaGetDevice(&dev);
   struct cudaDeviceProp p;
   cuda_or_abort(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
-  snprintf(buf, n, "one %s per rank", p.name);
+  snprintf(buf, n, "one %s and %d OpenMP threads per rank", p.name, omp_get_max_threads());
 }
 
 int main(int argc, char **argv) { return bench_main(argc, argv, 1); }

@@ -3,7 +3,8 @@
  * the plain copy of the staged bytes (memcpy on CPU, cudaMemcpy into pinned memory on GPUs).
  *
  *   mpirun -np P build/bench/checkpoint [--n N] [--every K] [--ckpts C] [--reps R]
- *                                       [--backend host|cuda] [--dir DIR] [--json PATH] [--keep]
+ *                                       [--backend host|cuda] [--io serial|parallel]
+ *                                       [--dir DIR] [--json PATH] [--keep]
  *
  * A generated case (heat 3D, forward Euler, periodic, N^3 cells per rank in z-slabs of an
  * N x N x PN grid) runs (C + 1) * K steps through tsr_run three times: without checkpoints,
@@ -13,7 +14,11 @@
  * copy inside it, the same bytes copied plainly in this process (the ceiling; goal: stall
  * <= 1.2 x that), the write throughput of the background thread, the read throughput of a
  * restart read of the checkpoint (page cache warm, and cold after fdatasync + fadvise
- * DONTNEED), and the checkpoints' share of run time. Checks: the three runs end with the same
+ * DONTNEED), and the checkpoints' share of run time. The disk ceiling: the file's field bytes
+ * written by rank 0 with plain write() in 4 MiB pieces into a new file in the same directory,
+ * then closed (no fsync, as the checkpoint), median of 3: what one stream gets from the file
+ * system, against which the write throughput is read (ranks write in turn where HDF5 is
+ * serial, or with --io serial). Checks: the three runs end with the same
  * bits, the background and synchronous checkpoints hold the same bits; exits 1 if not. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -28,6 +33,7 @@
 
 #include "io/case.h"
 #include "io/checkpoint.h"
+#include "io/output.h"
 #include "solver/run.h"
 #include "tsr_version.h"
 
@@ -60,16 +66,16 @@ static double max_over_ranks(double v) {
 }
 
 typedef struct {
-  int n, every, ckpts, device, keep, reps;
+  int n, every, ckpts, device, keep, reps, serial;
   const char *dir, *json;
 } bench_opts;
 
 /* One run of the generated case; mode 0: no checkpoints, 1: background, 2: synchronous. */
 static tsr_run_result run_case(const bench_opts *o, int mode, const char *out) {
-  char text[2048], ck[160] = "";
+  char text[2048], ck[200] = "";
   if (mode)
-    snprintf(ck, sizeof ck, ", checkpoint_every: %d, keep: 2, checkpoint_async: %s", o->every,
-             mode == 1 ? "true" : "false");
+    snprintf(ck, sizeof ck, ", checkpoint_every: %d, keep: 2, checkpoint_async: %s%s", o->every,
+             mode == 1 ? "true" : "false", o->serial ? ", io: serial" : "");
   snprintf(text, sizeof text,
            "name: bench_checkpoint\nmodel: heat\n"
            "grid: {cells: [%d, %d, %d], periodic: true}\nparams: {kappa: 1}\n"
@@ -175,6 +181,39 @@ static double host_copy(size_t bytes, int reps) {
   return t[reps / 2];
 }
 
+/* The disk ceiling: seconds for rank 0 to write bytes with plain write() (4 MiB at a time) into
+ * a new file in dir and close it, median of 3; the file is removed after each. */
+static double disk_write(const char *dir, double bytes) {
+  double t[3] = {0, 0, 0};
+  if (rank == 0) {
+    size_t piece = (size_t)4 << 20;
+    char *buf = malloc(piece), path[4300];
+    if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
+    memset(buf, 0x5a, piece);
+    snprintf(path, sizeof path, "%s/disk_ceiling.bin", dir);
+    for (int r = 0; r < 3; ++r) {
+      double t0 = MPI_Wtime();
+      int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int ok = fd >= 0;
+      for (double left = bytes; ok && left > 0; left -= (double)piece) {
+        size_t n = left < (double)piece ? (size_t)left : piece;
+        ok = write(fd, buf, n) == (ssize_t)n;
+      }
+      if (fd >= 0 && close(fd) != 0) ok = 0;
+      t[r] = MPI_Wtime() - t0;
+      unlink(path);
+      if (!ok) {
+        fprintf(stderr, "checkpoint bench: cannot write %s for the disk ceiling\n", path);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+    }
+    free(buf);
+    qsort(t, 3, sizeof *t, cmp_double);
+  }
+  MPI_Bcast(&t[1], 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return t[1];
+}
+
 static void host_describe(char *buf, size_t n) {
   char cpu[200];
   cpu_model(cpu, sizeof cpu);
@@ -184,7 +223,8 @@ static void host_describe(char *buf, size_t n) {
 static int usage(void) {
   if (rank == 0)
     fprintf(stderr, "usage: checkpoint [--n N>=8] [--every K>=1] [--ckpts C>=1] "
-                    "[--reps R>=1] [--backend host|cuda] [--dir DIR] [--json PATH] [--keep]\n");
+                    "[--reps R>=1] [--backend host|cuda] [--io serial|parallel] [--dir DIR] "
+                    "[--json PATH] [--keep]\n");
   return 2;
 }
 
@@ -206,6 +246,8 @@ static int bench_main(int argc, char **argv, int default_device) {
     else if (!strcmp(a, "--dir")) o.dir = argv[++i];
     else if (!strcmp(a, "--json")) o.json = argv[++i];
     else if (!strcmp(a, "--backend")) o.device = !strcmp(argv[++i], "cuda");
+    else if (!strcmp(a, "--io") && (!strcmp(v, "serial") || !strcmp(v, "parallel")))
+      o.serial = !strcmp(argv[++i], "serial");
     else { MPI_Finalize(); return usage(); }
   }
   if (!o.n) o.n = o.device ? 512 : 128;
@@ -240,6 +282,7 @@ static int bench_main(int argc, char **argv, int default_device) {
   size_t cells = (size_t)o.n * o.n * o.n;
   double *a = malloc(cells * sizeof(double)), *b = malloc(cells * sizeof(double));
   if (!a || !b) MPI_Abort(MPI_COMM_WORLD, 1);
+  double disk_s = disk_write(out[1], r[1].ckpt_file_bytes);
   double read_cold = read_ckpt(&o, path[0], 1, a);
   double read_warm = read_ckpt(&o, path[1], 0, b);
   if (memcmp(a, b, cells * sizeof(double)) != 0) bad = 1;
@@ -259,9 +302,10 @@ static int bench_main(int argc, char **argv, int default_device) {
     commit_of(commit, sizeof commit);
     gethostname(host, sizeof host - 1);
     printf("checkpoint: heat 3D, fp64, %d^3 cells per rank, %d rank%s (%s), a checkpoint every %d "
-           "steps, %d checkpoints, %s backend; commit %s\n",
+           "steps, %d checkpoints, %s backend, %s HDF5 writes; commit %s\n",
            o.n, nranks, nranks > 1 ? "s" : "", where, o.every, A->ckpt_count,
-           o.device ? "cuda" : "host", commit);
+           o.device ? "cuda" : "host",
+           o.serial || !tsr_output_parallel_available() ? "ranks-in-turn" : "parallel", commit);
     printf("  state per rank %.1f MB staged (ghosts included), %.1f MB per file\n",
            A->ckpt_stage_bytes / 1e6, bytes / 1e6);
     printf("  %-44s %10s %10s\n", "per checkpoint", "background", "sync");
@@ -273,6 +317,7 @@ static int bench_main(int argc, char **argv, int default_device) {
     printf("  %-44s %10.2f %10s\n", "stall / ceiling (goal <= 1.2)", ratio, "");
     printf("  %-44s %10.2f %10.2f\n", "write throughput (GB/s, extraction + HDF5)", write_gbs,
            bytes / (S->ckpt_write / k) / 1e9);
+    printf("  %-44s %10.2f\n", "disk ceiling: plain write() of the file (GB/s)", bytes / disk_s / 1e9);
     printf("  %-44s %10.2f / %.2f\n", "restart read (GB/s, cold / page cache)", bytes / read_cold / 1e9,
            bytes / read_warm / 1e9);
     printf("  %-44s %10.4f %10.4f\n", "wait for the last write after the loop (s)", A->ckpt_final_wait,
@@ -289,20 +334,23 @@ static int bench_main(int argc, char **argv, int default_device) {
                 "\"machine\": {\"host\": \"%s\", \"copy_on\": \"%s\", \"ranks\": %d}, "
                 "\"config\": {\"model\": \"heat\", \"dim\": 3, \"precision\": \"fp64\", "
                 "\"cells_per_rank\": [%d, %d, %d], \"every\": %d, \"checkpoints\": %d, "
-                "\"steps\": %lld, \"reps\": %d, \"backend\": \"%s\", \"mpi_thread_multiple\": %s}, "
+                "\"steps\": %lld, \"reps\": %d, \"backend\": \"%s\", \"mpi_thread_multiple\": %s, "
+                "\"io\": \"%s\", \"omp_threads_per_rank\": %d}, "
                 "\"staged_bytes_per_rank\": %.0f, \"file_field_bytes\": %.0f, "
                 "\"stall_mean_s\": %.6e, \"stall_max_s\": %.6e, \"wait_previous_mean_s\": %.6e, "
                 "\"staging_copy_mean_s\": %.6e, \"ceiling_copy_s\": %.6e, "
                 "\"stall_over_ceiling\": %.4f, \"stall_max_over_ceiling\": %.4f, \"goal\": 1.2, "
-                "\"write_GBps\": %.4f, \"read_cold_GBps\": %.4f, \"read_warm_GBps\": %.4f, "
+                "\"write_GBps\": %.4f, \"disk_ceiling_GBps\": %.4f, \"read_cold_GBps\": %.4f, \"read_warm_GBps\": %.4f, "
                 "\"final_wait_s\": %.6e, \"wall_none_s\": %.6e, \"wall_async_s\": %.6e, "
                 "\"wall_sync_s\": %.6e, \"share_async\": %.4f, \"stall_share_async\": %.4f, "
                 "\"share_sync\": %.4f, \"sync_stall_mean_s\": %.6e, \"sync_write_GBps\": %.4f, "
                 "\"correct\": %s}\n",
                 TSR_VERSION, commit, host, where, nranks, o.n, o.n, o.n, o.every, A->ckpt_count,
                 (long long)A->steps, o.reps, o.device ? "cuda" : "host", A->ckpt_async ? "true" : "false",
+                o.serial ? "serial" : tsr_output_parallel_available() ? "parallel" : "serial (HDF5 without MPI-IO)", omp_get_max_threads(),
                 A->ckpt_stage_bytes, bytes, stall, A->ckpt_stall_max, A->ckpt_wait / k,
-                A->ckpt_copy / k, copy_s, ratio, ratio_max, write_gbs, bytes / read_cold / 1e9,
+                A->ckpt_copy / k, copy_s, ratio, ratio_max, write_gbs, bytes / disk_s / 1e9,
+                bytes / read_cold / 1e9,
                 bytes / read_warm / 1e9, A->ckpt_final_wait, N->wall, A->wall, S->wall,
                 share_async, stall_share, share_sync, S->ckpt_stall / k,
                 bytes / (S->ckpt_write / k) / 1e9, bad ? "false" : "true");

@@ -95,7 +95,7 @@ static void prune(const char *dir, int keep) {
 }
 
 tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta *meta,
-                             int serial_io, double dt, const char *case_text,
+                             int serial_io, int threads, double dt, const char *case_text,
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
                              const double *const *data) {
@@ -105,7 +105,7 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
   snprintf(hash, sizeof hash, "%016" PRIx64, case_hash);
   tsr_output_attr attrs[] = {
       {"dt", NULL, dt}, {"case_text", case_text ? case_text : "", 0}, {"case_hash", hash, 0}};
-  tsr_output_opts oo = {.force_serial = serial_io, .checksum = 1, .nattr = 3, .attrs = attrs};
+  tsr_output_opts oo = {.force_serial = serial_io, .checksum = 1, .threads = threads, .nattr = 3, .attrs = attrs};
   tsr_err werr = tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo);
   if (werr) {
     /* nothing of this checkpoint is left (the temporary is removed); say what still holds */

@@ -32,10 +32,11 @@ typedef tsr_err (*tsr_checkpoint_accept)(const tsr_checkpoint_info *info, void *
 /* Writes the checkpoint of meta->step into dir (temporary name, then renamed), then rank 0
  * points dir/latest at it (also atomically) and removes all but the newest keep checkpoints.
  * Collective; arguments as tsr_output_write_fields; serial_io makes ranks write in turn even
- * where HDF5 is parallel (output.io: serial). Errors: TSR_ERR_IO, TSR_ERR_HDF5, the same
+ * where HDF5 is parallel (output.io: serial); threads: OpenMP threads that build the
+ * checksummed chunks when ranks write in turn (tsr_output_opts). Errors: TSR_ERR_IO, TSR_ERR_HDF5, the same
  * on every rank. */
 tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta *meta,
-                             int serial_io, double dt, const char *case_text,
+                             int serial_io, int threads, double dt, const char *case_text,
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
                              const double *const *data);

@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "io/output_chunks.h"
 #include "io/output_internal.h"
 #include "tsr_version.h"
 
@@ -92,6 +93,10 @@ static tsr_err h5_fail(int line, const char *what, const char *path) {
 }
 #define H5_FAIL(what, path) h5_fail(__LINE__, (what), (path))
 
+tsr_err tsr_output_h5_fail(int line, const char *what, const char *path) {
+  return h5_fail(line, what, path);
+}
+
 /* Every rank returns the code and the message of the lowest failing rank, so no rank reports
  * success (or waits in a collective call) while another has failed. Collective. */
 tsr_err tsr_output_agree(MPI_Comm comm, tsr_err local) {
@@ -158,12 +163,7 @@ static void plant_enospc(const char *tmp) {
 
 /* ---- layout ---------------------------------------------------------------------------- */
 
-/* A rank's part of a dataset, in HDF5's slowest-first order (z y x). */
-typedef struct {
-  int rank;
-  hsize_t gdims[3], start[3], count[3];
-  int empty;
-} slab;
+typedef tsr_output_slab slab;
 
 static slab make_slab(int dim, const int cells[3], const tsr_box *b) {
   slab s = {.rank = dim, .empty = tsr_box_empty(b)};
@@ -317,7 +317,7 @@ static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, i
         n *= chunk[i];
         if (chunk[i] > *big) big = &chunk[i];
       }
-      if (n <= ((hsize_t)4 << 20) || *big == 1) break;
+      if (n <= (o->chunk_bytes ? (hsize_t)o->chunk_bytes : (hsize_t)4 << 20) || *big == 1) break;
       *big = (*big + 1) / 2;
     }
     if (H5Pset_chunk(dcpl, s->rank, chunk) < 0 || H5Pset_fletcher32(dcpl) < 0)
@@ -393,8 +393,11 @@ static tsr_err fill_and_close(hid_t file, const char *path, int create, int mpio
   if (!err && (g = H5Gopen2(file, "fields", H5P_DEFAULT)) < 0) err = H5_FAIL("open /fields", path);
   for (int f = 0; f < nfield && !err && (mpio || !s->empty); ++f) {
     hid_t d = H5Dopen2(g, names[f], H5P_DEFAULT);
+    int done = 0; /* checksummed datasets in turn: chunks built by threads (io/output_chunks.h) */
     if (d < 0) err = H5_FAIL("open a field to write", path);
-    else err = transfer(d, dxpl, s, 0, (void *)data[f], path);
+    else if (!mpio && o && o->checksum)
+      err = tsr_output_chunks_write(d, dxpl, s, data[f], o->threads, path, &done);
+    if (!err && !done) err = transfer(d, dxpl, s, 0, (void *)data[f], path);
     if (d >= 0) H5Dclose(d);
   }
   if (g >= 0) H5Gclose(g);

@@ -36,6 +36,10 @@ typedef struct {
   int force_serial; /* 1: ranks write their hyperslabs in turn even where HDF5 is parallel */
   int checksum;     /* 1: chunked datasets with Fletcher32 checksums (checkpoints); where a
                        parallel filtered write fails, the ranks write in turn instead */
+  size_t chunk_bytes; /* checksummed datasets: the largest chunk (0: 4 MiB; tests use less to
+                          have many chunks on small grids) */
+  int threads;      /* OpenMP threads that build the checksummed chunks where ranks write in
+                       turn (<= 1: the calling thread alone) */
   int nattr;        /* extra root attributes, the same on every rank */
   const tsr_output_attr *attrs;
 } tsr_output_opts;
@@ -106,6 +110,11 @@ void tsr_io_unlock(void);
 
 /* 1 when this build's HDF5 has parallel (MPI-IO) support. */
 int tsr_output_parallel_available(void);
+
+/* For tests: how many chunks of checksummed datasets this process has written on the
+ * ranks-in-turn path, built and checksummed by tessera and stored whole (direct), and shared
+ * with other ranks' boxes and written through HDF5's own filter (shared). */
+void tsr_output_chunk_counts(long long *direct, long long *shared);
 
 /* For tests (tessera run --inject-fault kind=enospc): the next checkpoint written on this rank
  * (tsr_output_write_fields with opts->checksum) meets a full disk. Its temporary file is made a

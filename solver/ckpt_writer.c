@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/checkpoint.h"
 #include "solver/run_internal.h"
@@ -19,8 +20,9 @@ struct tsr_ckpt_writer {
   tsr_run_ctx *x;        /* the run: backend, case (main thread only) */
   MPI_Comm comm;         /* the writer's duplicate of x->comm */
   int async;             /* 1: the write runs in `thread` */
-  int threads;           /* OpenMP threads of the extraction: all where the stepping is on a
-                            device, else 1 (the cores step meanwhile) */
+  int threads;           /* OpenMP threads of the extraction and of the chunks' checksums:
+                            on a device all but one (it drives the device), on CPU ranks 1
+                            (the cores step meanwhile); all for synchronous writes */
   void *stage;           /* the backend's staging handle */
   void *raw;             /* host copy of U's whole allocation (ghosts included) */
   size_t raw_bytes;
@@ -85,7 +87,8 @@ static void write_staged(tsr_ckpt_writer *w) {
     int64_t n = tsr_box_cells(&w->shape.box);
     const double *data[TSR_MAX_COMP];
     for (int q = 0; q < c->ncomp; ++q) data[q] = w->owned + q * n;
-    err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io, x->dt,
+    err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io,
+                               w->threads, x->dt,
                                w->case_text, w->case_hash, c->output.keep, &w->shape.box,
                                c->ncomp, tsr_models[c->model].comp, data);
   }
@@ -139,7 +142,20 @@ tsr_err tsr_ckpt_writer_create(tsr_run_ctx *x, tsr_ckpt_writer **wp) {
     err = tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__,
                       "MPI_Comm_dup failed for the checkpoint writer");
   }
-  w->threads = x->be->mem == TSR_MEM_DEVICE || !w->async ? omp_get_max_threads() : 1;
+  /* where the stepping runs on a device, the writer takes the cores but the one that drives
+   * the device; a synchronous write stops the loop anyway and takes them all */
+  int cores = omp_get_max_threads();
+  int device = x->be->mem == TSR_MEM_DEVICE;
+  w->threads = !w->async ? cores : !device ? 1 : cores > 2 ? cores - 1 : cores;
+  static int said_cores;
+  if (device && w->async && cores == 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 && x->rank == 0 &&
+      !x->opts.quiet && !said_cores) {
+    /* mpirun binds each of up to 2 ranks to one core by default (Open MPI) */
+    fprintf(stderr, "tessera: note: the checkpoint writer has one core (this rank is bound to one "
+                    "core or OMP_NUM_THREADS is 1), so checkpoints are built and checksummed by "
+                    "one thread; give each rank more cores (e.g. mpirun --bind-to none)\n");
+    said_cores = 1;
+  }
   w->shape = *x->slot[TSR_SLOT_U];
   w->shape.data = NULL;
   w->raw_bytes = field_bytes(&w->shape);

@@ -1,0 +1,34 @@
+/* Checksummed datasets written chunk by chunk (io/output.c's ranks-in-turn path); private to
+ * io/. */
+#ifndef TSR_OUTPUT_CHUNKS_H
+#define TSR_OUTPUT_CHUNKS_H
+
+#include <hdf5.h>
+
+#include "io/error.h"
+
+/* A rank's part of a dataset, in HDF5's slowest-first order (z y x). */
+typedef struct {
+  int rank;
+  hsize_t gdims[3], start[3], count[3];
+  int empty;
+} tsr_output_slab;
+
+/* Writes this rank's slab of the chunked, Fletcher32-checksummed dataset d (file type
+ * little-endian float64 or float32, one filter) from buf (the slab's values contiguous, x
+ * fastest, as double; converted to float32 for a float32 dataset) in a file open without
+ * MPI-IO. Every chunk that lies wholly inside the slab (clipped to the dataset's extent) is
+ * gathered and checksummed here, by `threads` OpenMP threads in batches, and stored with
+ * H5Dwrite_chunk by the calling thread while the next batch is prepared; the file holds the
+ * bytes HDF5's own filter would have written. Chunks shared with other ranks' slabs go through
+ * H5Dwrite with one selection, where HDF5 merges them with what earlier ranks wrote.
+ * Returns TSR_OK with *done = 0, having written nothing, when d is not of that kind (the
+ * caller writes the slab itself). The caller holds tsr_io_lock. Errors: TSR_ERR_HDF5 and
+ * TSR_ERR_IO (a full disk), naming path; TSR_ERR_MEMORY. */
+tsr_err tsr_output_chunks_write(hid_t d, hid_t dxpl, const tsr_output_slab *s, const double *buf,
+                                int threads, const char *path, int *done);
+
+/* Reports an HDF5 failure to do `what` in path, from HDF5's error stack (io/output.c). */
+tsr_err tsr_output_h5_fail(int line, const char *what, const char *path);
+
+#endif
