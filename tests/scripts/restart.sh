@@ -171,17 +171,17 @@ if [ $rc = 2 ] && echo "$log" | grep -q "became non-finite"; then pass "failure 
 else echo "$log" | grep -v '^step' | tail -3; failure "failure beside a background write: rc $rc"; fi
 run_ok "restart after the full disk" 2 "$case" --out "$full" --restart latest &&
   same "restart from checkpoint 3 after the full disk = uninterrupted" "$work/heat2d-ref/final.h5" "$full/final.h5"
-# checkpoints of several chunks written rank by rank (io/output_chunks.c): 1100 x 1000 cells
-# make 4 chunks of 550 x 500; rcb on 3 ranks gives [0,367)x[0,1000), [367,1100)x[0,500) and
-# [367,1100)x[500,1000), so the chunks of x in [550,1100) lie inside one rank's box (built,
-# checksummed and stored by tessera) and those of x in [0,550) straddle boxes (merged through
-# HDF5's filter). The file holds what a 1-rank checkpoint holds, in the same layout, restarts
-# bitwise, and a byte flipped in the last chunk of the file (rank 2's own, written last) is
+# checkpoints of several chunks written rank by rank (io/output_chunks.c): 2400 x 1000 cells
+# make 8 chunks of 600 x 500; rcb on 3 ranks gives [0,800)x[0,1000), [800,2400)x[0,500) and
+# [800,2400)x[500,1000), so the chunks of x in [0,600) and [1200,2400) lie inside one rank's
+# box (built, checksummed and stored by tessera) and those of x in [600,1200) straddle boxes
+# (merged through HDF5's filter). The file holds what a 1-rank checkpoint holds, in the same layout, restarts
+# bitwise, and a byte flipped near the end of the file (in one of the chunks written last) is
 # caught by its checksum.
 big=$work/big2d.yaml
 cat >"$big" <<'YAML'
 model: heat
-grid: {cells: [1100, 1000], periodic: [true, false]}
+grid: {cells: [2400, 1000], periodic: [true, false]}
 params: {kappa: 0.5}
 initial: {u: "sin(2*pi*x)*cos(pi*y) + 0.3*x*y"}
 boundary: {ylo: {type: dirichlet, value: "0"}, yhi: {type: neumann, value: "0.1"}}
@@ -193,11 +193,11 @@ if run_ok "big2d np1" 1 "$big" --out "$work/big1" &&
   run_ok "big2d np3 rcb, ranks in turn" 3 "$big" --out "$work/big3" --set output.io=serial; then
   boxes=$(python3 -c 'import json, sys
 print(" ".join("%d,%d-%d,%d" % tuple(b["lo"] + b["hi"]) for b in json.load(open(sys.argv[1]))["boxes"]))' "$work/big3/report.json")
-  [ "$boxes" = "0,0-367,1000 367,0-1100,500 367,500-1100,1000" ] && pass "big2d: rcb boxes on 3 ranks: $boxes" ||
+  [ "$boxes" = "0,0-800,1000 800,0-2400,500 800,500-2400,1000" ] && pass "big2d: rcb boxes on 3 ranks: $boxes" ||
     failure "big2d: rcb boxes $boxes (the chunks this leg means to test depend on them)"
   hdr=$(h5dump -p -H -d /fields/u "$work/big3/$c" 2>&1)
-  echo "$hdr" | grep -q "CHUNKED ( 500, 550 )" && echo "$hdr" | grep -q FLETCHER32 &&
-    pass "big2d checkpoint: chunks of 500 x 550, Fletcher32" || { echo "$hdr" | head -20; failure "big2d checkpoint layout"; }
+  echo "$hdr" | grep -q "CHUNKED ( 500, 600 )" && echo "$hdr" | grep -q FLETCHER32 &&
+    pass "big2d checkpoint: chunks of 500 x 600, Fletcher32" || { echo "$hdr" | head -20; failure "big2d checkpoint layout"; }
   if h5diff -q "$work/big1/$c" "$work/big3/$c" /fields /fields >/dev/null 2>&1; then
     pass "big2d: checkpoint of 3 ranks in turn = checkpoint of 1 rank (all checksums verified)"
   else h5diff -r "$work/big1/$c" "$work/big3/$c" /fields /fields 2>&1 | head -5; failure "big2d: checkpoints differ"; fi
@@ -208,7 +208,7 @@ print(" ".join("%d,%d-%d,%d" % tuple(b["lo"] + b["hi"]) for b in json.load(open(
   size=$(stat -c %s "$work/big_bad.h5")
   printf '\x55' | dd of="$work/big_bad.h5" bs=1 seek=$((size - 1000000)) conv=notrunc 2>/dev/null
   log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$big" --out "$work/big_badrun" --restart "$work/big_bad.h5" 2>&1); rc=$?
-  if [ $rc = 2 ] && echo "$log" | grep -q "checksum error"; then pass "big2d: a byte flipped in a rank's own chunk: checksum error, exit 2"
+  if [ $rc = 2 ] && echo "$log" | grep -q "checksum error"; then pass "big2d: a byte flipped near the file's end: checksum error, exit 2"
   else echo "$log" | tail -3; failure "big2d: flipped byte: rc $rc"; fi
 fi
 finish
