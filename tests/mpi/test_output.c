@@ -17,6 +17,7 @@
 static int g_rank, g_size;
 static char g_dir[256];
 
+#define TSR_CHECK_SCRATCH
 #include "tests/check.h"
 
 /* Cells of the slab this rank owns when the grid is cut along axis into g_size pieces
@@ -187,30 +188,11 @@ static void check_xdmf(const char *tag, const tsr_grid_meta *meta, const char *n
         "xdmf into a missing directory: %s", tsr_err_message());
 }
 
-static void remove_all(void) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank != 0) return;
-  DIR *d = opendir(g_dir);
-  struct dirent *e;
-  char p[600];
-  while (d && (e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-    remove(p);
-  }
-  if (d) closedir(d);
-  CHECK(rmdir(g_dir) == 0, "cannot remove %s", g_dir);
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  if (g_rank == 0) {
-    snprintf(g_dir, sizeof g_dir, "out_test_output_XXXXXX");
-    CHECK(mkdtemp(g_dir), "mkdtemp");
-  }
-  MPI_Bcast(g_dir, sizeof g_dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  check_scratch_dir(g_dir, sizeof g_dir, "out_test_output");
 
   tsr_grid_meta m2 = {.dim = 2, .cells = {13, 7, 1}, .lo = {0, -1, 0}, .hi = {1.3, 1, 0},
                       .time = 0.25, .step = 42};
@@ -241,7 +223,7 @@ int main(int argc, char **argv) {
   check_xdmf("grid2d", &m2, "Dimensions=\"8 14\"", "Dimensions=\"7 13\"",
              "TopologyType=\"2DCoRectMesh\"", "GeometryType=\"ORIGIN_DXDY\"");
 
-  remove_all();
+  check_scratch_remove(g_dir);
   if (g_rank == 0) printf("test_output: all checks passed on %d ranks\n", g_size);
   MPI_Finalize();
   return 0;

@@ -21,6 +21,7 @@
 static int g_rank, g_size;
 static char g_dir[256];
 
+#define TSR_CHECK_SCRATCH
 #include "tests/check.h"
 
 /* The cells of piece g_rank of the grid cut along axis into g_size pieces of uneven lengths
@@ -215,30 +216,11 @@ static void write_check(const char *tag, tsr_grid_meta m, size_t chunk_bytes, in
   free(w);
 }
 
-static void remove_all(void) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank != 0) return;
-  DIR *d = opendir(g_dir);
-  struct dirent *e;
-  char p[600];
-  while (d && (e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-    remove(p);
-  }
-  if (d) closedir(d);
-  CHECK(rmdir(g_dir) == 0, "cannot remove %s", g_dir);
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  if (g_rank == 0) {
-    snprintf(g_dir, sizeof g_dir, "out_test_output_chunks_XXXXXX");
-    CHECK(mkdtemp(g_dir), "mkdtemp");
-  }
-  MPI_Bcast(g_dir, sizeof g_dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  check_scratch_dir(g_dir, sizeof g_dir, "out_test_output_chunks");
   /* small chunks (checkpoints have up to 4 MiB) on small grids: chunks of 8x9x5 and 12x10
    * cells, some at the edge of the grid (partly outside it); on 1 to 4 ranks every cut leaves
    * some chunks inside one rank's piece and cuts others */
@@ -249,7 +231,7 @@ int main(int argc, char **argv) {
   write_check("g3x_f64_t3", g3, 4096, 0, 0, 3);
   write_check("g2x_f64_t2", g2, 1024, 0, 0, 2);
   write_check("g2x_f32_t1", g2, 1024, 0, 1, 1);
-  remove_all();
+  check_scratch_remove(g_dir);
   if (g_rank == 0) printf("test_output_chunks: all checks passed on %d ranks\n", g_size);
   MPI_Finalize();
   return 0;
