@@ -182,7 +182,7 @@ static void run_case(result *res, int sweep, cudaStream_t st) {
   res->gcells = res->cells / res->step_s / 1e9;
   res->stencil_GBps = 2.0 * es * res->cells / res->step_s / 1e9;
   res->ratio = res->stencil_GBps / res->copy_GBps;
-  res->best = (tsr_stage_cuda_tuning){0, 0, 0, 0, 0};
+  res->best = (tsr_stage_cuda_tuning){0, 0, 0, 0, 0, 0, 0};
   res->best_step_s = res->step_s;
 
   if (sweep) {
@@ -196,11 +196,12 @@ static void run_case(result *res, int sweep, cudaStream_t st) {
       if (dim == 3) printf("    %3d x %-3d ", shapes3[s][0], shapes3[s][1]);
       else printf("    %3d       ", bx2[s]);
       for (int c = 0; c < 6; ++c) {
-        tsr_stage_cuda_tuning t = {0, 0, 0, 0, 0};
+        tsr_stage_cuda_tuning t = {0, 0, 0, 0, 0, 0, 0};
         if (dim == 3) {
           t.bx3 = shapes3[s][0];
           t.by3 = shapes3[s][1];
           t.chunk3 = chunks[c];
+          t.tile3 = -1; /* the register kernel */
         } else {
           t.bx2 = bx2[s];
           t.chunk2 = chunks[c];
@@ -208,6 +209,20 @@ static void run_case(result *res, int sweep, cudaStream_t st) {
         tsr_stage_cuda_set_tuning(&t);
         /* 2D: fewer steps per timed run, the sweep is a guide */
         double ts = time_stage(&d, &box, du, dv, dim == 2 && res->steps > 50 ? 50 : res->steps, st);
+        printf(" c%-3d %8.4f", chunks[c], 1e3 * ts);
+        if (ts < res->best_step_s) {
+          res->best_step_s = ts;
+          res->best = t;
+        }
+      }
+      printf("\n");
+    }
+    if (dim == 3) { /* shared-memory tiles, by planes marched */
+      printf("    tiles     ");
+      for (int c = 0; c < 6; ++c) {
+        tsr_stage_cuda_tuning t = {0, 0, 0, 0, 0, 1, chunks[c]};
+        tsr_stage_cuda_set_tuning(&t);
+        double ts = time_stage(&d, &box, du, dv, res->steps, st);
         printf(" c%-3d %8.4f", chunks[c], 1e3 * ts);
         if (ts < res->best_step_s) {
           res->best_step_s = ts;
@@ -290,10 +305,10 @@ int main(int argc, char **argv) {
       const tsr_stage_cuda_tuning *b = &res[c].best;
       double es = (double)tsr_prec_size(res[c].prec);
       printf("  sweep best %s: %.4f ms (%.3f of copy) with bx3 %d by3 %d chunk3 %d bx2 %d "
-             "chunk2 %d (0 = default)\n",
+             "chunk2 %d tile3 %d chunkt3 %d (0 = default)\n",
              res[c].name, 1e3 * res[c].best_step_s,
              2.0 * es * res[c].cells / res[c].best_step_s / 1e9 / res[c].copy_GBps, b->bx3,
-             b->by3, b->chunk3, b->bx2, b->chunk2);
+             b->by3, b->chunk3, b->bx2, b->chunk2, b->tile3, b->chunkt3);
     }
 
   if (json) {

@@ -49,13 +49,16 @@ tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *region, const tsr
                        const tsr_field *base, tsr_field *acc, const tsr_field *src,
                        tsr_field *out, cudaStream_t stream);
 
-/* Launch shape of tsr_stage_cuda, for benchmarks that tune it: threads per block in x and y
- * (3D), in x (2D), and cells each thread marches along z (3D) or y (2D). 0 = the default
- * (3D 64 x 4 threads, 64 cells; 2D 256 threads, 64 cells). bx * by must be at most 256, bx a
+/* Launch shape of tsr_stage_cuda, for benchmarks and tests that tune it: threads per block in
+ * x and y (3D), in x (2D), and cells each thread marches along z (3D) or y (2D); whether 3D
+ * regions go through shared-memory tiles (tile3: 0 where a tile is at least half full, 1 for
+ * every 3D region but the thin-x ones, -1 never) and how many planes a tile marches (chunkt3).
+ * 0 = the default (kernels/stage_cuda.cu says which). bx * by must be at most 256, bx a
  * multiple of 32. */
 typedef struct {
   int bx3, by3, chunk3;
   int bx2, chunk2;
+  int tile3, chunkt3;
 } tsr_stage_cuda_tuning;
 
 /* Sets the launch shape for later calls in this process (NULL: defaults). Not thread-safe:

@@ -18,15 +18,19 @@
  * they share stay in L2.
  *
  * Launch shape (tsr_stage_cuda_set_tuning): 3D 32 x 4 threads marching 4 cells, 2D 64 threads
- * marching 4 rows, each thread taking two columns 32 or 64 cells apart (kCols). Measured on
- * an H200 (2026-11-22, bench/README.md): two columns beat one by 5-14% (fp32 most); four
- * columns, deeper prefetch (4, 8), warp shuffles for the x neighbours and longer marches were
- * no better. Nsight Compute shows why the stage stops near 0.8 (fp64) and 0.6-0.7 (fp32) of
- * copy bandwidth: DRAM bytes are at the minimum, but L2 throughput is 84-96% busy, with 2.1-
- * 2.75 L2 bytes per DRAM byte (neighbour rows and march overlap re-read through L2, L1 hit
- * rate 46-48%). The way past it is staging each plane in shared memory (issue 4's notes).
+ * marching 4 rows (8 in fp32), each thread taking two columns 32 or 64 cells apart (kCols).
+ * Measured on an H200 (2026-11-22, bench/README.md): two columns beat one by 5-14% (fp32
+ * most); four columns, deeper prefetch (4, 8), warp shuffles for the x neighbours and longer
+ * marches were no better. Nsight Compute: DRAM bytes are at the minimum, but L2 throughput is
+ * 84-96% busy, with 2.1-2.75 L2 bytes per DRAM byte (neighbour rows and march overlap re-read
+ * through L2, L1 hit rate 46-48%). Large 3D regions therefore go through shared-memory tiles
+ * (tile_kernel below), which bring that to 1.8 L2 bytes per DRAM byte; yet L2 stays 82-88%
+ * busy and the time moved little (512^3 fp64 0.672 -> 0.655 ms, fp32 0.472 -> 0.411 ms, H200,
+ * 2026-11-23): the bytes through L2 were not what bound it.
  * Registers per thread (nvcc 13, sm_90, -Xptxas -v) with one column: heat, advection-
- * diffusion, Allen-Cahn 32-40, wave and Gray-Scott 40-62, no spills or stack.
+ * diffusion, Allen-Cahn 32-40, wave and Gray-Scott 40-62, no spills or stack; with the two
+ * columns of today a few SSP/RK instantiations of advection-diffusion, wave and Gray-Scott
+ * spill 4-32 bytes; tiles use 64-88 (one component) and 98-144 (two), no spills.
  *
  * The per-thread body is __host__ __device__ so that a CPU emulation of the launch can check
  * the indexing without a GPU. */
@@ -222,26 +226,224 @@ __global__ void __launch_bounds__(256) stage_kernel(const stage_args<T> a) {
   else stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)blockDim.x, j, 0, m0);
 }
 
+/* ---- 3D regions through shared memory ("tiles") ---------------------------------------
+ * The register kernel above reads the in-plane neighbours through L1 and L2: Nsight Compute
+ * puts it at 2.1-2.75 L2 bytes per DRAM byte, L2 84-96% busy, which is what holds the 3D stage
+ * at 0.6-0.8 of copy bandwidth. Here a block of 32 x kTBY threads owns a kTX x kTY tile of the
+ * x-y plane (kTCX x kTCY cells per thread) and marches it along z: each step it puts plane m of
+ * the tile, with a one-cell rim, into shared memory once (the centres from the threads'
+ * register rings, the rim from 2 kTX + 2 kTY further loads), and every cell takes its four
+ * in-plane neighbours from there; z neighbours stay in the registers. Per cell that is
+ * (kTX + 2)(kTY + 2) / (kTX kTY) ~ 1.16 reads through L2 instead of ~2-3. Two plane buffers
+ * alternate, so one barrier per step suffices: a thread can only overwrite a buffer after
+ * every thread has passed the barrier of the step after the one that read it.
+ *
+ * The step is split into tile_put (loads for later planes, stores into shared memory) and
+ * tile_update (the cells), with everything a thread carries between them in a tile_thread, so
+ * that the CPU emulation (tests/unit/emulate_stage.cu) can run a block's threads phase by
+ * phase as the barrier orders them. Cells past the region's end load the cell just past it
+ * (inside the field: the ghosts, or owned cells of a larger box), which is what the region's
+ * last cells read as neighbours, and store nothing. */
+constexpr int kTBY = 8, kTCX = 2, kTCY = 2;
+constexpr int kTX = 32 * kTCX, kTY = kTBY * kTCY, kTCells = kTCX * kTCY;
+constexpr int kTRing = 4; /* planes m - 1 .. m + 2: one in flight beyond the next step's */
+constexpr int kTRim = 2 * kTX + 2 * kTY;
+static_assert(kTRim <= 32 * kTBY, "every rim cell needs a thread");
+
+template <int NC, typename T>
+struct tile_smem {
+  T v[2][NC][kTY + 2][kTX + 2];
+};
+
+template <int NC>
+struct tile_thread {
+  double ring[kTCells][NC][kTRing]; /* centres at m - 1 + r */
+  double next[kTCells][NC];         /* the centres at m + 3, loaded during step m */
+  double rim[NC], rim_next[NC];     /* this thread's rim cell at m, and at m + 1 */
+  ptrdiff_t o[kTCells];             /* offsets of the cells at m (clamped into the field) */
+  ptrdiff_t orim;                   /* offset of the rim cell at m; -1: none */
+  int sx[kTCells], sy[kTCells];     /* the cells' places in the tile, rim included */
+  int rx, ry;                       /* the rim cell's place */
+  bool live[kTCells];
+};
+
+/* The tile of block b (origin x0, y0) for thread t, at the first plane m0. */
+template <int NC, typename T>
+__host__ __device__ __forceinline__ void tile_init(const stage_args<T> &a, uint3 t, uint3 b,
+                                                   tile_thread<NC> &s, int *m0, int *m1) {
+  const int x0 = (int)b.x * kTX, y0 = (int)b.y * kTY;
+  *m0 = (int)b.z * a.chunk;
+  *m1 = *m0 + a.chunk < a.nz ? *m0 + a.chunk : a.nz;
+  const ptrdiff_t ms = a.sz;
+#pragma unroll
+  for (int qy = 0; qy < kTCY; ++qy)
+#pragma unroll
+    for (int qx = 0; qx < kTCX; ++qx) {
+      const int q = qy * kTCX + qx;
+      const int x = (int)t.x + 32 * qx, y = (int)t.y + kTBY * qy;
+      const int gx = x0 + x, gy = y0 + y;
+      s.live[q] = gx < a.nx && gy < a.ny;
+      s.sx[q] = x + 1;
+      s.sy[q] = y + 1;
+      s.o[q] = a.origin + (gx < a.nx ? gx : a.nx) + (ptrdiff_t)(gy < a.ny ? gy : a.ny) * a.sy +
+               (ptrdiff_t)*m0 * ms;
+    }
+  /* rim: rows -1 and kTY across the tile, then columns -1 and kTX down it */
+  const int l = (int)t.y * 32 + (int)t.x;
+  s.orim = -1;
+  s.rx = s.ry = 0;
+  if (l < kTRim) {
+    int x, y;
+    if (l < 2 * kTX) {
+      x = l % kTX;
+      y = l < kTX ? -1 : kTY;
+    } else {
+      const int u = l - 2 * kTX;
+      x = u < kTY ? -1 : kTX;
+      y = u % kTY;
+    }
+    const int gx = x0 + x < a.nx ? x0 + x : a.nx, gy = y0 + y < a.ny ? y0 + y : a.ny;
+    s.rx = x + 1;
+    s.ry = y + 1;
+    s.orim = a.origin + gx + (ptrdiff_t)gy * a.sy + (ptrdiff_t)*m0 * ms;
+  }
+  const T *__restrict__ in = a.in;
+#pragma unroll
+  for (int q = 0; q < kTCells; ++q)
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+      for (int r = 0; r < kTRing; ++r)
+        s.ring[q][c][r] =
+            ldg(in + s.o[q] + c * a.sc + ((*m0 - 1 + r < *m1 ? *m0 - 1 + r : *m1) - *m0) * ms);
+  if (s.orim >= 0)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) s.rim[c] = ldg(in + s.orim + c * a.sc);
+}
+
+/* Step m, before the barrier: loads of later planes, then plane m into buffer m & 1. */
+template <int NC, typename T>
+__host__ __device__ __forceinline__ void tile_put(const stage_args<T> &a, tile_thread<NC> &s,
+                                                  tile_smem<NC, T> &sm, int m, int m1) {
+  const ptrdiff_t ms = a.sz;
+  const ptrdiff_t ahead = (ptrdiff_t)((m + kTRing - 1 < m1 ? m + kTRing - 1 : m1) - m) * ms;
+  const T *__restrict__ in = a.in;
+#pragma unroll
+  for (int q = 0; q < kTCells; ++q)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) s.next[q][c] = ldg(in + s.o[q] + c * a.sc + ahead);
+  /* plane m + 1 <= m1 is inside the field (what the ring clamps to) */
+  if (s.orim >= 0)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) s.rim_next[c] = ldg(in + s.orim + c * a.sc + ms);
+  const int b = m & 1;
+#pragma unroll
+  for (int q = 0; q < kTCells; ++q)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) sm.v[b][c][s.sy[q]][s.sx[q]] = (T)s.ring[q][c][1];
+  if (s.orim >= 0)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) sm.v[b][c][s.ry][s.rx] = (T)s.rim[c];
+}
+
+/* Step m, after the barrier: the cells of plane m, then the rings move on. */
+template <int M, int NC, int KIND, bool SRC, typename T>
+__host__ __device__ __forceinline__ void tile_update(const stage_args<T> &a, tile_thread<NC> &s,
+                                                     const tile_smem<NC, T> &sm, int m) {
+  constexpr ptrdiff_t wy = 3, wz = 9, wc = 27, wo = 13;
+  tsr_cell_coef kc = a.coef;
+  kc.dim = 3;
+  kc.sy = wy;
+  kc.sz = wz;
+  kc.scomp = wc;
+  const int b = m & 1;
+#pragma unroll
+  for (int q = 0; q < kTCells; ++q) {
+    double w[NC * wc];
+    const int x = s.sx[q], y = s.sy[q];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      double *wp = w + c * wc + wo;
+      wp[0] = s.ring[q][c][1];
+      wp[-wz] = s.ring[q][c][0];
+      wp[wz] = s.ring[q][c][2];
+      wp[-1] = (double)sm.v[b][c][y][x - 1];
+      wp[1] = (double)sm.v[b][c][y][x + 1];
+      wp[-wy] = (double)sm.v[b][c][y - 1][x];
+      wp[wy] = (double)sm.v[b][c][y + 1][x];
+    }
+    double r[TSR_MAX_COMP] = {0};
+    tsr_model_rhs(M, w + wo, &kc, r);
+    if (s.live[q]) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const ptrdiff_t ac = s.o[q] + c * a.sc;
+        double rc = SRC ? r[c] + ldg(a.src + ac) : r[c];
+        double bv = uses_base(KIND) ? ldg(a.base + ac) : 0.0;
+        double av = uses_acc(KIND) ? (double)a.acc[ac] : 0.0;
+        a.out[ac] = (T)tsr_stage_update(KIND, a.dt, bv, s.ring[q][c][1], rc, &av);
+        if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = (T)av;
+      }
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < kTCells; ++q) {
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+#pragma unroll
+      for (int r = 0; r + 1 < kTRing; ++r) s.ring[q][c][r] = s.ring[q][c][r + 1];
+      s.ring[q][c][kTRing - 1] = s.next[q][c];
+    }
+    s.o[q] += a.sz;
+  }
+  if (s.orim >= 0) {
+#pragma unroll
+    for (int c = 0; c < NC; ++c) s.rim[c] = s.rim_next[c];
+    s.orim += a.sz;
+  }
+}
+
+template <int M, int NC, int KIND, bool SRC, typename T>
+__global__ void __launch_bounds__(32 * kTBY) tile_kernel(const stage_args<T> a) {
+  __shared__ tile_smem<NC, T> sm;
+  tile_thread<NC> s;
+  int m0, m1;
+  tile_init<NC>(a, threadIdx, blockIdx, s, &m0, &m1);
+#pragma unroll 1
+  for (int m = m0; m < m1; ++m) {
+    tile_put<NC>(a, s, sm, m, m1);
+    __syncthreads();
+    tile_update<M, NC, KIND, SRC>(a, s, sm, m);
+  }
+}
+
 /* Launch shape: process-wide, changed only by tsr_stage_cuda_set_tuning (benchmarks). */
-tsr_stage_cuda_tuning g_tuning = {0, 0, 0, 0, 0};
+tsr_stage_cuda_tuning g_tuning = {0, 0, 0, 0, 0, 0, 0};
 
 struct shape {
   dim3 grid, block;
   int chunk;
   int thin;
+  int tile; /* tile_kernel */
 };
+
+/* Planes each tile marches by default: long enough that the two planes of z overlap per block
+ * cost little, short enough that a 512^3 region still makes 32 blocks per SM. */
+constexpr int kTileChunk = 16;
 
 /* A 3D region at most this many cells across in x and at least twice as long in y runs with
  * its lanes along y (measured on nvidia-h200-x2: the x face of a 512^3 shell took 49.9 us with
  * lanes along x, one busy lane per warp, against 5.3 us for a z face; bench/README.md). */
 constexpr int kThinX = 8;
 
-shape pick_shape(int dim, int nx, int ny, int nz) {
+/* esize: bytes per value (8 or 4). */
+shape pick_shape(int dim, int nx, int ny, int nz, int esize) {
   const tsr_stage_cuda_tuning &t = g_tuning;
   int bx, by, chunk;
   if (dim == 3 && nx <= kThinX && ny >= 2 * nx) {
     shape s;
     s.thin = 1;
+    s.tile = 0;
     /* one cell per column: a face has too few columns to fill the GPU with longer marches */
     s.chunk = t.chunk3 > 0 ? t.chunk3 : 1;
     int bxx = 1; /* threads along x: nx rounded up to a power of two, at most 4 */
@@ -252,6 +454,18 @@ shape pick_shape(int dim, int nx, int ny, int nz) {
                   (unsigned)((nx + bxx - 1) / bxx), (unsigned)((nz + s.chunk - 1) / s.chunk));
     return s;
   }
+  /* tiles where a tile is at least half full in x and y; tile3 < 0 turns them off, > 0 on
+   * for every 3D region the thin path does not take */
+  if (dim == 3 && t.tile3 >= 0 && (t.tile3 > 0 || (2 * nx >= kTX && 2 * ny >= kTY))) {
+    shape s;
+    s.thin = 0;
+    s.tile = 1;
+    s.chunk = t.chunkt3 > 0 ? t.chunkt3 : kTileChunk;
+    s.block = dim3(32, kTBY, 1);
+    s.grid = dim3((unsigned)((nx + kTX - 1) / kTX), (unsigned)((ny + kTY - 1) / kTY),
+                  (unsigned)((nz + s.chunk - 1) / s.chunk));
+    return s;
+  }
   if (dim == 3) {
     bx = t.bx3 > 0 ? t.bx3 : 32;
     by = t.by3 > 0 ? t.by3 : 4;
@@ -259,7 +473,9 @@ shape pick_shape(int dim, int nx, int ny, int nz) {
   } else {
     bx = t.bx2 > 0 ? t.bx2 : 64;
     by = 1;
-    chunk = t.chunk2 > 0 ? t.chunk2 : 4;
+    /* fp32 rows are half the bytes: twice the march for the same bytes in flight (20480^2 on
+     * an H200: 1.19 -> 1.06 ms a step; fp64 is fastest at 4) */
+    chunk = t.chunk2 > 0 ? t.chunk2 : (esize == 4 ? 8 : 4);
   }
   /* thin regions (shell slabs): fewer idle lanes, same block size */
   const int threads = bx * by;
@@ -270,6 +486,7 @@ shape pick_shape(int dim, int nx, int ny, int nz) {
   }
   shape s;
   s.thin = 0;
+  s.tile = 0;
   s.block = dim3((unsigned)bx, (unsigned)by, 1);
   s.chunk = chunk;
   unsigned gx = (unsigned)((nx + bx * kCols - 1) / (bx * kCols));
@@ -284,7 +501,10 @@ shape pick_shape(int dim, int nx, int ny, int nz) {
 
 template <int M, int NC, int KIND, typename T>
 void launch_kind(int dim, bool src, const shape &sh, const stage_args<T> &a, cudaStream_t st) {
-  if (dim == 3) {
+  if (dim == 3 && sh.tile) {
+    if (src) tile_kernel<M, NC, KIND, true, T><<<sh.grid, sh.block, 0, st>>>(a);
+    else tile_kernel<M, NC, KIND, false, T><<<sh.grid, sh.block, 0, st>>>(a);
+  } else if (dim == 3) {
     if (src) stage_kernel<M, NC, KIND, 3, true, T><<<sh.grid, sh.block, 0, st>>>(a);
     else stage_kernel<M, NC, KIND, 3, false, T><<<sh.grid, sh.block, 0, st>>>(a);
   } else {
@@ -352,7 +572,7 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
   a->nx = nx;
   a->ny = ny;
   a->nz = nz;
-  *sh = pick_shape(s->coef.dim, nx, ny, nz);
+  *sh = pick_shape(s->coef.dim, nx, ny, nz, (int)sizeof(T));
   a->chunk = sh->chunk;
   a->thin = sh->thin;
   return TSR_OK;
@@ -362,7 +582,7 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
 } // namespace
 
 extern "C" void tsr_stage_cuda_set_tuning(const tsr_stage_cuda_tuning *t) {
-  g_tuning = t ? *t : tsr_stage_cuda_tuning{0, 0, 0, 0, 0};
+  g_tuning = t ? *t : tsr_stage_cuda_tuning{0, 0, 0, 0, 0, 0, 0};
   /* a shape the kernels cannot launch (over __launch_bounds__, partial warps) falls back to the
    * default rather than failing every later stage */
   tsr_stage_cuda_tuning &g = g_tuning;
@@ -371,6 +591,7 @@ extern "C" void tsr_stage_cuda_set_tuning(const tsr_stage_cuda_tuning *t) {
   if (g.bx2 % 32 || g.bx2 > 256) g.bx2 = 0;
   if (g.chunk3 < 0) g.chunk3 = 0;
   if (g.chunk2 < 0) g.chunk2 = 0;
+  if (g.chunkt3 < 0) g.chunkt3 = 0;
 }
 
 namespace {

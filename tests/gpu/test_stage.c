@@ -1,7 +1,8 @@
 /* tsr_stage_cuda against tsr_stage_host, bit for bit: every model x stage kind x dimension x
  * source / no source, on odd-sized boxes at a non-zero global offset, over the whole box, the
  * interior, each shell slab and a few thin or off-centre boxes, with the default launch shape
- * and with a tiny one (many blocks and many z / y chunks per column). Cells outside the region
+ * with a tiny one (many blocks and many z / y chunks per column) and, in 3D, with shared-memory
+ * tiles marching 3 planes (partial tiles and chunks). Cells outside the region
  * must keep their poison (out) or their old value (acc) on both sides. Also: host fields and
  * missing fields are refused with TSR_ERR_STATE.
  *
@@ -152,7 +153,7 @@ static void params(int model, double *p) {
 static int check_model_dim(int model, int dim, const char *shape_name) {
   const int ncomp = tsr_models[model].ncomp;
   const int lo[3] = {4, -3, 7}; /* global offset: indices are not offsets */
-  const int len2[3] = {37, 23, 1}, len3[3] = {19, 13, 11};
+  const int len2[3] = {37, 23, 1}, len3[3] = {70, 37, 6}; /* 3D: more than a tile (64 x 16) */
   tsr_box box = {{0, 0, 0}, {1, 1, 1}};
   for (int d = 0; d < dim; ++d) {
     box.lo[d] = lo[d];
@@ -275,21 +276,24 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaSetDevice(g_rank % ndev));
 
   check_misuse();
-  /* the default shape, then a tiny one: blocks of 32 x 2 and chunks of 3 (3D) or 5 (2D) rows,
-   * so that block edges and chunk edges cross every region */
-  const tsr_stage_cuda_tuning tiny = {32, 2, 3, 32, 5};
+  /* the default shape, a tiny one (register kernel, blocks of 32 x 2, chunks of 3 (3D) or 5
+   * (2D) rows, so that block edges and chunk edges cross every region) and shared-memory tiles
+   * on every 3D region, marching 3 planes */
+  const tsr_stage_cuda_tuning shapes[3] = {
+      {0, 0, 0, 0, 0, 0, 0}, {32, 2, 3, 32, 5, -1, 0}, {0, 0, 0, 0, 0, 1, 3}};
+  const char *shape_name[3] = {"default shape", "tiny shape", "tiles of 3 planes"};
   for (int prec = 0; prec < 2; ++prec)
     for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
       g_prec = (tsr_prec)prec;
       int cases = 0;
-      for (int t = 0; t < 2; ++t) {
-        tsr_stage_cuda_set_tuning(t ? &tiny : NULL);
-        for (int dim = 2; dim <= 3; ++dim)
-          cases += check_model_dim(model, dim, t ? "tiny shape" : "default shape");
+      for (int t = 0; t < 3; ++t) {
+        tsr_stage_cuda_set_tuning(&shapes[t]);
+        for (int dim = t == 2 ? 3 : 2; dim <= 3; ++dim)
+          cases += check_model_dim(model, dim, shape_name[t]);
       }
       if (g_rank == 0)
         printf("test_stage: %s %-20s %4d cases (8 kinds x src/none x 2D/3D x regions x 2 "
-               "shapes): GPU == host bitwise, outside cells untouched\n",
+               "shapes, 3D tiles): GPU == host bitwise, outside cells untouched\n",
                prec ? "single" : "double", tsr_models[model].name, cases);
     }
   tsr_stage_cuda_set_tuning(NULL);

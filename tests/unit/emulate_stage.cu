@@ -11,6 +11,8 @@
 #include <cstring>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <vector>
 
 template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
 void emu(const stage_args<T> &a, const shape &sh) {
@@ -28,9 +30,32 @@ void emu(const stage_args<T> &a, const shape &sh) {
               stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)sh.block.x, j, 0, m0);
           }
 }
+/* A tile_kernel launch: each block's threads run tile_put, then (the barrier) tile_update, step
+ * by step; the plane buffer a step writes is poisoned first, so a cell reading a place that no
+ * thread wrote in that step gets NaN and fails the comparison. */
+template <int M, int NC, int KIND, bool SRC, typename T>
+void emu_tile(const stage_args<T> &a, const shape &sh) {
+  const unsigned nt = sh.block.x * sh.block.y;
+  std::vector<tile_thread<NC>> th(nt);
+  std::unique_ptr<tile_smem<NC, T>> sm(new tile_smem<NC, T>);
+  for (unsigned bz = 0; bz < sh.grid.z; ++bz)
+    for (unsigned by = 0; by < sh.grid.y; ++by)
+      for (unsigned bx = 0; bx < sh.grid.x; ++bx) {
+        uint3 b = {bx, by, bz};
+        int m0 = 0, m1 = 0;
+        for (unsigned l = 0; l < nt; ++l)
+          tile_init<NC>(a, uint3{l % sh.block.x, l / sh.block.x, 0}, b, th[l], &m0, &m1);
+        for (int m = m0; m < m1; ++m) {
+          memset(sm->v[m & 1], 0xff, sizeof sm->v[m & 1]);
+          for (unsigned l = 0; l < nt; ++l) tile_put<NC>(a, th[l], *sm, m, m1);
+          for (unsigned l = 0; l < nt; ++l) tile_update<M, NC, KIND, SRC>(a, th[l], *sm, m);
+        }
+      }
+}
 template <int M, int NC, int KIND, typename T>
 void ek(int dim, bool src, const shape &sh, const stage_args<T> &a) {
-  if (dim == 3) { if (src) emu<M, NC, KIND, 3, true>(a, sh); else emu<M, NC, KIND, 3, false>(a, sh); }
+  if (dim == 3 && sh.tile) { if (src) emu_tile<M, NC, KIND, true>(a, sh); else emu_tile<M, NC, KIND, false>(a, sh); }
+  else if (dim == 3) { if (src) emu<M, NC, KIND, 3, true>(a, sh); else emu<M, NC, KIND, 3, false>(a, sh); }
   else { if (src) emu<M, NC, KIND, 2, true>(a, sh); else emu<M, NC, KIND, 2, false>(a, sh); }
 }
 template <int M, int NC, typename T>
@@ -43,6 +68,7 @@ void em(int kind, int dim, bool src, const shape &sh, const stage_args<T> &a) {
   }
 }
 static long thin_launches = 0; /* launches with lanes along y: the thin-x path ran */
+static long tile_launches = 0; /* launches through shared-memory tiles */
 template <typename T>
 static tsr_err emu_typed(const tsr_stage_desc *s, const tsr_box *rg, tsr_field *in, tsr_field *base,
                          tsr_field *acc, tsr_field *src, tsr_field *out) {
@@ -53,6 +79,7 @@ static tsr_err emu_typed(const tsr_stage_desc *s, const tsr_box *rg, tsr_field *
   for (auto f : all) if (f) f->mem = TSR_MEM_HOST;
   if (e || empty) return e;
   thin_launches += sh.thin;
+  tile_launches += sh.tile;
   int dim = s->coef.dim; bool hs = src;
   switch (s->model) {
   case 0: em<0, 1>(s->kind, dim, hs, sh, a); break;
@@ -82,7 +109,11 @@ static void fill(tsr_field *f, size_t n) {
 
 int main() {
   const int lo[3] = {4, -3, 7};
-  const tsr_stage_cuda_tuning tunings[] = {{0,0,0,0,0},{32,2,3,32,5},{64,4,4,64,7},{256,1,2,128,1}};
+  /* the defaults (no tiles at these sizes), register shapes, and tiles marching 16, 3 and 1
+   * planes */
+  const tsr_stage_cuda_tuning tunings[] = {{0,0,0,0,0,0,0},{32,2,3,32,5,-1,0},{64,4,4,64,7,-1,0},
+                                           {256,1,2,128,1,-1,0},{0,0,0,0,0,1,0},{0,0,0,0,0,1,3},
+                                           {0,0,0,0,0,1,1}};
   long cases = 0;
   for (int pr = 0; pr < 2; ++pr)
   for (int model = 0; model < TSR_MODEL_COUNT; ++model)
@@ -91,7 +122,9 @@ int main() {
     const tsr_prec prec = pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
     tsr_stage_cuda_set_tuning(&tu);
     int ncomp = tsr_models[model].ncomp;
-    const int len2[3] = {37, 23, 1}, len3[3] = {19, 13, 11};
+    /* 3D: more than a tile (64 x 16) where tiles may run, smaller elsewhere (time) */
+    const bool tiles = tu.tile3 >= 0;
+    const int len2[3] = {37, 23, 1}, len3[3] = {tiles ? 67 : 19, tiles ? 35 : 13, tiles ? 4 : 11};
     tsr_box box = {{0,0,0},{1,1,1}};
     for (int d = 0; d < dim; ++d) { box.lo[d] = lo[d]; box.hi[d] = lo[d] + (dim == 2 ? len2[d] : len3[d]); }
     tsr_field *f[10];
@@ -124,7 +157,7 @@ int main() {
       tsr_stage_host(&d, &rg[r], in, ub ? base : NULL, ua ? acc : NULL, hs ? src : NULL, out);
       if (emu_stage(&d, &rg[r], in, ub ? base : NULL, ua ? acc2 : NULL, hs ? src : NULL, out2)) { printf("err %s\n", tsr_err_message()); return 1; }
       if (memcmp(out->data, out2->data, bytes) || memcmp(acc->data, acc2->data, bytes)) {
-        if (fails++ < 10) printf("FAIL prec %d model %d dim %d kind %d src %d region %d tuning %d,%d,%d\n", pr, model, dim, kind, hs, r, tu.bx3, tu.by3, tu.chunk3);
+        if (fails++ < 10) printf("FAIL prec %d model %d dim %d kind %d src %d region %d tuning %d,%d,%d tile %d,%d\n", pr, model, dim, kind, hs, r, tu.bx3, tu.by3, tu.chunk3, tu.tile3, tu.chunkt3);
       }
       const unsigned char *o2 = (const unsigned char *)out2->data, *a2 = (const unsigned char *)acc2->data,
                           *a0 = (const unsigned char *)acc0->data;
@@ -140,6 +173,7 @@ int main() {
     free(poison);
     for (int q = 0; q < 10; ++q) tsr_field_destroy(&f[q]);
   }
-  printf("cases %ld (thin-x launches %ld) fails %d\n", cases, thin_launches, fails);
-  return fails != 0 || cases == 0 || thin_launches == 0;
+  printf("cases %ld (thin-x launches %ld, tile launches %ld) fails %d\n", cases, thin_launches,
+         tile_launches, fails);
+  return fails != 0 || cases == 0 || thin_launches == 0 || tile_launches == 0;
 }
