@@ -18,6 +18,10 @@ char *tsr_output_tmp_name(const char *path);
  * sentence to buf and returns 1, or returns 0 when the directory looks fine. */
 int tsr_output_dir_problem(const char *path, char *buf, size_t n);
 
+/* Records TSR_ERR_IO for a failed write of path with errno e: a full disk (ENOSPC, EDQUOT)
+ * said plainly, anything else with its text and TSR_OUTPUT_DIR_ADVICE. */
+tsr_err tsr_output_write_error(const char *path, int e);
+
 /* Renames tmp to path; on failure removes tmp and records TSR_ERR_IO naming path. */
 tsr_err tsr_output_commit(const char *tmp, const char *path);
 
