@@ -68,11 +68,14 @@ static tsr_err write_latest(const char *dir, const char *name) {
   if (!tmp) return TSR_ERR_MEMORY;
   FILE *fp = fopen(tmp, "w");
   int ok = fp && fprintf(fp, "%s\n", name) > 0;
-  if (fp && fclose(fp) != 0) ok = 0;
+  int e = errno;
+  if (fp && fclose(fp) != 0 && ok) {
+    ok = 0;
+    e = errno;
+  }
   tsr_err err = TSR_OK;
   if (!ok) {
-    err = tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s': %s; " TSR_OUTPUT_DIR_ADVICE,
-                      tmp, strerror(errno));
+    err = tsr_output_write_error(path, e);
     remove(tmp);
   } else {
     err = tsr_output_commit(tmp, path);

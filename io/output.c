@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "io/output_chunks.h"
@@ -123,28 +122,6 @@ tsr_err tsr_output_agree(MPI_Comm comm, tsr_err local) {
 }
 
 #define agree tsr_output_agree
-
-/* ---- free space ---------------------------------------------------------------------- */
-
-/* Refuses a write that cannot fit before any byte of it is written: a full disk is the common
- * case of a failing write, and HDF5 reports it badly (under MPI-IO, not at all on every rank). */
-static tsr_err check_space(const char *path, const tsr_grid_meta *m, int nfield) {
-  char dir[4096];
-  const char *slash = strrchr(path, '/');
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-  struct statvfs fs;
-  if (statvfs(dir, &fs) != 0) return TSR_OK; /* the open that follows says what is wrong */
-  double need = 8.0 * nfield; /* bytes per cell */
-  for (int d = 0; d < m->dim; ++d) need *= m->cells[d];
-  need += 65536.0;            /* metadata and the case text */
-  double have = (double)fs.f_bavail * (double)fs.f_frsize;
-  TSR_CHECK(have >= need, TSR_ERR_IO,
-            "cannot write '%s': no space left on device (%.3g MB needed, %.3g MB free in '%s'); "
-            "free space there or write elsewhere (--out DIR or output.dir)",
-            path, need / 1e6, have / 1e6, dir);
-  return TSR_OK;
-}
 
 /* ---- fault injection (tests) ----------------------------------------------------------- */
 
@@ -307,19 +284,16 @@ static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, i
   if (space < 0) err = H5_FAIL("create a dataspace", path);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   if (dcpl < 0) err = H5_FAIL("create a dataset creation list", path);
+  /* every value is written by some rank: no fill values first. Parallel HDF5 allocates the
+   * storage at the create and would write them there, collectively, ending in a barrier that a
+   * rank whose write fails (a full disk) never reaches, so the others wait forever */
+  else if (H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0)
+    err = H5_FAIL("set the fill time", path);
   if (!err && o && o->checksum) {
     /* chunks of at most 4 MiB (HDF5 caps a chunk at 4 GiB; small chunks keep a damaged byte
-     * from costing more than its chunk), halving the longest axis */
-    hsize_t chunk[3] = {s->gdims[0], s->rank > 1 ? s->gdims[1] : 1, s->rank > 2 ? s->gdims[2] : 1};
-    for (;;) {
-      hsize_t n = 8, *big = &chunk[0];
-      for (int i = 0; i < s->rank; ++i) {
-        n *= chunk[i];
-        if (chunk[i] > *big) big = &chunk[i];
-      }
-      if (n <= (o->chunk_bytes ? (hsize_t)o->chunk_bytes : (hsize_t)4 << 20) || *big == 1) break;
-      *big = (*big + 1) / 2;
-    }
+     * from costing more than its chunk) */
+    hsize_t chunk[3];
+    tsr_output_chunk_dims(s->rank, s->gdims, o->chunk_bytes, chunk);
     if (H5Pset_chunk(dcpl, s->rank, chunk) < 0 || H5Pset_fletcher32(dcpl) < 0)
       err = H5_FAIL("set chunking and checksums", path);
   }
@@ -381,9 +355,28 @@ static hid_t make_dxpl(int mpio) {
   return dxpl;
 }
 
-/* Everything done with the open file: create the layout (create), write slabs, close. */
-static tsr_err fill_and_close(hid_t file, const char *path, int create, int mpio,
-                              const tsr_grid_meta *m, const slab *s, int nfield,
+/* A step of a parallel (mpio) write ends with every rank knowing whether any failed: a full
+ * disk fails only the ranks whose writes hit it (MPI-IO aggregators, the metadata writer), and
+ * the others would go on into the next collective call alone and wait there forever. Ranks in
+ * turn need no agreement inside their turn. */
+static tsr_err step_end(int mpio, MPI_Comm comm, tsr_err err) {
+  return mpio ? agree(comm, err) : err;
+}
+
+/* On a failed write, before the close: the file is garbage, so its space is given back first,
+ * or the close's own flush of metadata meets the same full disk, fails, and leaves HDF5 holding
+ * the file until exit (where closing it again crashes). Under MPI-IO one rank truncates, after
+ * every rank has stopped writing. */
+static void make_room(const char *tmp, int mpio, MPI_Comm comm) {
+  int rank = 0;
+  if (mpio) MPI_Comm_rank(comm, &rank);
+  if (rank == 0) (void)truncate(tmp, 0);
+  if (mpio) MPI_Barrier(comm);
+}
+
+/* Everything done with the open file tmp: create the layout (create), write slabs, close. */
+static tsr_err fill_and_close(hid_t file, const char *tmp, const char *path, int create, int mpio,
+                              MPI_Comm comm, const tsr_grid_meta *m, const slab *s, int nfield,
                               const char *const *names, const double *const *data,
                               const tsr_output_opts *o) {
   tsr_err err = TSR_OK;
@@ -391,19 +384,25 @@ static tsr_err fill_and_close(hid_t file, const char *path, int create, int mpio
   if (dxpl < 0) err = H5_FAIL("create a transfer list", path);
   if (!err && create) err = write_layout(file, m, s, nfield, names, o, path);
   if (!err && (g = H5Gopen2(file, "fields", H5P_DEFAULT)) < 0) err = H5_FAIL("open /fields", path);
+  err = step_end(mpio, comm, err);
   for (int f = 0; f < nfield && !err && (mpio || !s->empty); ++f) {
     hid_t d = H5Dopen2(g, names[f], H5P_DEFAULT);
     int done = 0; /* checksummed datasets in turn: chunks built by threads (io/output_chunks.h) */
     if (d < 0) err = H5_FAIL("open a field to write", path);
-    else if (!mpio && o && o->checksum)
+    err = step_end(mpio, comm, err);
+    if (!err && !mpio && o && o->checksum)
       err = tsr_output_chunks_write(d, dxpl, s, data[f], o->threads, path, &done);
     if (!err && !done) err = transfer(d, dxpl, s, 0, (void *)data[f], path);
-    if (d >= 0) H5Dclose(d);
+    /* the close writes what the chunk cache still holds: its failure is the write's */
+    if (d >= 0 && H5Dclose(d) < 0 && !err) err = H5_FAIL("write a field", path);
+    err = step_end(mpio, comm, err);
   }
-  if (g >= 0) H5Gclose(g);
+  if (g >= 0 && H5Gclose(g) < 0 && !err) err = H5_FAIL("close group /fields", path);
   /* the flush pushes everything to disk before the rename makes the file visible */
   if (!err && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) err = H5_FAIL("flush the file", path);
+  err = step_end(mpio, comm, err);
   if (dxpl >= 0) H5Pclose(dxpl);
+  if (err) make_room(tmp, mpio, comm);
   if (H5Fclose(file) < 0 && !err) err = H5_FAIL("close the file", path);
   return err;
 }
@@ -421,22 +420,30 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
   if (!err && !(tmp = tsr_output_tmp_name(path))) err = TSR_ERR_MEMORY;
   int full = inject_enospc && opts && opts->checksum;
   if (full) inject_enospc = 0;
-  if (!err && rank == 0) err = check_space(path, meta, nfield);
+  double need = err ? 0 : tsr_output_estimate(meta, nfield, opts);
+  if (!err && rank == 0) err = tsr_output_check_space(path, need);
   if (full && !err && rank == 0) plant_enospc(tmp);
   err = agree(comm, err);
   if (err) goto out;
 
   /* a write error inside a collective HDF5 create or close (a full disk) leaves the other
-   * ranks waiting in it, which only the watchdog ends: the injected full disk takes the
-   * ranks-in-turn path, where the error comes back to every rank */
+   * ranks waiting in it, which only the watchdog ends; the space reserved after the create
+   * keeps a real full disk out of them, but /dev/full cannot be reserved: the injected full
+   * disk takes the ranks-in-turn path, where the error comes back to every rank */
   int mpio = TSR_MPIO && !(opts && opts->force_serial) && !full;
   slab s = make_slab(meta->dim, meta->cells, owned);
   hid_t file = -1;
   if (mpio) {
     err = agree(comm, open_file(tmp, path, OPEN_CREATE, 1, comm, &file));
-    if (!err)
-      err = agree(comm, fill_and_close(file, path, 1, 1, meta, &s, nfield, names, data, opts));
-    else if (file >= 0) H5Fclose(file); /* opened here while another rank failed */
+    if (!err && (err = agree(comm, rank == 0 ? tsr_output_reserve(tmp, path, need) : TSR_OK))) {
+      make_room(tmp, 1, comm);
+      H5Fclose(file);
+    } else if (!err) {
+      err = agree(comm, fill_and_close(file, tmp, path, 1, 1, comm, meta, &s, nfield, names, data,
+                                        opts));
+    } else if (file >= 0) {
+      H5Fclose(file); /* opened here while another rank failed */
+    }
     /* parallel writes through filters need an HDF5 built for them (1.10.2+ with MPI-3):
      * checkpoints fall back to the ranks-in-turn path rather than fail */
     if (err == TSR_ERR_HDF5 && opts && opts->checksum) {
@@ -454,13 +461,18 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
       tsr_err mine = TSR_OK;
       if (rank == turn && (turn == 0 || !s.empty)) {
         mine = open_file(tmp, path, turn == 0 ? OPEN_CREATE : OPEN_WRITE, 0, comm, &file);
-        if (!mine)
-          mine = fill_and_close(file, path, turn == 0, 0, meta, &s, nfield, names, data, opts);
+        if (!mine && turn == 0 && (mine = tsr_output_reserve(tmp, path, need))) {
+          make_room(tmp, 0, comm);
+          H5Fclose(file);
+        } else if (!mine)
+          mine = fill_and_close(file, tmp, path, turn == 0, 0, comm, meta, &s, nfield, names, data,
+                              opts);
       }
       err = agree(comm, mine);
     }
   }
   /* every rank has closed the file here (the last agree() came after the closes) */
+  if (!err && rank == 0) tsr_output_release_reserve(tmp);
   if (!err) err = agree(comm, rank == 0 ? tsr_output_commit(tmp, path) : TSR_OK);
   else if (rank == 0) remove(tmp);
 out:

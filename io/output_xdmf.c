@@ -46,6 +46,16 @@ int tsr_output_dir_problem(const char *path, char *buf, size_t n) {
   return 0;
 }
 
+tsr_err tsr_output_write_error(const char *path, int e) {
+  if (e == ENOSPC || e == EDQUOT)
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                       "cannot write '%s': no space left on device; free space there or write "
+                       "elsewhere (--out DIR or output.dir)",
+                       path);
+  return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s': %s; " TSR_OUTPUT_DIR_ADVICE,
+                     path, strerror(e));
+}
+
 tsr_err tsr_output_commit(const char *tmp, const char *path) {
   if (rename(tmp, path) == 0) return TSR_OK;
   int e = errno;
@@ -193,8 +203,7 @@ static tsr_err write_atomic(const char *xmf_path, void (*body)(FILE *, const xdm
   if (bad) {
     remove(tmp);
     free(tmp);
-    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
-                       "cannot write '%s': %s; " TSR_OUTPUT_DIR_ADVICE, xmf_path, strerror(e));
+    return tsr_output_write_error(xmf_path, e);
   }
   tsr_err err = tsr_output_commit(tmp, xmf_path);
   free(tmp);

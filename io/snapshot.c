@@ -4,10 +4,12 @@
 
 #include "io/snapshot.h"
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <unistd.h>
 
 #include "io/output_internal.h"
@@ -33,6 +35,7 @@ struct tsr_snapshot_series {
   entry *e; /* rank 0: the series, by step */
   int n, cap;
   int dropped; /* entries of an earlier run dropped at open: the file needs rewriting */
+  int removed; /* snapshot files past the restart step deleted at open */
 };
 
 static void file_name(char *buf, size_t n, int64_t step) {
@@ -95,6 +98,44 @@ static int parse_series(tsr_snapshot_series *s, const char *text, int64_t from) 
   return 1;
 }
 
+/* The step of a snapshot file's name, snapshot_<digits>.h5 (tmp: with ".tmp" after it), or -1. */
+static long long step_of(const char *name, int *tmp) {
+  static const char pre[] = "snapshot_";
+  if (strncmp(name, pre, sizeof pre - 1) != 0) return -1;
+  const char *p = name + sizeof pre - 1;
+  char *end;
+  if (*p < '0' || *p > '9') return -1;
+  long long step = strtoll(p, &end, 10);
+  *tmp = strcmp(end, ".h5.tmp") == 0;
+  return *tmp || strcmp(end, ".h5") == 0 ? step : -1;
+}
+
+/* Rank 0, on a restart at step from: deletes the snapshot files past from (and temporaries of
+ * them) that an earlier, longer run left, so the directory holds no future of another run. */
+static tsr_err remove_later(tsr_snapshot_series *s, int64_t from) {
+  DIR *d = opendir(s->dir);
+  if (!d) return TSR_OK; /* nothing to remove; writing there reports what is wrong */
+  struct dirent *e;
+  tsr_err err = TSR_OK;
+  while (!err && (e = readdir(d))) {
+    int tmp;
+    long long step = step_of(e->d_name, &tmp);
+    if (step <= from) continue;
+    char path[PATH_MAX_ + 300];
+    snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
+    if (remove(path) != 0)
+      err = tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+                        "cannot remove '%s', a snapshot after the restart step %" PRId64
+                        " left by an earlier run: %s; remove it or restart into another "
+                        "directory (--out DIR)",
+                        path, from, strerror(errno));
+    else if (!tmp)
+      s->removed++;
+  }
+  closedir(d);
+  return err;
+}
+
 /* Rank 0: snapshots.xmf from the entries. */
 static tsr_err write_series(const tsr_snapshot_series *s) {
   char path[PATH_MAX_ + 32];
@@ -139,6 +180,7 @@ tsr_err tsr_snapshot_open(MPI_Comm comm, const char *dir, const tsr_grid_meta *g
     if (text && !parse_series(s, text, from))
       err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'", path);
     free(text);
+    if (!err) err = remove_later(s, from);
     if (!err && s->dropped) err = write_series(s);
   }
   err = tsr_output_agree(comm, err);
@@ -174,6 +216,8 @@ tsr_err tsr_snapshot_write(tsr_snapshot_series *s, int64_t step, double t, const
 }
 
 int tsr_snapshot_count(const tsr_snapshot_series *s) { return s ? s->n : 0; }
+
+int tsr_snapshot_removed(const tsr_snapshot_series *s) { return s ? s->removed : 0; }
 
 void tsr_snapshot_close(tsr_snapshot_series **s) {
   if (!s || !*s) return;

@@ -26,9 +26,9 @@ typedef struct {
  * on grid (its time and step are not used) in dir, which exists. from < 0: a new series; its
  * first snapshot replaces any older snapshots.xmf. from >= 0, a run restarted at step from:
  * the series goes on from the entries of dir/snapshots.xmf at steps <= from whose files are
- * still there; later entries (a longer earlier run's) are dropped, and snapshots.xmf is
- * rewritten without them at once. Collective over comm (rank 0 reads and writes the XDMF
- * file); comm is borrowed too. *out is new (tsr_snapshot_close). Errors: TSR_ERR_IO,
+ * still there; the snapshot files past from (a longer earlier run's) are deleted, their
+ * entries dropped, and snapshots.xmf is rewritten without them at once. Collective over comm
+ * (rank 0 reads and writes the XDMF file and deletes); comm is borrowed too. *out is new (tsr_snapshot_close). Errors: TSR_ERR_IO,
  * TSR_ERR_MEMORY, the same on every rank. */
 tsr_err tsr_snapshot_open(MPI_Comm comm, const char *dir, const tsr_grid_meta *grid, int nfield,
                           const char *const *names, int64_t from, const tsr_snapshot_opts *opts,
@@ -43,6 +43,10 @@ tsr_err tsr_snapshot_write(tsr_snapshot_series *s, int64_t step, double t, const
 
 /* The number of snapshots the series lists (meaningful on rank 0; 0 elsewhere). */
 int tsr_snapshot_count(const tsr_snapshot_series *s);
+
+/* The number of snapshot files past the restart step that tsr_snapshot_open deleted
+ * (meaningful on rank 0; 0 elsewhere). */
+int tsr_snapshot_removed(const tsr_snapshot_series *s);
 
 /* Frees the series and sets *s to NULL; accepts NULL. Not collective. */
 void tsr_snapshot_close(tsr_snapshot_series **s);

@@ -1,6 +1,7 @@
 #include "solver/run.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,7 +391,9 @@ static tsr_err write_snapshot(tsr_run_ctx *x, int64_t step, double t) {
 }
 
 /* The snapshot series of output.snapshot_every: a new one starts with the initial state; after
- * a restart the series goes on from the snapshots up to the checkpoint's step. */
+ * a restart the series goes on from the snapshots up to the checkpoint's step, and those an
+ * earlier run wrote after it go (without snapshot_every too: ParaView would show them as this
+ * run's future). */
 static tsr_err start_snapshots(tsr_run_ctx *x) {
   const tsr_case *c = x->c;
   tsr_grid_meta grid = grid_meta(c, 0.0, 0);
@@ -399,7 +402,14 @@ static tsr_err start_snapshots(tsr_run_ctx *x) {
                           c->output.serial_io};
   TSR_CALL(tsr_snapshot_open(x->comm, x->out_dir, &grid, c->ncomp, tsr_models[c->model].comp,
                              x->opts.restart ? x->start_step : -1, &so, &x->snap));
-  return x->opts.restart ? TSR_OK : write_snapshot(x, 0, 0.0);
+  int removed = tsr_snapshot_removed(x->snap);
+  if (removed) {
+    printf("restart: removed %d snapshot%s after step %" PRId64 " left by the earlier run\n",
+           removed, removed == 1 ? "" : "s", x->start_step);
+    fflush(stdout);
+  }
+  if (!tsr_schedule_any(&c->output.snapshot_every)) tsr_snapshot_close(&x->snap);
+  return x->opts.restart || !x->snap ? TSR_OK : write_snapshot(x, 0, 0.0);
 }
 
 /* U from a checkpoint (any decomposition) instead of the initial conditions; the loop then
@@ -608,7 +618,7 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   if (x->opts.restart && relaunch_without_checkpoint(x)) x->opts.restart = NULL;
   if (x->opts.restart) TSR_CALL(tsr_run_agree(x->comm, restart(x)));
   else TSR_CALL(tsr_run_agree(x->comm, initial(x)));
-  if (x->opts.write_output && tsr_schedule_any(&x->c->output.snapshot_every))
+  if (x->opts.write_output && (tsr_schedule_any(&x->c->output.snapshot_every) || x->opts.restart))
     TSR_CALL(start_snapshots(x));
   /* one exchange before the clock starts: NCCL connects to each peer at the first send to it
    * (about a second over NVLink), which is set-up, not stepping; the ghosts it fills are

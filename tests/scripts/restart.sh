@@ -122,7 +122,7 @@ h5dump -a /case_text "$w" | grep -q "model: wave" && h5dump -a /step "$w" | grep
   failure "checkpoint attribute values"
 
 # a restart continues the snapshot series: entries up to the checkpoint stay, later ones (of
-# the longer first run) go, the new ones follow; contents equal an uninterrupted run's
+# the longer first run) go, files and entries, the new ones follow; contents equal an uninterrupted run's
 s=$work/series
 run_ok "series" 1 "$work/heat2d.yaml" --out "$s" --set output.snapshot_every=2 --set output.checkpoint_every=4 &&
   cp "$s/snapshot_00000006.h5" "$work/snap6.h5" &&
@@ -130,14 +130,15 @@ run_ok "series" 1 "$work/heat2d.yaml" --out "$s" --set output.snapshot_every=2 -
     --set output.snapshot_every=3 && {
   python3 "$TESSERA_SOURCE/tests/scripts/xdmf_check.py" "$s/snapshots.xmf" 0,2,4,6,9,12 8 &&
     pass "series after a restart at 4 with every 3: 0 2 4 | 6 9 12" || failure "series after the restart"
-  [ -f "$s/snapshot_00000010.h5" ] && ! grep -q snapshot_00000010 "$s/snapshots.xmf" &&
-    pass "series: the first run's snapshot 10 is no longer listed" || failure "series: stale entry"
+  [ ! -e "$s/snapshot_00000010.h5" ] && ! grep -q snapshot_00000010 "$s/snapshots.xmf" &&
+    pass "series: the first run's snapshot 10 is gone, file and entry" || failure "series: stale snapshot 10"
   same "series: snapshot 6 after the restart = the first run's" "$work/snap6.h5" "$s/snapshot_00000006.h5"
   # restarting at 8, where no snapshot was listed, with none to come: 9 and 12 go at once
   run_ok "series restart at 8" 1 "$work/heat2d.yaml" --out "$s" --restart "$s/checkpoint_00000008.h5" \
     --set output.snapshot_every=100 &&
     python3 "$TESSERA_SOURCE/tests/scripts/xdmf_check.py" "$s/snapshots.xmf" 0,2,4,6 8 &&
-    pass "series after a restart at 8 with none to come: 0 2 4 6" || failure "series after the second restart"
+    [ "$(cd "$s" && ls snapshot_*.h5 | paste -sd' ' -)" = "snapshot_00000000.h5 snapshot_00000002.h5 snapshot_00000004.h5 snapshot_00000006.h5" ] &&
+    pass "series after a restart at 8 with none to come: 0 2 4 6 (9 and 12 deleted)" || failure "series after the second restart"
 }
 
 # background (default) and synchronous checkpoints of one run: the same data

@@ -3,7 +3,9 @@
 # initial state and the due steps, the same files on 1 and 2 ranks (parallel and ranks-in-turn
 # HDF5), each holding the state of its step; time-based checkpoints land on the expected steps
 # (never the last); single precision stores float32 equal to the doubles rounded; the series'
-# XDMF parses and names datasets that exist with the right dimensions; bad schedules exit 2.
+# XDMF parses and names datasets that exist with the right dimensions; a restart after a killed
+# run deletes the snapshots it wrote past the checkpoint and the series ends as an uninterrupted
+# run's; bad schedules exit 2.
 set -u
 . "$(dirname "$0")/lib.bash"
 work=$(mktemp -d)
@@ -91,6 +93,39 @@ PY
 run_ok "rerun" 1 "$case" --out "$work/steps1" --set output.snapshot_every=5 &&
   check_xdmf "$work/steps1/snapshots.xmf" 0,5,10 8 && pass "a new run replaces the series" ||
   failure "new run: series"
+
+# a run killed after checkpoint 4 leaves snapshots past it: the restart deletes them and says
+# so; the series then lists each step once, in order, and its files equal an uninterrupted run's
+k=$work/killed
+ks=(--set output.snapshot_every=1 --set output.checkpoint_every=4)
+run_ok "uninterrupted, a snapshot every step" 2 "$case" --out "$work/whole" "${ks[@]}"
+"$MPIEXEC" -n 2 "$TESSERA_BIN" run "$case" --out "$k" "${ks[@]}" \
+  --inject-fault rank=1,step=6,kind=exit >/dev/null 2>&1 && failure "killed run: exit 0"
+stale=$(files "$k" snapshot | tr , '\n' | awk '$1 > 4' | wc -l)
+if [ "$stale" -ge 1 ] && [ "$(cat "$k/latest" 2>/dev/null)" = checkpoint_00000004.h5 ]; then
+  pass "killed run: $stale snapshots past its latest checkpoint (4)"
+else failure "killed run: files $(ls "$k" | paste -sd' ' -)"; fi
+log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$case" --out "$k" "${ks[@]}" --restart latest 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$(echo "$log" | grep -c "^restart: removed ")" = 1 ] &&
+  echo "$log" | grep -qxF "restart: removed $stale snapshots after step 4 left by the earlier run"; then
+  pass "restart: one line says the $stale later snapshots went"
+else echo "$log" | tail -5; failure "restart: rc $rc, message"; fi
+check_xdmf "$k/snapshots.xmf" 0,1,2,3,4,5,6,7,8,9,10 8 && pass "restart: series lists 0..10 once each, in order" ||
+  failure "restart: series"
+[ "$(grep -c '<Grid Name="snapshot_' "$k/snapshots.xmf")" = 11 ] && pass "restart: 11 entries" ||
+  failure "restart: $(grep -c '<Grid Name="snapshot_' "$k/snapshots.xmf") entries"
+expect_files "restart" "$k" snapshot 0,1,2,3,4,5,6,7,8,9,10
+for s in 0 1 2 3 4 5 6 7 8 9 10; do
+  f=$(printf 'snapshot_%08d.h5' $s)
+  same "restart: $f = uninterrupted" "$work/whole/$f" "$k/$f"
+done
+# restarted with no snapshots to write, at 4: those after 4 go all the same
+log=$("$MPIEXEC" -n 1 "$TESSERA_BIN" run "$case" --out "$k" --set output.checkpoint_every=4 \
+  --restart "$k/checkpoint_00000004.h5" 2>&1) &&
+  echo "$log" | grep -qxF "restart: removed 6 snapshots after step 4 left by the earlier run" &&
+  [ "$(files "$k" snapshot)" = 0,1,2,3,4 ] && check_xdmf "$k/snapshots.xmf" 0,1,2,3,4 8 &&
+  pass "restart without snapshot_every: later snapshots removed, series 0..4" ||
+  { echo "$log" | tail -3; failure "restart without snapshot_every: files $(files "$k" snapshot)"; }
 
 # bad schedules: exit 2 with the place and the key
 bad() { # LABEL MESSAGE ARGS...
