@@ -34,7 +34,7 @@ typedef struct {
 } region;
 
 typedef struct {
-  const double *buf;     /* the slab's values */
+  tsr_output_src src;    /* where the slab's values lie */
   hsize_t start[3], count[3]; /* the slab (z y x) */
   hsize_t cdim[3];       /* chunk shape (z y x) */
   size_t esize;          /* bytes per value in the file: 8 or 4 */
@@ -43,22 +43,32 @@ typedef struct {
 
 /* Chunk c's values, converted to the file's type, then HDF5's checksum of them encoded as its
  * filter does (UINT32ENCODE: least significant byte first), into out (cbytes + 4 bytes).
- * Values beyond the dataset's extent (edge chunks) are the fill value, 0, as HDF5 writes them. */
+ * Values beyond the dataset's extent (edge chunks) are the fill value, 0, as HDF5 writes them.
+ * The rows are read where the source holds them (a staged state with its ghosts), so the
+ * values are touched once between the staging copy and the file. */
 static void gather(const gather_job *j, const region *c, unsigned char *out) {
   hsize_t nx = c->hi[2] - c->lo[2];
+  const tsr_output_src *s = &j->src;
+  size_t vsize = s->single ? sizeof(float) : sizeof(double);
   for (hsize_t z = 0; z < j->cdim[0]; ++z)
     for (hsize_t y = 0; y < j->cdim[1]; ++y) {
       unsigned char *row = out + ((z * j->cdim[1] + y) * j->cdim[2]) * j->esize;
       hsize_t gz = c->lo[0] + z, gy = c->lo[1] + y, n = nx;
       if (gz >= c->hi[0] || gy >= c->hi[1]) n = 0;
       if (n) {
-        const double *src = j->buf + ((gz - j->start[0]) * j->count[1] + (gy - j->start[1])) *
-                                         j->count[2] + (c->lo[2] - j->start[2]);
-        if (j->esize == 8) {
-          memcpy(row, src, n * 8);
-        } else {
+        hsize_t at = (gz - j->start[0]) * s->sz + (gy - j->start[1]) * s->sy +
+                     (c->lo[2] - j->start[2]);
+        const void *src = (const unsigned char *)s->base + at * vsize;
+        if (j->esize == vsize) {
+          memcpy(row, src, n * vsize);
+        } else if (j->esize == 4) {
+          const double *d = src;
           float *f = (float *)row;
-          for (hsize_t i = 0; i < n; ++i) f[i] = (float)src[i];
+          for (hsize_t i = 0; i < n; ++i) f[i] = (float)d[i];
+        } else {
+          const float *f = src;
+          double *d = (double *)row;
+          for (hsize_t i = 0; i < n; ++i) d[i] = (double)f[i];
         }
       }
       memset(row + n * j->esize, 0, (j->cdim[2] - n) * j->esize);
@@ -145,13 +155,60 @@ static void split_chunks(const gather_job *j, const hsize_t gdim[3], region *dir
       }
 }
 
+/* The memory dataspace of src holding slab s: the array from src->base on, z y x (y x in 2D),
+ * as long along z (y) as the slab, along the others as its strides say; nothing selected. */
+static hid_t src_space(const tsr_output_slab *s, const tsr_output_src *src) {
+  hsize_t dims[3] = {s->count[0], src->sy, 0};
+  if (s->rank == 3) dims[1] = src->sz / src->sy, dims[2] = src->sy;
+  hid_t sp = H5Screate_simple(s->rank, dims, NULL);
+  if (sp >= 0 && H5Sselect_none(sp) < 0) {
+    H5Sclose(sp);
+    sp = -1;
+  }
+  return sp;
+}
+
+tsr_output_src tsr_output_src_of(const tsr_output_slab *s, const double *data,
+                                 const tsr_output_layout *layout, int f) {
+  tsr_output_src src = {data, 0, s->count[s->rank - 1], s->count[s->rank - 1] * s->count[s->rank - 2]};
+  if (layout)
+    src = (tsr_output_src){layout->base[f], layout->single, (hsize_t)layout->sy,
+                           (hsize_t)layout->sz};
+  if (s->rank == 2) src.sz = src.sy * s->count[0]; /* one plane */
+  return src;
+}
+
+tsr_err tsr_output_src_write(hid_t d, hid_t dxpl, const tsr_output_slab *s,
+                             const tsr_output_src *src, const char *path) {
+  hsize_t zero[3] = {0, 0, 0}, one = 1;
+  double dummy = 0; /* a valid address for ranks that select nothing */
+  hid_t fspace = H5Dget_space(d),
+        mspace = s->empty ? H5Screate_simple(1, &one, NULL) : src_space(s, src);
+  tsr_err err = TSR_OK;
+  if (fspace < 0 || mspace < 0) err = tsr_output_h5_fail(__LINE__, "get a dataspace", path);
+  herr_t st = 0;
+  if (!err && s->empty) st = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0 ? -1 : 0;
+  else if (!err)
+    st = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, s->start, NULL, s->count, NULL) < 0 ||
+                 H5Sselect_hyperslab(mspace, H5S_SELECT_SET, zero, NULL, s->count, NULL) < 0
+             ? -1
+             : 0;
+  if (!err && st < 0) err = tsr_output_h5_fail(__LINE__, "select a hyperslab", path);
+  hid_t mtype = src->single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
+  if (!err && H5Dwrite(d, mtype, mspace, fspace, dxpl, s->empty ? &dummy : src->base) < 0)
+    err = tsr_output_h5_fail(__LINE__, "write field", path);
+  if (fspace >= 0) H5Sclose(fspace);
+  if (mspace >= 0) H5Sclose(mspace);
+  return err;
+}
+
 /* The shared parts, through H5Dwrite with one selection: the same regions in the file and,
- * shifted by the slab's start, in the slab's buffer, so the two selections run through the
+ * shifted by the slab's start, in the source's array, so the two selections run through the
  * same cells in the same order. */
 static tsr_err write_shared(hid_t d, hid_t dxpl, const tsr_output_slab *s, const gather_job *j,
                             const region *shared, size_t ns, const char *path) {
   int r = s->rank, off = 3 - r;
-  hid_t fspace = H5Dget_space(d), mspace = H5Screate_simple(r, s->count, NULL);
+  hid_t fspace = H5Dget_space(d), mspace = src_space(s, &j->src);
   tsr_err err = TSR_OK;
   if (fspace < 0 || mspace < 0) err = tsr_output_h5_fail(__LINE__, "get a dataspace", path);
   for (size_t i = 0; i < ns && !err; ++i) {
@@ -166,7 +223,8 @@ static tsr_err write_shared(hid_t d, hid_t dxpl, const tsr_output_slab *s, const
         H5Sselect_hyperslab(mspace, op, ms, NULL, n, NULL) < 0)
       err = tsr_output_h5_fail(__LINE__, "select the chunks shared with other ranks", path);
   }
-  if (!err && H5Dwrite(d, H5T_NATIVE_DOUBLE, mspace, fspace, dxpl, j->buf) < 0)
+  hid_t mtype = j->src.single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
+  if (!err && H5Dwrite(d, mtype, mspace, fspace, dxpl, j->src.base) < 0)
     err = tsr_output_h5_fail(__LINE__, "write field", path);
   if (fspace >= 0) H5Sclose(fspace);
   if (mspace >= 0) H5Sclose(mspace);
@@ -257,10 +315,11 @@ static tsr_err write_direct(hid_t d, hid_t dxpl, int rank, const gather_job *j,
   return err;
 }
 
-tsr_err tsr_output_chunks_write(hid_t d, hid_t dxpl, const tsr_output_slab *s, const double *buf,
-                                int threads, const char *path, int *done) {
+tsr_err tsr_output_chunks_write(hid_t d, hid_t dxpl, const tsr_output_slab *s,
+                                const tsr_output_src *src, int threads, const char *path,
+                                int *done) {
   *done = 0;
-  gather_job j = {.buf = buf};
+  gather_job j = {.src = *src};
 #if !H5_VERSION_GE(1, 10, 2)
   return TSR_OK; /* no H5Dwrite_chunk: HDF5 writes every chunk */
 #endif
