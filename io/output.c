@@ -215,7 +215,8 @@ static tsr_err check_write_args(const char *path, const tsr_grid_meta *meta, con
   if (lay) data = none;
   for (int f = 0; lay && f < nfield; ++f)
     TSR_CHECK(lay->base[f] || tsr_box_empty(owned), TSR_ERR_INTERNAL,
-              "cannot write '%s': no data for field '%s'", path, names && names[f] ? names[f] : "?");
+              "cannot write '%s': no data for field '%s'", path,
+              names && names[f] ? names[f] : "?");
   TSR_CHECK(nfield >= 0 && (nfield == 0 || (names && data)), TSR_ERR_INTERNAL,
             "cannot write '%s': %d fields without names or data", path, nfield);
   for (int f = 0; f < nfield; ++f) {
@@ -431,7 +432,8 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   char *tmp = NULL;
-  tsr_err err = check_write_args(path, meta, owned, nfield, names, data, opts ? opts->layout : NULL);
+  tsr_err err =
+      check_write_args(path, meta, owned, nfield, names, data, opts ? opts->layout : NULL);
   if (!err && !(tmp = tsr_output_tmp_name(path))) err = TSR_ERR_MEMORY;
   int full = inject_enospc && opts && opts->checksum;
   if (full) inject_enospc = 0;

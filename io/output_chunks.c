@@ -250,7 +250,8 @@ static hid_t src_space(const tsr_output_slab *s, const tsr_output_src *src) {
 
 tsr_output_src tsr_output_src_of(const tsr_output_slab *s, const double *data,
                                  const tsr_output_layout *layout, int f) {
-  tsr_output_src src = {data, 0, s->count[s->rank - 1], s->count[s->rank - 1] * s->count[s->rank - 2]};
+  hsize_t nx = s->count[s->rank - 1];
+  tsr_output_src src = {data, 0, nx, nx * s->count[s->rank - 2]};
   if (layout)
     src = (tsr_output_src){layout->base[f], layout->single, (hsize_t)layout->sy,
                            (hsize_t)layout->sz};

@@ -241,7 +241,8 @@ static void write_check_src(const char *tag, tsr_grid_meta m, size_t chunk_bytes
 
   /* read back on another cut: H5Dread checks every chunk's checksum */
   tsr_box rb = piece(m.dim, m.cells, axis == 0 ? m.dim - 1 : 0, g_size - 1 - g_rank);
-  double *want = fill(m.cells, &rb, rounded), *got = malloc(sizeof(double) * (size_t)(tsr_box_cells(&rb) + 1));
+  double *want = fill(m.cells, &rb, rounded),
+         *got = malloc(sizeof(double) * (size_t)(tsr_box_cells(&rb) + 1));
   err = tsr_output_read_field(MPI_COMM_WORLD, path, "u", &rb, got, NULL);
   CHECK(err == TSR_OK, "read %s: %s", path, tsr_err_message());
   CHECK(memcmp(got, want, sizeof(double) * (size_t)tsr_box_cells(&rb)) == 0, "%s reads back different", tag);
