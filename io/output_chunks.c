@@ -343,10 +343,13 @@ static tsr_err write_direct(hid_t d, hid_t dxpl, int rank, const gather_job *j,
   if (!nd) return TSR_OK;
   int t = threads < 1 ? 1 : threads;
   if ((size_t)t > nd + 1) t = (int)nd + 1;
+  /* a chunk's bytes (values and checksum) and the distance between slots: whole cache lines,
+   * so that every slot's values are aligned for their type */
   size_t slot = j->cbytes + FLETCHER_LEN, nslot = t > 1 ? 2 * (size_t)(t - 1) : 1;
-  unsigned char *buf = pool_get(slot * nslot);
+  size_t stride = (slot + 63) / 64 * 64;
+  unsigned char *buf = pool_get(stride * nslot);
   TSR_CHECK(buf, TSR_ERR_MEMORY, "out of memory for %zu bytes of chunks writing '%s'",
-            slot * nslot, path);
+            stride * nslot, path);
   tsr_err err = TSR_OK;
   if (t == 1) {
     for (size_t i = 0; i < nd && !err; ++i) {
@@ -366,7 +369,7 @@ static tsr_err write_direct(hid_t d, hid_t dxpl, int rank, const gather_job *j,
         pthread_mutex_lock(&h.mu);
         while (!h.ready[i % nslot]) pthread_cond_wait(&h.cv, &h.mu);
         pthread_mutex_unlock(&h.mu);
-        tsr_err e = put_chunk(d, dxpl, rank, &direct[i], slot, buf + (i % nslot) * slot, path);
+        tsr_err e = put_chunk(d, dxpl, rank, &direct[i], slot, buf + (i % nslot) * stride, path);
         pthread_mutex_lock(&h.mu);
         h.ready[i % nslot] = 0;
         h.written = i + 1;
@@ -383,7 +386,7 @@ static tsr_err write_direct(hid_t d, hid_t dxpl, int rank, const gather_job *j,
         int stop = h.failed || i >= nd;
         pthread_mutex_unlock(&h.mu);
         if (stop) break;
-        gather(j, &direct[i], buf + (i % nslot) * slot);
+        gather(j, &direct[i], buf + (i % nslot) * stride);
         pthread_mutex_lock(&h.mu);
         h.ready[i % nslot] = 1;
         pthread_cond_broadcast(&h.cv);

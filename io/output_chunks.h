@@ -36,9 +36,9 @@ tsr_err tsr_output_src_write(hid_t d, hid_t dxpl, const tsr_output_slab *s,
                              const tsr_output_src *src, const char *path);
 
 /* Writes this rank's slab of the chunked, Fletcher32-checksummed dataset d (file type
- * little-endian float64 or float32, one filter) from buf (the slab's values contiguous, x
- * fastest, as double; converted to float32 for a float32 dataset; or any tsr_output_src: the
- * chunks are gathered from where the values lie, floats widened exactly) in a file open without
+ * little-endian float64 or float32, one filter) from src (the chunks are gathered from where
+ * the values lie; doubles rounded for a float32 dataset, floats widened exactly for a float64
+ * one) in a file open without
  * MPI-IO. Every chunk that lies wholly inside the slab (clipped to the dataset's extent) is
  * gathered and checksummed here, by `threads` OpenMP threads in batches, and stored with
  * H5Dwrite_chunk by the calling thread while the next batch is prepared; the file holds the
