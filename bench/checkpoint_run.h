@@ -315,7 +315,7 @@ static int bench_main(int argc, char **argv, int default_device) {
     printf("  %-44s %10.4f %10.4f\n", "  of which the staging copy (s)", A->ckpt_copy / k, S->ckpt_copy / k);
     printf("  %-44s %10.4f\n", "plain copy of the same bytes: ceiling (s)", copy_s);
     printf("  %-44s %10.2f %10s\n", "stall / ceiling (goal <= 1.2)", ratio, "");
-    printf("  %-44s %10.2f %10.2f\n", "write throughput (GB/s, extraction + HDF5)", write_gbs,
+    printf("  %-44s %10.2f %10.2f\n", "write throughput (GB/s, chunks + HDF5)", write_gbs,
            bytes / (S->ckpt_write / k) / 1e9);
     printf("  %-44s %10.2f\n", "disk ceiling: plain write() of the file (GB/s)", bytes / disk_s / 1e9);
     printf("  %-44s %10.2f / %.2f\n", "restart read (GB/s, cold / page cache)", bytes / read_cold / 1e9,

@@ -84,14 +84,30 @@ static tsr_err write_latest(const char *dir, const char *name) {
   return err;
 }
 
-/* Removes all but the newest keep checkpoints of dir. A file that will not go is left: the
- * next checkpoint tries again. */
-static void prune(const char *dir, int keep) {
+/* What dir/latest names ("" when nothing), into line (n bytes). */
+static void read_latest(const char *dir, char *line, size_t n) {
+  char path[PATH_MAX_];
+  snprintf(path, sizeof path, "%s/latest", dir);
+  line[0] = '\0';
+  FILE *fp = fopen(path, "r");
+  if (!fp) return;
+  if (!fgets(line, (int)n, fp)) line[0] = '\0';
+  line[strcspn(line, "\r\n")] = '\0';
+  fclose(fp);
+}
+
+void tsr_checkpoint_prune(const char *dir, int keep) {
+  if (keep < 1) keep = 1;
   int64_t steps[MAX_CAND];
+  /* the listing first, then latest: a checkpoint renamed in between is the newest, kept, and
+   * latest names it only after its rename, so whatever latest names is never removed */
   int n = list_steps(dir, steps, MAX_CAND);
+  char latest[64];
+  read_latest(dir, latest, sizeof latest);
   for (int i = keep; i < n; ++i) {
     char name[64], path[PATH_MAX_];
     file_name(name, sizeof name, steps[i]);
+    if (!strcmp(name, latest)) continue;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     remove(path);
   }
@@ -101,14 +117,15 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              int serial_io, int threads, double dt, const char *case_text,
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
-                             const double *const *data) {
+                             const double *const *data, const tsr_output_layout *layout) {
   char name[64], path[PATH_MAX_], hash[17];
   file_name(name, sizeof name, meta->step);
   snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(hash, sizeof hash, "%016" PRIx64, case_hash);
   tsr_output_attr attrs[] = {
       {"dt", NULL, dt}, {"case_text", case_text ? case_text : "", 0}, {"case_hash", hash, 0}};
-  tsr_output_opts oo = {.force_serial = serial_io, .checksum = 1, .threads = threads, .nattr = 3, .attrs = attrs};
+  tsr_output_opts oo = {.force_serial = serial_io, .checksum = 1, .threads = threads, .nattr = 3,
+                        .attrs = attrs, .layout = layout};
   tsr_err werr = tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo);
   if (werr) {
     /* nothing of this checkpoint is left (the temporary is removed); say what still holds */
@@ -121,7 +138,7 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
   tsr_err err = TSR_OK;
   if (rank == 0) {
     err = write_latest(dir, name);
-    if (!err) prune(dir, keep >= 1 ? keep : 1);
+    if (!err && keep >= 1) tsr_checkpoint_prune(dir, keep);
   }
   return tsr_output_agree(comm, err);
 }

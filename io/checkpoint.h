@@ -30,8 +30,10 @@ typedef struct {
 typedef tsr_err (*tsr_checkpoint_accept)(const tsr_checkpoint_info *info, void *arg);
 
 /* Writes the checkpoint of meta->step into dir (temporary name, then renamed), then rank 0
- * points dir/latest at it (also atomically) and removes all but the newest keep checkpoints.
- * Collective; arguments as tsr_output_write_fields; serial_io makes ranks write in turn even
+ * points dir/latest at it (also atomically) and removes all but the newest keep checkpoints
+ * (keep 0: none; the caller prunes later with tsr_checkpoint_prune, off its critical path).
+ * Collective; arguments as tsr_output_write_fields, layout as tsr_output_opts (NULL: data holds
+ * the owned cells contiguous; else data is not used); serial_io makes ranks write in turn even
  * where HDF5 is parallel (output.io: serial); threads: OpenMP threads that build the
  * checksummed chunks when ranks write in turn (tsr_output_opts). Errors: TSR_ERR_IO, TSR_ERR_HDF5, the same
  * on every rank. */
@@ -39,7 +41,13 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              int serial_io, int threads, double dt, const char *case_text,
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
-                             const double *const *data);
+                             const double *const *data, const tsr_output_layout *layout);
+
+/* Removes all but the newest keep (at least 1) checkpoints of dir, never the one dir/latest
+ * names. Not collective: one process calls it (rank 0, after its tsr_checkpoint_write), from
+ * any thread: it touches only the files. A file that will not go is left; the next call tries
+ * again. */
+void tsr_checkpoint_prune(const char *dir, int keep);
 
 /* dir/checkpoint_<step, 8 digits>.h5 into buf (n bytes). Returns buf. */
 char *tsr_checkpoint_path(char *buf, size_t n, const char *dir, int64_t step);

@@ -178,18 +178,29 @@ static tsr_err check_box(const tsr_box *owned, int dim, const int cells[3], cons
 }
 
 static tsr_err check_write_args(const char *path, const tsr_grid_meta *meta, const tsr_box *owned,
-                                int nfield, const char *const *names, const double *const *data) {
+                                int nfield, const char *const *names, const double *const *data,
+                                const tsr_output_layout *lay) {
   TSR_CHECK(path && path[0] && meta && owned, TSR_ERR_INTERNAL,
             "tsr_output_write_fields: NULL argument");
   TSR_CALL(check_meta(meta, path));
   TSR_CALL(check_box(owned, meta->dim, meta->cells, path));
+  TSR_CHECK(!lay || (lay->base && lay->sy >= 1 && lay->sy >= tsr_box_len(owned, 0) &&
+                     (meta->dim == 2 || (lay->sz % lay->sy == 0 &&
+                                         lay->sz / lay->sy >= tsr_box_len(owned, 1)))),
+            TSR_ERR_INTERNAL, "cannot write '%s': the fields' layout does not hold the box", path);
+  static const double *none[1]; /* data unused with a layout */
+  if (lay) data = none;
+  for (int f = 0; lay && f < nfield; ++f)
+    TSR_CHECK(lay->base[f] || tsr_box_empty(owned), TSR_ERR_INTERNAL,
+              "cannot write '%s': no data for field '%s'", path,
+              names && names[f] ? names[f] : "?");
   TSR_CHECK(nfield >= 0 && (nfield == 0 || (names && data)), TSR_ERR_INTERNAL,
             "cannot write '%s': %d fields without names or data", path, nfield);
   for (int f = 0; f < nfield; ++f) {
     TSR_CHECK(valid_name(names[f]), TSR_ERR_INPUT,
               "cannot write '%s': field name '%s' is empty or contains '/'", path,
               names[f] ? names[f] : "(null)");
-    TSR_CHECK(data[f] || tsr_box_empty(owned), TSR_ERR_INTERNAL,
+    TSR_CHECK(lay || data[f] || tsr_box_empty(owned), TSR_ERR_INTERNAL,
               "cannot write '%s': no data for field '%s'", path, names[f]);
     for (int g = 0; g < f; ++g)
       TSR_CHECK(strcmp(names[f], names[g]) != 0, TSR_ERR_INPUT,
@@ -388,11 +399,15 @@ static tsr_err fill_and_close(hid_t file, const char *tmp, const char *path, int
   for (int f = 0; f < nfield && !err && (mpio || !s->empty); ++f) {
     hid_t d = H5Dopen2(g, names[f], H5P_DEFAULT);
     int done = 0; /* checksummed datasets in turn: chunks built by threads (io/output_chunks.h) */
+    const tsr_output_layout *lay = o ? o->layout : NULL;
+    tsr_output_src src = tsr_output_src_of(s, lay ? NULL : data[f], lay, f);
     if (d < 0) err = H5_FAIL("open a field to write", path);
     err = step_end(mpio, comm, err);
     if (!err && !mpio && o && o->checksum)
-      err = tsr_output_chunks_write(d, dxpl, s, data[f], o->threads, path, &done);
-    if (!err && !done) err = transfer(d, dxpl, s, 0, (void *)data[f], path);
+      err = tsr_output_chunks_write(d, dxpl, s, &src, o->threads, path, &done);
+    if (!err && !done)
+      err = lay ? tsr_output_src_write(d, dxpl, s, &src, path)
+                : transfer(d, dxpl, s, 0, (void *)data[f], path);
     /* the close writes what the chunk cache still holds: its failure is the write's */
     if (d >= 0 && H5Dclose(d) < 0 && !err) err = H5_FAIL("write a field", path);
     err = step_end(mpio, comm, err);
@@ -416,7 +431,8 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   char *tmp = NULL;
-  tsr_err err = check_write_args(path, meta, owned, nfield, names, data);
+  tsr_err err =
+      check_write_args(path, meta, owned, nfield, names, data, opts ? opts->layout : NULL);
   if (!err && !(tmp = tsr_output_tmp_name(path))) err = TSR_ERR_MEMORY;
   int full = inject_enospc && opts && opts->checksum;
   if (full) inject_enospc = 0;

@@ -32,6 +32,18 @@ typedef struct {
   double num;
 } tsr_output_attr;
 
+/* Where the fields' values lie when they are not each a contiguous array of the owned box's
+ * doubles: the owned box inside a larger array (a field's allocation with its ghost cells,
+ * kernels/field.h), read where it lies so that a checkpoint touches the state once. */
+typedef struct {
+  const void *const *base; /* per field: its value at the owned box's lo corner */
+  int single;              /* 1: the values are float (widened exactly where the file holds
+                              float64); 0: double */
+  ptrdiff_t sy, sz;        /* values between neighbours along y and along z (along x: 1);
+                              sz a multiple of sy, sy >= the box's x length, sz / sy >= its y
+                              length (3D) */
+} tsr_output_layout;
+
 typedef struct {
   int force_serial; /* 1: ranks write their hyperslabs in turn even where HDF5 is parallel */
   int checksum;     /* 1: chunked datasets with Fletcher32 checksums (checkpoints); where a
@@ -42,10 +54,13 @@ typedef struct {
                        turn (<= 1: the calling thread alone) */
   int nattr;        /* extra root attributes, the same on every rank */
   const tsr_output_attr *attrs;
+  const tsr_output_layout *layout; /* not NULL: the values are read from here, and data is
+                                      not used (may be NULL) */
 } tsr_output_opts;
 
 /* Writes nfield fields into path. Collective over comm. Rank r passes its owned box and, for
- * each field, its owned cells contiguous in x-fastest order (tsr_box_cells(owned) values).
+ * each field, its owned cells contiguous in x-fastest order (tsr_box_cells(owned) values), or
+ * opts->layout saying where they lie.
  * The file is written as path + ".tmp" and renamed to path only when complete and closed, so
  * path never holds a partial file. Collective HDF5 hyperslab writes when the library is
  * parallel and !force_serial; otherwise ranks take turns. Errors: TSR_ERR_IO (message names

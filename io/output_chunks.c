@@ -20,11 +20,91 @@
 /* HDF5's own Fletcher32 (H5checksum.c), the function its filter (H5Zfletcher32.c) applies to a
  * chunk's bytes on write and checks on read. Every build of the library exports it (serial and
  * parallel, 1.8 to 1.14; `nm -D libhdf5.so | grep fletcher`) but only a private header
- * (H5private.h) declares it, hence this declaration. Calling it, rather than a copy of the
- * algorithm, keeps the checksum the library's by construction. tests/mpi/test_output.c checks
- * that the raw chunks written here (data and checksum, read with H5Dread_chunk) are the bytes
- * HDF5's filter writes, and that H5Dread, which verifies the checksum, reads them back. */
+ * (H5private.h) declares it, hence this declaration. It reads a byte at a time (about 2 GB/s
+ * on one core, the largest item of a checkpoint's profile on CPU ranks), so chunks are summed
+ * by fletcher32 below, which computes the same sums by SIMD; the library's function is the
+ * reference: fletcher32 is used only once it agrees with it (checked at first use), and
+ * tests/mpi/test_output_chunks.c checks that the raw chunks written here (data and checksum,
+ * read with H5Dread_chunk) are the bytes HDF5's filter writes, and that H5Dread, which
+ * verifies the checksum, reads them back. */
 uint32_t H5_checksum_fletcher32(const void *data, size_t len);
+
+typedef uint32_t v4u32 __attribute__((vector_size(16)));
+
+/* H5_checksum_fletcher32's result, computed another way. It sums big-endian 16-bit words in
+ * blocks of 360, folding both sums to 17 bits after each: in a block of n words w_i, sum1 +=
+ * sum(w_i) and sum2 += n * sum1 + sum((n - i) w_i), all modulo 2^32 as there, so any order
+ * of the additions gives its bits. Whole blocks go 8 words at a time in 4 lanes of even and
+ * 4 of odd words, with running sums A and B = sum(A) per lane: for word i = 8g + p (p: the
+ * word's place in its 16 bytes) the weight n - i is 8 (45 - g) - p. Assumes little-endian
+ * loads; checked against the library before use. */
+static uint32_t fletcher32(const void *data, size_t bytes) {
+  const unsigned char *d = data;
+  size_t len = bytes / 2;
+  uint32_t sum1 = 0, sum2 = 0;
+  while (len) {
+    uint32_t n = len > 360 ? 360 : (uint32_t)len, a = 0, b = 0, i = 0;
+    if (n == 360) {
+      v4u32 ae = {0, 0, 0, 0}, be = ae, ao = ae, bo = ae;
+      for (int g = 0; g < 45; ++g) {
+        v4u32 x;
+        memcpy(&x, d + 16 * g, 16);
+        v4u32 e = ((x & 0xff) << 8) | ((x >> 8) & 0xff), o = ((x >> 8) & 0xff00) | (x >> 24);
+        ae += e, be += ae, ao += o, bo += ao;
+      }
+      for (int l = 0; l < 4; ++l) {
+        a += ae[l] + ao[l];
+        b += 8 * (be[l] + bo[l]) - (uint32_t)(2 * l) * ae[l] - (uint32_t)(2 * l + 1) * ao[l];
+      }
+      i = n;
+    }
+    for (; i < n; ++i) {
+      uint32_t w = (uint32_t)d[2 * i] << 8 | d[2 * i + 1];
+      a += w;
+      b += (n - i) * w;
+    }
+    sum2 += n * sum1 + b;
+    sum1 += a;
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+    d += 2 * (size_t)n;
+    len -= n;
+  }
+  if (bytes % 2) {
+    sum1 += (uint32_t)*d << 8;
+    sum2 += sum1;
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+  sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  return sum2 << 16 | sum1;
+}
+
+static int fast_sum; /* 1: fletcher32 agrees with the library (set once, by agree_once) */
+static pthread_once_t fast_once = PTHREAD_ONCE_INIT;
+
+/* fletcher32 against H5_checksum_fletcher32 on pseudo-random bytes and on all-ones bytes (the
+ * largest sums), at lengths around the block size and odd ones. */
+static void agree_once(void) {
+  enum { N = 4099 };
+  static unsigned char buf[N];
+  uint32_t r = 12345;
+  for (int i = 0; i < N; ++i) buf[i] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
+  static const size_t lens[] = {0, 1, 2, 3, 17, 718, 719, 720, 721, 722, 1440, 2881, 4098, N};
+  int ok = 1;
+  for (size_t k = 0; k < sizeof lens / sizeof *lens; ++k)
+    ok &= fletcher32(buf, lens[k]) == H5_checksum_fletcher32(buf, lens[k]);
+  memset(buf, 0xff, N);
+  ok &= fletcher32(buf, N) == H5_checksum_fletcher32(buf, N);
+  ok &= fletcher32(buf, 720 * 5) == H5_checksum_fletcher32(buf, 720 * 5);
+  fast_sum = ok;
+}
+
+static uint32_t checksum(const void *data, size_t len) {
+  pthread_once(&fast_once, agree_once);
+  return fast_sum ? fletcher32(data, len) : H5_checksum_fletcher32(data, len);
+}
 
 #define FLETCHER_LEN 4
 
@@ -34,7 +114,7 @@ typedef struct {
 } region;
 
 typedef struct {
-  const double *buf;     /* the slab's values */
+  tsr_output_src src;    /* where the slab's values lie */
   hsize_t start[3], count[3]; /* the slab (z y x) */
   hsize_t cdim[3];       /* chunk shape (z y x) */
   size_t esize;          /* bytes per value in the file: 8 or 4 */
@@ -43,27 +123,37 @@ typedef struct {
 
 /* Chunk c's values, converted to the file's type, then HDF5's checksum of them encoded as its
  * filter does (UINT32ENCODE: least significant byte first), into out (cbytes + 4 bytes).
- * Values beyond the dataset's extent (edge chunks) are the fill value, 0, as HDF5 writes them. */
+ * Values beyond the dataset's extent (edge chunks) are the fill value, 0, as HDF5 writes them.
+ * The rows are read where the source holds them (a staged state with its ghosts), so the
+ * values are touched once between the staging copy and the file. */
 static void gather(const gather_job *j, const region *c, unsigned char *out) {
   hsize_t nx = c->hi[2] - c->lo[2];
+  const tsr_output_src *s = &j->src;
+  size_t vsize = s->single ? sizeof(float) : sizeof(double);
   for (hsize_t z = 0; z < j->cdim[0]; ++z)
     for (hsize_t y = 0; y < j->cdim[1]; ++y) {
       unsigned char *row = out + ((z * j->cdim[1] + y) * j->cdim[2]) * j->esize;
       hsize_t gz = c->lo[0] + z, gy = c->lo[1] + y, n = nx;
       if (gz >= c->hi[0] || gy >= c->hi[1]) n = 0;
       if (n) {
-        const double *src = j->buf + ((gz - j->start[0]) * j->count[1] + (gy - j->start[1])) *
-                                         j->count[2] + (c->lo[2] - j->start[2]);
-        if (j->esize == 8) {
-          memcpy(row, src, n * 8);
-        } else {
+        hsize_t at = (gz - j->start[0]) * s->sz + (gy - j->start[1]) * s->sy +
+                     (c->lo[2] - j->start[2]);
+        const void *src = (const unsigned char *)s->base + at * vsize;
+        if (j->esize == vsize) {
+          memcpy(row, src, n * vsize);
+        } else if (j->esize == 4) {
+          const double *d = src;
           float *f = (float *)row;
-          for (hsize_t i = 0; i < n; ++i) f[i] = (float)src[i];
+          for (hsize_t i = 0; i < n; ++i) f[i] = (float)d[i];
+        } else {
+          const float *f = src;
+          double *d = (double *)row;
+          for (hsize_t i = 0; i < n; ++i) d[i] = (double)f[i];
         }
       }
       memset(row + n * j->esize, 0, (j->cdim[2] - n) * j->esize);
     }
-  uint32_t sum = H5_checksum_fletcher32(out, j->cbytes);
+  uint32_t sum = checksum(out, j->cbytes);
   unsigned char *p = out + j->cbytes;
   for (int b = 0; b < FLETCHER_LEN; ++b) p[b] = (unsigned char)(sum >> (8 * b));
 }
@@ -145,13 +235,61 @@ static void split_chunks(const gather_job *j, const hsize_t gdim[3], region *dir
       }
 }
 
+/* The memory dataspace of src holding slab s: the array from src->base on, z y x (y x in 2D),
+ * as long along z (y) as the slab, along the others as its strides say; nothing selected. */
+static hid_t src_space(const tsr_output_slab *s, const tsr_output_src *src) {
+  hsize_t dims[3] = {s->count[0], src->sy, 0};
+  if (s->rank == 3) dims[1] = src->sz / src->sy, dims[2] = src->sy;
+  hid_t sp = H5Screate_simple(s->rank, dims, NULL);
+  if (sp >= 0 && H5Sselect_none(sp) < 0) {
+    H5Sclose(sp);
+    sp = -1;
+  }
+  return sp;
+}
+
+tsr_output_src tsr_output_src_of(const tsr_output_slab *s, const double *data,
+                                 const tsr_output_layout *layout, int f) {
+  hsize_t nx = s->count[s->rank - 1];
+  tsr_output_src src = {data, 0, nx, nx * s->count[s->rank - 2]};
+  if (layout)
+    src = (tsr_output_src){layout->base[f], layout->single, (hsize_t)layout->sy,
+                           (hsize_t)layout->sz};
+  if (s->rank == 2) src.sz = src.sy * s->count[0]; /* one plane */
+  return src;
+}
+
+tsr_err tsr_output_src_write(hid_t d, hid_t dxpl, const tsr_output_slab *s,
+                             const tsr_output_src *src, const char *path) {
+  hsize_t zero[3] = {0, 0, 0}, one = 1;
+  double dummy = 0; /* a valid address for ranks that select nothing */
+  hid_t fspace = H5Dget_space(d),
+        mspace = s->empty ? H5Screate_simple(1, &one, NULL) : src_space(s, src);
+  tsr_err err = TSR_OK;
+  if (fspace < 0 || mspace < 0) err = tsr_output_h5_fail(__LINE__, "get a dataspace", path);
+  herr_t st = 0;
+  if (!err && s->empty) st = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0 ? -1 : 0;
+  else if (!err)
+    st = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, s->start, NULL, s->count, NULL) < 0 ||
+                 H5Sselect_hyperslab(mspace, H5S_SELECT_SET, zero, NULL, s->count, NULL) < 0
+             ? -1
+             : 0;
+  if (!err && st < 0) err = tsr_output_h5_fail(__LINE__, "select a hyperslab", path);
+  hid_t mtype = src->single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
+  if (!err && H5Dwrite(d, mtype, mspace, fspace, dxpl, s->empty ? &dummy : src->base) < 0)
+    err = tsr_output_h5_fail(__LINE__, "write field", path);
+  if (fspace >= 0) H5Sclose(fspace);
+  if (mspace >= 0) H5Sclose(mspace);
+  return err;
+}
+
 /* The shared parts, through H5Dwrite with one selection: the same regions in the file and,
- * shifted by the slab's start, in the slab's buffer, so the two selections run through the
+ * shifted by the slab's start, in the source's array, so the two selections run through the
  * same cells in the same order. */
 static tsr_err write_shared(hid_t d, hid_t dxpl, const tsr_output_slab *s, const gather_job *j,
                             const region *shared, size_t ns, const char *path) {
   int r = s->rank, off = 3 - r;
-  hid_t fspace = H5Dget_space(d), mspace = H5Screate_simple(r, s->count, NULL);
+  hid_t fspace = H5Dget_space(d), mspace = src_space(s, &j->src);
   tsr_err err = TSR_OK;
   if (fspace < 0 || mspace < 0) err = tsr_output_h5_fail(__LINE__, "get a dataspace", path);
   for (size_t i = 0; i < ns && !err; ++i) {
@@ -166,7 +304,8 @@ static tsr_err write_shared(hid_t d, hid_t dxpl, const tsr_output_slab *s, const
         H5Sselect_hyperslab(mspace, op, ms, NULL, n, NULL) < 0)
       err = tsr_output_h5_fail(__LINE__, "select the chunks shared with other ranks", path);
   }
-  if (!err && H5Dwrite(d, H5T_NATIVE_DOUBLE, mspace, fspace, dxpl, j->buf) < 0)
+  hid_t mtype = j->src.single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
+  if (!err && H5Dwrite(d, mtype, mspace, fspace, dxpl, j->src.base) < 0)
     err = tsr_output_h5_fail(__LINE__, "write field", path);
   if (fspace >= 0) H5Sclose(fspace);
   if (mspace >= 0) H5Sclose(mspace);
@@ -204,10 +343,13 @@ static tsr_err write_direct(hid_t d, hid_t dxpl, int rank, const gather_job *j,
   if (!nd) return TSR_OK;
   int t = threads < 1 ? 1 : threads;
   if ((size_t)t > nd + 1) t = (int)nd + 1;
+  /* a chunk's bytes (values and checksum) and the distance between slots: whole cache lines,
+   * so that every slot's values are aligned for their type */
   size_t slot = j->cbytes + FLETCHER_LEN, nslot = t > 1 ? 2 * (size_t)(t - 1) : 1;
-  unsigned char *buf = pool_get(slot * nslot);
+  size_t stride = (slot + 63) / 64 * 64;
+  unsigned char *buf = pool_get(stride * nslot);
   TSR_CHECK(buf, TSR_ERR_MEMORY, "out of memory for %zu bytes of chunks writing '%s'",
-            slot * nslot, path);
+            stride * nslot, path);
   tsr_err err = TSR_OK;
   if (t == 1) {
     for (size_t i = 0; i < nd && !err; ++i) {
@@ -227,7 +369,7 @@ static tsr_err write_direct(hid_t d, hid_t dxpl, int rank, const gather_job *j,
         pthread_mutex_lock(&h.mu);
         while (!h.ready[i % nslot]) pthread_cond_wait(&h.cv, &h.mu);
         pthread_mutex_unlock(&h.mu);
-        tsr_err e = put_chunk(d, dxpl, rank, &direct[i], slot, buf + (i % nslot) * slot, path);
+        tsr_err e = put_chunk(d, dxpl, rank, &direct[i], slot, buf + (i % nslot) * stride, path);
         pthread_mutex_lock(&h.mu);
         h.ready[i % nslot] = 0;
         h.written = i + 1;
@@ -244,7 +386,7 @@ static tsr_err write_direct(hid_t d, hid_t dxpl, int rank, const gather_job *j,
         int stop = h.failed || i >= nd;
         pthread_mutex_unlock(&h.mu);
         if (stop) break;
-        gather(j, &direct[i], buf + (i % nslot) * slot);
+        gather(j, &direct[i], buf + (i % nslot) * stride);
         pthread_mutex_lock(&h.mu);
         h.ready[i % nslot] = 1;
         pthread_cond_broadcast(&h.cv);
@@ -257,10 +399,11 @@ static tsr_err write_direct(hid_t d, hid_t dxpl, int rank, const gather_job *j,
   return err;
 }
 
-tsr_err tsr_output_chunks_write(hid_t d, hid_t dxpl, const tsr_output_slab *s, const double *buf,
-                                int threads, const char *path, int *done) {
+tsr_err tsr_output_chunks_write(hid_t d, hid_t dxpl, const tsr_output_slab *s,
+                                const tsr_output_src *src, int threads, const char *path,
+                                int *done) {
   *done = 0;
-  gather_job j = {.buf = buf};
+  gather_job j = {.src = *src};
 #if !H5_VERSION_GE(1, 10, 2)
   return TSR_OK; /* no H5Dwrite_chunk: HDF5 writes every chunk */
 #endif

@@ -1,5 +1,4 @@
-/* The checkpoint writer: staging in the step loop, extraction and HDF5 in a thread
- * (solver/ckpt_writer.h). */
+/* The checkpoint writer: staging in the step loop, HDF5 in a thread (solver/ckpt_writer.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "solver/ckpt_writer.h"
@@ -20,14 +19,22 @@ struct tsr_ckpt_writer {
   tsr_run_ctx *x;        /* the run: backend, case (main thread only) */
   MPI_Comm comm;         /* the writer's duplicate of x->comm */
   int async;             /* 1: the write runs in `thread` */
-  int threads;           /* OpenMP threads of the extraction and of the chunks' checksums:
+  int threads;           /* OpenMP threads that gather and checksum the file's chunks:
                             on a device all but one (it drives the device), on CPU ranks 1
                             (the cores step meanwhile); all for synchronous writes */
   void *stage;           /* the backend's staging handle */
   void *raw;             /* host copy of U's whole allocation (ghosts included) */
   size_t raw_bytes;
   tsr_field shape;       /* U's layout (box, gbox, strides); its data is not used */
-  double *owned;         /* owned cells of every component, one after the other */
+  const void *base[TSR_MAX_COMP]; /* in raw: each component's owned lo corner */
+  tsr_output_layout layout;       /* the owned cells where they lie in raw, as the file's
+                                     chunks are gathered from them (no copy of their own) */
+  /* Removing the checkpoints beyond output.keep (rank 0): a 1 GB file takes tens of ms to
+   * unlink, which inside the write would delay the next checkpoint whenever the writer is the
+   * slower side; so a thread of its own does it after each write, joined before the next
+   * one starts and when the run waits for its writes. */
+  pthread_t pruner;
+  int pruning;
   char *case_text;       /* the case as checkpoints record it */
   uint64_t case_hash;
   /* The write in flight. The loop sets meta and path before the thread starts and reads the
@@ -48,31 +55,28 @@ struct tsr_ckpt_writer {
 /* Bytes of a field's whole allocation. */
 static size_t field_bytes(const tsr_field *f) { return tsr_field_bytes(f); }
 
-/* Owned cells of every component of a staged copy of a field laid out as shape, into out
- * (tsr_box_cells(&shape->box) values per component, x fastest), as the checkpoint stores
- * them; by `threads` OpenMP threads. */
-static void extract_owned(const tsr_field *shape, const void *raw, double *out, int threads) {
-  const double *src = raw;
-  const float *srcf = raw; /* single precision: widened here, exactly */
-  const int single = shape->prec == TSR_PREC_SINGLE;
-  const tsr_box *b = &shape->box;
-  int nx = tsr_box_len(b, 0), ny = tsr_box_len(b, 1), nz = tsr_box_len(b, 2);
-  int planes = shape->ncomp * nz;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int p = 0; p < planes; ++p) {
-    int q = p / nz, k = b->lo[2] + p % nz;
-    double *row = out + (size_t)p * (size_t)ny * (size_t)nx;
-    for (int j = b->lo[1]; j < b->hi[1]; ++j, row += nx) {
-      ptrdiff_t o = tsr_field_at(shape, q, b->lo[0], j, k);
-      if (single)
-        for (int i = 0; i < nx; ++i) row[i] = srcf[o + i];
-      else memcpy(row, src + o, (size_t)nx * sizeof(double));
-    }
-  }
+static void *prune_main(void *arg) {
+  tsr_ckpt_writer *w = arg;
+  tsr_checkpoint_prune(w->x->out_dir, w->x->c->output.keep);
+  return NULL;
 }
 
-/* Extracts and writes the staged state (the thread's body, or the loop's when synchronous).
- * Collective over w->comm. */
+/* Waits for the removal of old checkpoints in flight, if any. */
+static void join_pruner(tsr_ckpt_writer *w) {
+  if (w->pruning) pthread_join(w->pruner, NULL);
+  w->pruning = 0;
+}
+
+/* Rank 0, after a checkpoint was written and latest names it: removes the checkpoints beyond
+ * output.keep in the background (here, where no thread can be had). */
+static void prune_later(tsr_ckpt_writer *w) {
+  join_pruner(w);
+  if (pthread_create(&w->pruner, NULL, prune_main, w) == 0) w->pruning = 1;
+  else prune_main(w);
+}
+
+/* Writes the staged state (the thread's body, or the loop's when synchronous): the file's
+ * chunks are gathered straight from the staged allocation. Collective over w->comm. */
 static void write_staged(tsr_ckpt_writer *w) {
   double t0 = MPI_Wtime();
   const tsr_run_ctx *x = w->x;
@@ -82,16 +86,11 @@ static void write_staged(tsr_ckpt_writer *w) {
    * rank to get there) */
   if (w->stage_err) tsr_err_set(w->stage_err, __FILE__, __LINE__, "%s", w->msg);
   tsr_err err = tsr_run_agree(w->comm, w->stage_err);
-  if (!err) {
-    extract_owned(&w->shape, w->raw, w->owned, w->threads);
-    int64_t n = tsr_box_cells(&w->shape.box);
-    const double *data[TSR_MAX_COMP];
-    for (int q = 0; q < c->ncomp; ++q) data[q] = w->owned + q * n;
+  if (!err)
     err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io,
-                               w->threads, x->dt,
-                               w->case_text, w->case_hash, c->output.keep, &w->shape.box,
-                               c->ncomp, tsr_models[c->model].comp, data);
-  }
+                               w->threads, x->dt, w->case_text, w->case_hash, 0, &w->shape.box,
+                               c->ncomp, tsr_models[c->model].comp, NULL, &w->layout);
+  if (!err && x->rank == 0) prune_later(w);
   w->err = err;
   snprintf(w->msg, sizeof w->msg, "%s", err ? tsr_err_message() : "");
   w->seconds = MPI_Wtime() - t0;
@@ -160,11 +159,15 @@ tsr_err tsr_ckpt_writer_create(tsr_run_ctx *x, tsr_ckpt_writer **wp) {
   w->shape.data = NULL;
   w->raw_bytes = field_bytes(&w->shape);
   if (!err) err = x->be->stage_create(x, w->raw_bytes, &w->stage, &w->raw);
-  size_t owned = (size_t)tsr_box_cells(&x->box) * (size_t)x->c->ncomp;
-  if (!err && !(w->owned = malloc(sizeof(double) * (owned ? owned : 1))))
-    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
-                      "out of memory allocating %zu bytes for checkpoint output",
-                      sizeof(double) * owned);
+  if (!err) {
+    const tsr_field *f = &w->shape;
+    const tsr_box *b = &f->box;
+    size_t vsize = tsr_prec_size(f->prec);
+    for (int q = 0; q < f->ncomp; ++q)
+      w->base[q] = (const unsigned char *)w->raw +
+                   (size_t)tsr_field_at(f, q, b->lo[0], b->lo[1], b->lo[2]) * vsize;
+    w->layout = (tsr_output_layout){w->base, f->prec == TSR_PREC_SINGLE, f->sy, f->sz};
+  }
   if (!err && !(w->case_text = tsr_case_record(x->c)))
     err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for the case text");
   w->case_hash = tsr_case_restart_hash(x->c);
@@ -212,6 +215,7 @@ tsr_err tsr_ckpt_writer_wait(tsr_ckpt_writer *w) {
   if (!w) return TSR_OK;
   double t0 = MPI_Wtime();
   tsr_err err = join(w);
+  join_pruner(w); /* the files on disk are final when the run ends */
   w->final_wait += MPI_Wtime() - t0;
   return tsr_run_agree(w->x->comm, err);
 }
@@ -240,9 +244,9 @@ void tsr_ckpt_writer_destroy(tsr_ckpt_writer **wp) {
   tsr_ckpt_writer *w = *wp;
   if (!w) return;
   if (w->running) pthread_join(w->thread, NULL); /* its error is not this path's */
+  join_pruner(w);
   if (w->stage) w->x->be->stage_destroy(w->x, &w->stage);
   if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
-  free(w->owned);
   free(w->case_text);
   free(w);
   *wp = NULL;

@@ -2,9 +2,11 @@
  * checkpoint the step loop waits for the previous write to finish, copies the state U into
  * staging memory allocated once (pinned host memory on GPUs: one device-to-host copy of the
  * whole allocation on a stream of its own; a memcpy on CPU ranks) and steps on, while a
- * thread extracts the owned cells and writes the file through io/checkpoint.h on a duplicate
- * of the run's communicator. With output.checkpoint_async: false, or where MPI gives threads
- * no concurrent calls (MPI_THREAD_MULTIPLE), the same work runs in the step loop instead.
+ * thread writes the file through io/checkpoint.h on a duplicate of the run's communicator,
+ * reading the owned cells where they lie in the staged copy (its chunks are gathered from
+ * there), and rank 0 removes the checkpoints beyond output.keep in one more thread after
+ * that. With output.checkpoint_async: false, or where MPI gives threads no concurrent calls
+ * (MPI_THREAD_MULTIPLE), the write runs in the step loop instead.
  *
  * HDF5 is used by one thread at a time (tsr_io_lock), and the run waits for the write in flight
  * (tsr_ckpt_writer_wait) before any other output of its own: two threads of a rank inside
@@ -33,7 +35,8 @@ tsr_err tsr_ckpt_writer_create(struct tsr_run_ctx *x, tsr_ckpt_writer **w);
  * rank. */
 tsr_err tsr_ckpt_writer_save(tsr_ckpt_writer *w, struct tsr_run_ctx *x, int64_t step, double t);
 
-/* Waits for the write in flight, if any; returns its error (message naming the file) on every
+/* Waits for the write in flight, if any, and the removal of old checkpoints after it (the
+ * directory then holds its final files); returns its error (message naming the file) on every
  * rank. Collective over the run's communicator. w NULL (a run without checkpoints): TSR_OK. */
 tsr_err tsr_ckpt_writer_wait(tsr_ckpt_writer *w);
 

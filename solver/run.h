@@ -45,7 +45,7 @@ typedef struct {
   double ckpt_stall_max;            /* the longest single stall */
   double ckpt_wait;                 /* of the stall: waiting for the previous write */
   double ckpt_copy;                 /* of the stall: copying the state to staging memory */
-  double ckpt_write;                /* writing (owned-cell extraction + HDF5), summed */
+  double ckpt_write;                /* writing (chunks from the staged state, HDF5), summed */
   double ckpt_final_wait;           /* waiting for the last write after the loop (in wall) */
   double ckpt_stage_bytes;          /* bytes staged per checkpoint, the largest rank's */
   double ckpt_file_bytes;           /* field bytes in one checkpoint file, all ranks */
