@@ -57,12 +57,18 @@ typedef struct {
 
 static herr_t innermost(unsigned n, const H5E_error2_t *e, void *data) {
   reason_buf *r = data;
-  if (n == 0 && e->desc) snprintf(r->buf, r->n, "%s", e->desc);
+  if (!e->desc || !e->desc[0]) return 0;
+  /* the first entry with text, unless a later one carries the system's errno text (a write
+   * that failed below a flush, several entries up the stack) */
+  if (!r->buf[0] || (strstr(e->desc, "errno = ") && !strstr(r->buf, "errno = ")))
+    snprintf(r->buf, r->n, "%s", e->desc);
+  (void)n;
   return 0;
 }
 
 /* The innermost entry of HDF5's error stack says what really failed (errno text included for
- * file opens). Call it right after the failing call: the next API call clears the stack. */
+ * file opens and writes). Call it right after the failing call: the next API call clears the
+ * stack. */
 static void h5_reason(char *buf, size_t n) {
   reason_buf r = {buf, n};
   buf[0] = '\0';
@@ -229,10 +235,21 @@ static tsr_err open_file(const char *name, const char *path, enum open_mode mode
   (void)mpio;
   (void)comm;
 #endif
-  if (mode == OPEN_CREATE) *file = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-  else *file = H5Fopen(name, mode == OPEN_READ ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl);
   char why[1024];
-  if (*file < 0) h5_reason(why, sizeof why);
+  if (mode == OPEN_CREATE) {
+    /* the root's attributes in dense storage (a heap; the 1.8 file format): the case text is
+     * one of them, and a compact attribute stops at 64 KiB ("object header message is too
+     * large") */
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    if (fcpl >= 0 && H5Pset_attr_phase_change(fcpl, 0, 0) >= 0 &&
+        H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) >= 0)
+      *file = H5Fcreate(name, H5F_ACC_TRUNC, fcpl, fapl);
+    if (*file < 0) h5_reason(why, sizeof why); /* before the next call clears the stack */
+    if (fcpl >= 0) H5Pclose(fcpl);
+  } else {
+    *file = H5Fopen(name, mode == OPEN_READ ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl);
+    if (*file < 0) h5_reason(why, sizeof why);
+  }
   H5Pclose(fapl);
   if (*file >= 0) return TSR_OK;
   if (mode == OPEN_READ)

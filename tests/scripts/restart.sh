@@ -9,6 +9,7 @@
 # with a message naming the file while the previous checkpoint stays good. Checkpoints of
 # several chunks written rank by rank (chunks inside a rank's box built by tessera, chunks
 # across boxes merged by HDF5) equal a 1-rank checkpoint, restart bitwise and catch a flipped byte.
+# A case text over 64 KiB is checkpointed and restarts.
 set -u
 . "$(dirname "$0")/lib.bash"
 work=$(mktemp -d)
@@ -211,5 +212,15 @@ print(" ".join("%d,%d-%d,%d" % tuple(b["lo"] + b["hi"]) for b in json.load(open(
   log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$big" --out "$work/big_badrun" --restart "$work/big_bad.h5" 2>&1); rc=$?
   if [ $rc = 2 ] && echo "$log" | grep -q "checksum error"; then pass "big2d: a byte flipped near the file's end: checksum error, exit 2"
   else echo "$log" | tail -3; failure "big2d: flipped byte: rc $rc"; fi
+fi
+
+# a case file of over 64 KiB (comments, here): its text, an attribute of every checkpoint, is
+# stored whole (dense attribute storage), and the restart reads it back and accepts it
+long=$work/long.yaml
+{ cat "$work/heat2d.yaml"; for i in $(seq 1 1100); do
+    echo "# a long comment line, $i of 1100, to make the case text longer than 64 KiB ......"; done; } >"$long"
+if run_ok "long case: checkpoints" 1 "$long" --out "$work/long" &&
+   run_ok "long case: restart" 2 "$long" --out "$work/long-r" --restart "$work/long/checkpoint_00000006.h5"; then
+  same "long case ($(wc -c <"$long") bytes): restart from 6 = uninterrupted" "$work/long/final.h5" "$work/long-r/final.h5"
 fi
 finish
