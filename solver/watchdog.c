@@ -55,6 +55,18 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The deadline of the communicator's abort (below). */
+static void *abort_later(void *unused) {
+  (void)unused;
+  struct timespec d = {3, 0};
+  nanosleep(&d, NULL);
+  fprintf(stderr, "tessera: watchdog: rank %d: aborting the NCCL communicator did not return "
+                  "within 3 s; ending the job\n", wd.rank);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 3);
+  return NULL;
+}
+
 static void fire(double idle) {
   atomic_store(&fired, 1);
   long long step = atomic_load(&step_done);
@@ -88,7 +100,14 @@ static void fire(double idle) {
   void (*hook)(void *) = wd.hook;
   void *arg = wd.hook_arg;
   pthread_mutex_unlock(&wd.lock);
-  if (hook) hook(arg); /* the NCCL communicator first: MPI_Abort does not unblock NCCL */
+  if (hook) {
+    /* the NCCL communicator first: MPI_Abort does not unblock NCCL. But the abort itself can
+     * block (seen with the exchange inside a replayed CUDA graph on 2 GPUs: the job outlived
+     * the watchdog's message), so the job ends a few seconds later whatever it does */
+    pthread_t t;
+    if (pthread_create(&t, NULL, abort_later, NULL) == 0) pthread_detach(t);
+    hook(arg);
+  }
   MPI_Abort(MPI_COMM_WORLD, 3);
 }
 

@@ -2,7 +2,8 @@
 # GPU recovery (labels gpu, gpu2: two GPUs). On the CUDA backend under tessera supervise: a rank
 # that exits, and a rank that hangs (its watchdog reports it within comm.timeout, aborts the
 # NCCL communicator and the job), both end with final fields bitwise equal to an uninterrupted
-# 2-GPU run; and the hang is not left waiting in NCCL (the attempt ends).
+# 2-GPU run; and the hang is not left waiting in NCCL (the attempt ends), with plain launches
+# and with the steps replayed as CUDA graphs.
 set -u
 . "$TESSERA_SOURCE/tests/scripts/lib.bash"
 work=$(mktemp -d)
@@ -38,12 +39,17 @@ if [ $rc = 0 ] && echo "$log" | grep -qF "restart: from '$out/checkpoint_0000001
   same "cuda exit: relaunched from 10, final = uninterrupted" "$ref" "$out/final.h5"
 else echo "$log" | tail -20; failure "cuda exit: rc $rc"; fi
 
-out=$work/hang T=5
-start=$(date +%s)
-log=$(timeout 300 "$B" supervise -- "$MPIEXEC" -n 2 "$B" run "$case" --backend cuda --out "$out" \
-  --set comm.timeout=$T --inject-fault rank=1,step=15,kind=hang 2>&1); rc=$?
-echo "hang: supervise took $(( $(date +%s) - start )) s"
-if [ $rc = 0 ] && echo "$log" | grep -qF "tessera: watchdog: rank 1 stopped"; then
-  same "cuda hang: watchdog named rank 1, final = uninterrupted" "$ref" "$out/final.h5"
-else echo "$log" | tail -30; failure "cuda hang: rc $rc"; fi
+# a hang with plain launches (gpu.graphs auto is off on 2 GPUs) and with the exchange inside
+# replayed CUDA graphs
+T=5
+for graphs in auto on; do
+  out=$work/hang-$graphs
+  start=$(date +%s)
+  log=$(timeout 100 "$B" supervise -- "$MPIEXEC" -n 2 "$B" run "$case" --backend cuda --out "$out" \
+    --set gpu.graphs=$graphs --set comm.timeout=$T --inject-fault rank=1,step=15,kind=hang 2>&1); rc=$?
+  echo "hang, gpu.graphs $graphs: supervise took $(( $(date +%s) - start )) s"
+  if [ $rc = 0 ] && echo "$log" | grep -qF "tessera: watchdog: rank 1 stopped"; then
+    same "cuda hang (gpu.graphs $graphs): watchdog named rank 1, final = uninterrupted" "$ref" "$out/final.h5"
+  else echo "$log" | tail -30; failure "cuda hang (gpu.graphs $graphs): rc $rc"; fi
+done
 finish
