@@ -117,7 +117,9 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              int serial_io, int threads, double dt, const char *case_text,
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
-                             const double *const *data, const tsr_output_layout *layout) {
+                             const double *const *data, const tsr_output_layout *layout,
+                             int *committed) {
+  if (committed) *committed = 0;
   char name[64], path[PATH_MAX_], hash[17];
   file_name(name, sizeof name, meta->step);
   snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -133,11 +135,15 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                    "fixed, continue with --restart latest", dir);
     return werr;
   }
+  if (committed) *committed = 1;
   int rank;
   MPI_Comm_rank(comm, &rank);
   tsr_err err = TSR_OK;
   if (rank == 0) {
     err = write_latest(dir, name);
+    if (err)
+      tsr_err_append("'%s' itself is complete: once the cause is fixed, continue from it with "
+                     "--restart %s", path, path);
     if (!err && keep >= 1) tsr_checkpoint_prune(dir, keep);
   }
   return tsr_output_agree(comm, err);

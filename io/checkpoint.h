@@ -35,13 +35,16 @@ typedef tsr_err (*tsr_checkpoint_accept)(const tsr_checkpoint_info *info, void *
  * Collective; arguments as tsr_output_write_fields, layout as tsr_output_opts (NULL: data holds
  * the owned cells contiguous; else data is not used); serial_io makes ranks write in turn even
  * where HDF5 is parallel (output.io: serial); threads: OpenMP threads that build the
- * checksummed chunks when ranks write in turn (tsr_output_opts). Errors: TSR_ERR_IO, TSR_ERR_HDF5, the same
- * on every rank. */
+ * checksummed chunks when ranks write in turn (tsr_output_opts). *committed (may be NULL): 1
+ * once the checkpoint file is complete under its name, so that an error after it (dir/latest
+ * not updated) can say the file is good. Errors: TSR_ERR_IO, TSR_ERR_HDF5, the same on every
+ * rank. */
 tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta *meta,
                              int serial_io, int threads, double dt, const char *case_text,
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
-                             const double *const *data, const tsr_output_layout *layout);
+                             const double *const *data, const tsr_output_layout *layout,
+                             int *committed);
 
 /* Removes all but the newest keep (at least 1) checkpoints of dir, never the one dir/latest
  * names. Not collective: one process calls it (rank 0, after its tsr_checkpoint_write), from

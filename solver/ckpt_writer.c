@@ -45,6 +45,7 @@ struct tsr_ckpt_writer {
   int running;
   tsr_err stage_err;     /* this rank's staging failed (its message is in msg) */
   tsr_err err;
+  int committed;         /* the file was complete when err happened (latest not updated) */
   char msg[MSG_MAX];
   double seconds;
   /* this rank's figures */
@@ -86,10 +87,12 @@ static void write_staged(tsr_ckpt_writer *w) {
    * rank to get there) */
   if (w->stage_err) tsr_err_set(w->stage_err, __FILE__, __LINE__, "%s", w->msg);
   tsr_err err = tsr_run_agree(w->comm, w->stage_err);
+  w->committed = 0;
   if (!err)
     err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io,
                                w->threads, x->dt, w->case_text, w->case_hash, 0, &w->shape.box,
-                               c->ncomp, tsr_models[c->model].comp, NULL, &w->layout);
+                               c->ncomp, tsr_models[c->model].comp, NULL, &w->layout,
+                               &w->committed);
   if (!err && x->rank == 0) prune_later(w);
   w->err = err;
   snprintf(w->msg, sizeof w->msg, "%s", err ? tsr_err_message() : "");
@@ -113,6 +116,11 @@ static tsr_err join(tsr_ckpt_writer *w) {
   if (!w->err) return TSR_OK;
   tsr_err err = w->err;
   w->err = TSR_OK;
+  if (w->committed)
+    return tsr_err_set(err, __FILE__, __LINE__,
+                       "checkpoint '%s' was written (%s write) but 'latest' could not be "
+                       "pointed at it: %s",
+                       w->path, w->async ? "background" : "synchronous", w->msg);
   return tsr_err_set(err, __FILE__, __LINE__,
                      "checkpoint '%s' was not written (%s write), so 'latest' still names the "
                      "one before it: %s",

@@ -214,6 +214,18 @@ print(" ".join("%d,%d-%d,%d" % tuple(b["lo"] + b["hi"]) for b in json.load(open(
   else echo "$log" | tail -3; failure "big2d: flipped byte: rc $rc"; fi
 fi
 
+# 'latest' cannot be updated (a directory of that name): the run stops at the first checkpoint
+# saying the file itself was written and how to continue from it, which works
+lt=$work/latestdir
+mkdir -p "$lt/latest" && : >"$lt/latest/keep"
+log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$case" --out "$lt" 2>&1); rc=$?
+if [ $rc = 1 ] && echo "$log" | grep -qF "checkpoint '$lt/checkpoint_00000003.h5' was written (background write) but 'latest' could not be pointed at it" &&
+  echo "$log" | grep -qF "itself is complete: once the cause is fixed, continue from it with --restart $lt/checkpoint_00000003.h5"; then
+  pass "latest not updatable: exit 1, the checkpoint named as written, with how to continue"
+else echo "$log" | grep -v '^step' | tail -5; failure "latest not updatable: rc $rc"; fi
+run_ok "restart from the checkpoint latest missed" 2 "$case" --out "$work/latestdir2" --restart "$lt/checkpoint_00000003.h5" &&
+  same "restart from the checkpoint latest missed = uninterrupted" "$work/heat2d-ref/final.h5" "$work/latestdir2/final.h5"
+
 # a case file of over 64 KiB (comments, here): its text, an attribute of every checkpoint, is
 # stored whole (dense attribute storage), and the restart reads it back and accepts it
 long=$work/long.yaml
