@@ -88,6 +88,10 @@ static void write_staged(tsr_ckpt_writer *w) {
   if (w->stage_err) tsr_err_set(w->stage_err, __FILE__, __LINE__, "%s", w->msg);
   tsr_err err = tsr_run_agree(w->comm, w->stage_err);
   w->committed = 0;
+  /* the previous removal has had the steps between checkpoints; it ends before this write, so
+   * that the disk never holds more than keep + 1 checkpoints (a nearly full disk must not
+   * depend on which thread was faster) */
+  join_pruner(w);
   if (!err)
     err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io,
                                w->threads, x->dt, w->case_text, w->case_hash, 0, &w->shape.box,
