@@ -4,6 +4,7 @@ table and a PNG plot of time, speedup and efficiency against the GPU count.
 
     bench/scaling.py --gpus 1 2 [4 8] --study strong2d|weak3d|strong3d [--steps N] [--steady]
                      [--tessera build/tessera] [--out bench/results] [--launcher "mpirun -np {n}"]
+                     [--set KEY=VALUE ...]
 
 strong2d: 2D 5-point heat, forward Euler, 20480^2 fp64 (the GPU issue's item 1);
 weak3d:   3D 7-point heat, 512^3 fp64 per GPU, the grid grown along x (RCB then cuts z at 2 GPUs);
@@ -39,6 +40,8 @@ def run(a, n, path, run_dir, steps):
     """report.json of the case at path run for steps on n GPUs."""
     cmd = a.launcher.format(n=n).split() + [a.tessera, "run", path, "--out", run_dir,
                                             "--set", f"time.steps={steps}"]
+    for kv in a.set:
+        cmd += ["--set", kv]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.stderr.write(p.stdout[-2000:] + p.stderr[-2000:])
@@ -58,6 +61,8 @@ def main():
     ap.add_argument("--tessera", default="build/tessera")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--launcher", default="mpirun -np {n}")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a case key for every run (tessera run --set), e.g. gpu.graphs=on")
     ap.add_argument("--steady", action="store_true",
                     help="also run 3x the steps; rates and efficiency from the difference")
     a = ap.parse_args()
@@ -76,7 +81,8 @@ def main():
         t0 = time.time()
         r = run(a, n, path, run_dir, a.steps)
         row = dict(study=a.study, gpus=n, cells=total, steps=r["steps"], wall_s=r["wall_time"],
-                   cells_per_s=r["cells_per_second"], halo_wait_s=r["phases_max_over_ranks"]["halo_wait"])
+                   cells_per_s=r["cells_per_second"], halo_wait_s=r["phases_max_over_ranks"]["halo_wait"],
+                   gpu_graphs=r.get("gpu_graphs", ""))
         if a.steady:
             # the same case for 3x the steps: the difference is 2x steps of steady stepping,
             # without the loop's fixed costs (each kernel's first launch loads its module; the

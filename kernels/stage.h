@@ -52,7 +52,8 @@ tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *region, const tsr
 /* Launch shape of tsr_stage_cuda, for benchmarks and tests that tune it: threads per block in
  * x and y (3D), in x (2D), and cells each thread marches along z (3D) or y (2D); whether 3D
  * regions go through shared-memory tiles (tile3: 0 where a tile is at least half full, 1 for
- * every 3D region but the thin-x ones, -1 never) and how many planes a tile marches (chunkt3).
+ * every 3D region but the thin-x ones, 2 the same with planes copied asynchronously where the
+ * model has one component, -1 never) and how many planes a tile marches (chunkt3).
  * 0 = the default (kernels/stage_cuda.cu says which). bx * by must be at most 256, bx a
  * multiple of 32. */
 typedef struct {

@@ -26,14 +26,21 @@
  * through L2, L1 hit rate 46-48%). Large 3D regions therefore go through shared-memory tiles
  * (tile_kernel below), which bring that to 1.8 L2 bytes per DRAM byte; yet L2 stays 82-88%
  * busy and the time moved little (512^3 fp64 0.672 -> 0.655 ms, fp32 0.472 -> 0.411 ms, H200,
- * 2026-11-23): the bytes through L2 were not what bound it.
+ * 2026-11-23): the bytes through L2 were not what bound it. What does (Nsight Compute broken
+ * down by L2 sub-unit, bench/README.md session 5): the link between the H200's two L2 halves,
+ * 88% busy even for a plain copy kernel and 95-96% for the 2D stage; in 3D fp64 too few loads
+ * in flight (tile_kernel's register rings hold it to 3 blocks an SM); the async tiles
+ * (atile_kernel: planes copied into shared memory with cp.async, tile3 = 2) reached 0.639 ms
+ * against 0.664 in a sweep but not as a default (kAsyncAuto).
  * Registers per thread (nvcc 13, sm_90, -Xptxas -v) with one column: heat, advection-
  * diffusion, Allen-Cahn 32-40, wave and Gray-Scott 40-62, no spills or stack; with the two
  * columns of today a few SSP/RK instantiations of advection-diffusion, wave and Gray-Scott
- * spill 4-32 bytes; tiles use 64-88 (one component) and 98-144 (two), no spills.
+ * spill 4-32 bytes; tiles use 64-88 (one component) and 98-144 (two), async tiles 32-56, no
+ * spills.
  *
  * The per-thread body is __host__ __device__ so that a CPU emulation of the launch can check
  * the indexing without a GPU. */
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 #include <nccl.h> /* C++ overloads inside: keep it out of the extern "C" block below */
 
@@ -86,6 +93,23 @@ __host__ __device__ __forceinline__ double ldg(const T *p) {
 #endif
 }
 
+/* The update of one cell at offset o (component 0) from its right-hand side r and its value
+ * ring[c][1] (the centre of a register ring), and the store: the same for both kernels here
+ * and the same order of operations as stage_host.c's row(). */
+template <int NC, int KIND, bool SRC, typename T, int R>
+__host__ __device__ __forceinline__ void store_cell(const stage_args<T> &a, ptrdiff_t o,
+                                                    const double (&ring)[NC][R], const double *r) {
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+    const ptrdiff_t ac = o + c * a.sc;
+    const double rc = SRC ? r[c] + ldg(a.src + ac) : r[c];
+    const double b = uses_base(KIND) ? ldg(a.base + ac) : 0.0;
+    double av = uses_acc(KIND) ? (double)a.acc[ac] : 0.0;
+    a.out[ac] = (T)tsr_stage_update(KIND, a.dt, b, ring[c][1], rc, &av);
+    if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = (T)av;
+  }
+}
+
 /* Columns along x that one thread updates, bx apart (so each of its loads is still coalesced
  * across the warp): independent loads in flight per thread, which is what the stage lacks
  * (it waits on memory latency, not bandwidth; bench/README.md). */
@@ -136,7 +160,6 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, in
   kc.sy = wy;
   kc.sz = wz;
   kc.scomp = wc;
-  const double dt = a.dt;
   const ptrdiff_t sy = a.sy, sc = a.sc;
   const T *__restrict__ in = a.in;
 
@@ -193,17 +216,7 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, in
       }
       double r[TSR_MAX_COMP] = {0};
       tsr_model_rhs(M, w + wo, &kc, r);
-      if (live[q]) {
-#pragma unroll
-        for (int c = 0; c < NC; ++c) {
-          const ptrdiff_t ac = o[q] + c * sc;
-          double rc = SRC ? r[c] + ldg(a.src + ac) : r[c];
-          double b = uses_base(KIND) ? ldg(a.base + ac) : 0.0;
-          double av = uses_acc(KIND) ? (double)a.acc[ac] : 0.0;
-          a.out[ac] = (T)tsr_stage_update(KIND, dt, b, ring[q][c][1], rc, &av);
-          if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = (T)av;
-        }
-      }
+      if (live[q]) store_cell<NC, KIND, SRC>(a, o[q], ring[q], r);
     }
 #pragma unroll
     for (int q = 0; q < kCols; ++q) {
@@ -374,17 +387,7 @@ __host__ __device__ __forceinline__ void tile_update(const stage_args<T> &a, til
     }
     double r[TSR_MAX_COMP] = {0};
     tsr_model_rhs(M, w + wo, &kc, r);
-    if (s.live[q]) {
-#pragma unroll
-      for (int c = 0; c < NC; ++c) {
-        const ptrdiff_t ac = s.o[q] + c * a.sc;
-        double rc = SRC ? r[c] + ldg(a.src + ac) : r[c];
-        double bv = uses_base(KIND) ? ldg(a.base + ac) : 0.0;
-        double av = uses_acc(KIND) ? (double)a.acc[ac] : 0.0;
-        a.out[ac] = (T)tsr_stage_update(KIND, a.dt, bv, s.ring[q][c][1], rc, &av);
-        if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = (T)av;
-      }
-    }
+    if (s.live[q]) store_cell<NC, KIND, SRC>(a, s.o[q], s.ring[q], r);
   }
 #pragma unroll
   for (int q = 0; q < kTCells; ++q) {
@@ -417,6 +420,144 @@ __global__ void __launch_bounds__(32 * kTBY) tile_kernel(const stage_args<T> a) 
   }
 }
 
+/* ---- 3D tiles fed by asynchronous copies ("async tiles") ---------------------------------
+ * Nsight Compute puts tile_kernel at 37.5% of an SM's warps (78 registers, most of them the z
+ * rings) with DRAM 71% busy: too few loads in flight (bench/README.md, session 5). Here no plane
+ * lives in registers: a block keeps kAPlanes planes of its tile, rim included, in shared
+ * memory, filled by asynchronous copies (cp.async) issued two steps before they are needed, so
+ * that loads in flight cost shared memory instead of registers. Step m: wait for this thread's
+ * copies up to plane m + 1, barrier (every thread's copies have landed, and every thread is
+ * done with step m - 1), issue the copies of plane m + 3 into the buffer that held plane m - 2,
+ * then update plane m from planes m - 1, m and m + 1. One component only (two would double the
+ * shared memory); the cells and the rim are tile_kernel's. */
+constexpr int kAPlanes = 5;
+constexpr int kAW = kTX + 2, kAH = kTY + 2, kAPlane = kAW * kAH;
+constexpr int kAPer = (kAPlane + 32 * kTBY - 1) / (32 * kTBY); /* plane cells a thread copies */
+
+template <typename T>
+struct atile_smem {
+  T v[kAPlanes][kAPlane];
+};
+
+struct atile_thread {
+  ptrdiff_t base;     /* offset of the tile's plane m0 - 1 (the region's cell 0, 0 there) */
+  int src[kAPer];     /* in-plane offsets of the cells this thread copies */
+  int slot[kAPer];    /* their places in a shared plane (y * kAW + x, rim included); -1: none */
+  int o[kTCells];     /* in-plane offsets of the thread's cells; -1: past the region */
+  int place[kTCells]; /* their places in a shared plane */
+};
+
+template <typename T>
+__host__ __device__ __forceinline__ void copy_async(T *dst, const T *src) {
+#ifdef __CUDA_ARCH__
+  __pipeline_memcpy_async(dst, src, sizeof(T));
+#else
+  *dst = *src;
+#endif
+}
+__host__ __device__ __forceinline__ void copies_commit() {
+#ifdef __CUDA_ARCH__
+  __pipeline_commit();
+#endif
+}
+/* all but the newest `newest` groups of this thread's copies have landed */
+template <int newest>
+__host__ __device__ __forceinline__ void copies_wait() {
+#ifdef __CUDA_ARCH__
+  __pipeline_wait_prior(newest);
+#endif
+}
+
+template <typename T>
+__host__ __device__ __forceinline__ void atile_init(const stage_args<T> &a, uint3 t, uint3 b,
+                                                    atile_thread &s, int *m0, int *m1) {
+  const int x0 = (int)b.x * kTX, y0 = (int)b.y * kTY;
+  *m0 = (int)b.z * a.chunk;
+  *m1 = *m0 + a.chunk < a.nz ? *m0 + a.chunk : a.nz;
+  s.base = a.origin + (ptrdiff_t)(*m0 - 1) * a.sz;
+  const int l = (int)t.y * 32 + (int)t.x;
+#pragma unroll
+  for (int k = 0; k < kAPer; ++k) {
+    const int p = l + k * 32 * kTBY;
+    /* rim cells past the region's end read the cell just past it, as tile_kernel's */
+    const int x = p % kAW - 1, y = p / kAW - 1;
+    const int gx = x0 + x < a.nx ? x0 + x : a.nx, gy = y0 + y < a.ny ? y0 + y : a.ny;
+    s.slot[k] = p < kAPlane ? p : -1;
+    s.src[k] = gx + gy * (int)a.sy;
+  }
+#pragma unroll
+  for (int q = 0; q < kTCells; ++q) {
+    const int x = (int)t.x + 32 * (q % kTCX), y = (int)t.y + kTBY * (q / kTCX);
+    const int gx = x0 + x, gy = y0 + y;
+    s.o[q] = gx < a.nx && gy < a.ny ? gx + gy * (int)a.sy : -1;
+    s.place[q] = (y + 1) * kAW + x + 1;
+  }
+}
+
+/* This thread's copies of plane p (<= m1, inside the field) into its buffer, as one group; an
+ * empty group past m1, so that every thread counts the same groups. */
+template <typename T>
+__host__ __device__ __forceinline__ void atile_issue(const stage_args<T> &a, const atile_thread &s,
+                                                     atile_smem<T> &sm, int p, int m0, int m1) {
+  if (p <= m1) {
+    const T *plane = a.in + s.base + (ptrdiff_t)(p - m0 + 1) * a.sz;
+    T *dst = sm.v[(p - m0 + 1) % kAPlanes];
+#pragma unroll
+    for (int k = 0; k < kAPer; ++k)
+      if (s.slot[k] >= 0) copy_async(dst + s.slot[k], plane + s.src[k]);
+  }
+  copies_commit();
+}
+
+/* Step m after the barrier: the cells of plane m from the three planes around it. */
+template <int M, int KIND, bool SRC, typename T>
+__host__ __device__ __forceinline__ void atile_update(const stage_args<T> &a, const atile_thread &s,
+                                                      const atile_smem<T> &sm, int m, int m0) {
+  constexpr ptrdiff_t wy = 3, wz = 9, wo = 13;
+  tsr_cell_coef kc = a.coef;
+  kc.dim = 3;
+  kc.sy = wy;
+  kc.sz = wz;
+  kc.scomp = 27;
+  const T *lo = sm.v[(m - m0) % kAPlanes], *mid = sm.v[(m - m0 + 1) % kAPlanes],
+          *hi = sm.v[(m - m0 + 2) % kAPlanes];
+  const ptrdiff_t plane = s.base + (ptrdiff_t)(m - m0 + 1) * a.sz;
+#pragma unroll
+  for (int q = 0; q < kTCells; ++q) {
+    double w[27];
+    const int c = s.place[q];
+    double u[1][2];
+    u[0][1] = (double)mid[c];
+    w[wo] = u[0][1];
+    w[wo - wz] = (double)lo[c];
+    w[wo + wz] = (double)hi[c];
+    w[wo - 1] = (double)mid[c - 1];
+    w[wo + 1] = (double)mid[c + 1];
+    w[wo - wy] = (double)mid[c - kAW];
+    w[wo + wy] = (double)mid[c + kAW];
+    double r[TSR_MAX_COMP] = {0};
+    tsr_model_rhs(M, w + wo, &kc, r);
+    if (s.o[q] >= 0) store_cell<1, KIND, SRC>(a, plane + s.o[q], u, r);
+  }
+}
+
+template <int M, int KIND, bool SRC, typename T>
+__global__ void __launch_bounds__(32 * kTBY) atile_kernel(const stage_args<T> a) {
+  __shared__ atile_smem<T> sm;
+  atile_thread s;
+  int m0, m1;
+  atile_init(a, threadIdx, blockIdx, s, &m0, &m1);
+#pragma unroll
+  for (int p = -1; p <= 2; ++p) atile_issue(a, s, sm, m0 + p, m0, m1);
+#pragma unroll 1
+  for (int m = m0; m < m1; ++m) {
+    copies_wait<1>(); /* planes up to m + 1; m + 2 may still be in flight */
+    __syncthreads();
+    atile_issue(a, s, sm, m + 3, m0, m1);
+    atile_update<M, KIND, SRC>(a, s, sm, m, m0);
+  }
+}
+
 /* Launch shape: process-wide, changed only by tsr_stage_cuda_set_tuning (benchmarks). */
 tsr_stage_cuda_tuning g_tuning = {0, 0, 0, 0, 0, 0, 0};
 
@@ -424,12 +565,20 @@ struct shape {
   dim3 grid, block;
   int chunk;
   int thin;
-  int tile; /* tile_kernel */
+  int tile; /* 1: tile_kernel; 2: atile_kernel where one component, tile_kernel otherwise */
 };
 
 /* Planes each tile marches by default: long enough that the two planes of z overlap per block
  * cost little, short enough that a 512^3 region still makes 32 blocks per SM. */
 constexpr int kTileChunk = 16;
+/* Whether tile3 = 0 takes the async tiles (fp64, one component) where tiles fit, marching
+ * kAsyncChunk planes. Off: on an H200 at 512^3 they ran 0.639 ms marching 8 planes in
+ * gpu_stencil's sweep but 0.680 as the default of a fresh case, and 0.707 with the largest
+ * shared-memory carveout requested, against 0.655-0.663 for tile_kernel as the default: their
+ * speed depends on the L1 / shared-memory split the driver picks (bench/README.md, session 5).
+ * tile3 = 2 takes them. */
+constexpr bool kAsyncAuto = false;
+constexpr int kAsyncChunk = 8;
 
 /* A 3D region at most this many cells across in x and at least twice as long in y runs with
  * its lanes along y (measured on nvidia-h200-x2: the x face of a 512^3 shell took 49.9 us with
@@ -437,7 +586,7 @@ constexpr int kTileChunk = 16;
 constexpr int kThinX = 8;
 
 /* esize: bytes per value (8 or 4). */
-shape pick_shape(int dim, int nx, int ny, int nz, int esize) {
+shape pick_shape(int dim, int nx, int ny, int nz, ptrdiff_t sy, int esize) {
   const tsr_stage_cuda_tuning &t = g_tuning;
   int bx, by, chunk;
   if (dim == 3 && nx <= kThinX && ny >= 2 * nx) {
@@ -459,8 +608,10 @@ shape pick_shape(int dim, int nx, int ny, int nz, int esize) {
   if (dim == 3 && t.tile3 >= 0 && (t.tile3 > 0 || (2 * nx >= kTX && 2 * ny >= kTY))) {
     shape s;
     s.thin = 0;
-    s.tile = 1;
-    s.chunk = t.chunkt3 > 0 ? t.chunkt3 : kTileChunk;
+    /* async tiles keep in-plane offsets in 32 bits */
+    const bool async_fits = (double)(ny + 1) * (double)sy + nx + 1 < 2147483647.0;
+    s.tile = async_fits && (t.tile3 == 2 || (t.tile3 == 0 && kAsyncAuto && esize == 8)) ? 2 : 1;
+    s.chunk = t.chunkt3 > 0 ? t.chunkt3 : s.tile == 2 ? kAsyncChunk : kTileChunk;
     s.block = dim3(32, kTBY, 1);
     s.grid = dim3((unsigned)((nx + kTX - 1) / kTX), (unsigned)((ny + kTY - 1) / kTY),
                   (unsigned)((nz + s.chunk - 1) / s.chunk));
@@ -501,7 +652,10 @@ shape pick_shape(int dim, int nx, int ny, int nz, int esize) {
 
 template <int M, int NC, int KIND, typename T>
 void launch_kind(int dim, bool src, const shape &sh, const stage_args<T> &a, cudaStream_t st) {
-  if (dim == 3 && sh.tile) {
+  if (NC == 1 && dim == 3 && sh.tile == 2) {
+    if (src) atile_kernel<M, KIND, true, T><<<sh.grid, sh.block, 0, st>>>(a);
+    else atile_kernel<M, KIND, false, T><<<sh.grid, sh.block, 0, st>>>(a);
+  } else if (dim == 3 && sh.tile) {
     if (src) tile_kernel<M, NC, KIND, true, T><<<sh.grid, sh.block, 0, st>>>(a);
     else tile_kernel<M, NC, KIND, false, T><<<sh.grid, sh.block, 0, st>>>(a);
   } else if (dim == 3) {
@@ -572,7 +726,7 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
   a->nx = nx;
   a->ny = ny;
   a->nz = nz;
-  *sh = pick_shape(s->coef.dim, nx, ny, nz, (int)sizeof(T));
+  *sh = pick_shape(s->coef.dim, nx, ny, nz, in->sy, (int)sizeof(T));
   a->chunk = sh->chunk;
   a->thin = sh->thin;
   return TSR_OK;

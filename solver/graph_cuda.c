@@ -40,9 +40,10 @@ struct tsr_graph {
 tsr_err tsr_graph_create(tsr_run_ctx *x, tsr_graph **gp) {
   *gp = NULL;
   if (x->be != &tsr_backend_cuda || x->c->gpu.graphs == TSR_GRAPHS_OFF) return TSR_OK;
-  /* auto: one rank only, for now. Captures with the NCCL exchange in them have not yet been
-   * checked bit for bit on several GPUs (gpu_graphs_np2 has not run to its end on a GPU
-   * machine); `on` takes them anyway. */
+  /* auto: one rank only. On several GPUs captures with the NCCL exchange in them give the
+   * bits of plain launches (gpu_graphs_np2) and a hung rank still ends the job
+   * (gpu_faults_np2), but the one measurement there (512^3 per GPU, bench/README.md) showed
+   * no gain; `on` takes them. */
   if (x->c->gpu.graphs == TSR_GRAPHS_AUTO && x->size > 1) return TSR_OK;
   TSR_CHECK(x->scheme.nstage >= 1 && x->scheme.nstage <= TSR_STEP_TIME_MAX, TSR_ERR_INTERNAL,
             "a scheme of %d stages; CUDA graphs handle 1 to %d", x->scheme.nstage,

@@ -62,41 +62,23 @@ compare() {
   done
 }
 
-# Cases run GPU_TEST_JOBS at a time (default 4; each run is mostly start-up: MPI, the CUDA
-# context, NCCL, NVRTC), each in a subshell with its own log and tally, gathered in order below.
-jobs_max=${GPU_TEST_JOBS:-4}
-names=()
-# spawn NAME CASE ARGS...: compare in the background
-spawn() {
-  local name=$1
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
-  names+=("$name")
-  ( npass=0 nfail=0; compare "$@"; echo "$npass $nfail" >"$work/$name.tally" ) >"$work/$name.log" 2>&1 &
-}
+# cases GPU_TEST_JOBS at a time (spawn and gather: tests/scripts/lib.bash)
 for case in "$TESSERA_SOURCE"/tests/cases/bw_*.yaml; do
-  spawn "$(basename "$case" .yaml)" "$case"
+  spawn "$(basename "$case" .yaml)" compare "$(basename "$case" .yaml)" "$case"
 done
 # the examples on small grids: a fixed small dt (stable for every one of them there) and nine
 # or ten steps
 for case in "$TESSERA_SOURCE"/cases/*.yaml; do
   name=$(basename "$case" .yaml)
   if grep -q 'cells: \[[0-9]*, [0-9]*, [0-9]*\]' "$case"; then cells="[12, 10, 9]"; else cells="[24, 20]"; fi
-  spawn "$name" "$case" --set "grid.cells=$cells" --set time.dt=1e-4 --set time.end=9e-4
+  spawn "$name" compare "$name" "$case" --set "grid.cells=$cells" --set time.dt=1e-4 --set time.end=9e-4
 done
 # host work between replays: snapshots every 2 steps and checkpoints every 3 read the state
 # the graphs wrote; monitors every step
 case=$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml
-spawn bw_heat2d-output "$case" --set output.snapshot_every=2 --set output.checkpoint_every=3 \
-  --set output.monitor_every=1
-wait
-for name in "${names[@]}"; do
-  cat "$work/$name.log"
-  if read -r p f <"$work/$name.tally"; then
-    npass=$((npass + p)) nfail=$((nfail + f))
-  else
-    failure "$name: its comparison did not finish"
-  fi
-done
+spawn bw_heat2d-output compare bw_heat2d-output "$case" --set output.snapshot_every=2 \
+  --set output.checkpoint_every=3 --set output.monitor_every=1
+gather
 # a capture that fails on one rank (the last): every rank falls back to plain launches, rank 0
 # warns once, the run succeeds with the bits of plain launches and report.json says fallback
 out=$work/fallback

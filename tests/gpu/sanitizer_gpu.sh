@@ -12,7 +12,7 @@ cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [ -x "$cs" ] || { failure "compute-sanitizer not found"; finish; exit 1; }
 # check NAME CASE ARGS...: memcheck and racecheck on one run
 check() {
-  local name=$1 case=$2
+  local name=$1 case=$2 tool log opts clean
   shift 2
   for tool in memcheck racecheck; do
     log="$work/$name-$tool.txt"
@@ -31,12 +31,16 @@ check() {
     fi
   done
 }
+# each run GPU_TEST_JOBS at a time (spawn and gather: tests/scripts/lib.bash); a sanitized run is
+# slow on the host (instrumenting every module), not on the GPU
 for case in "$TESSERA_SOURCE"/tests/cases/bw_*.yaml; do
-  check "$(basename "$case" .yaml)" "$case"
+  spawn "$(basename "$case" .yaml)" check "$(basename "$case" .yaml)" "$case"
 done
 # grids large enough for the stage's shared-memory tiles (64 x 16 cells of the x-y plane), one
 # and two components; racecheck sees the tiles' barrier
 for name in bw_heat3d bw_wave3d; do
-  check "$name-tiles" "$TESSERA_SOURCE/tests/cases/$name.yaml" --set "grid.cells=[70, 37, 6]"
+  spawn "$name-tiles" check "$name-tiles" "$TESSERA_SOURCE/tests/cases/$name.yaml" \
+    --set "grid.cells=[70, 37, 6]"
 done
+gather
 finish

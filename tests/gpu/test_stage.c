@@ -278,17 +278,20 @@ int main(int argc, char **argv) {
   check_misuse();
   /* the default shape, a tiny one (register kernel, blocks of 32 x 2, chunks of 3 (3D) or 5
    * (2D) rows, so that block edges and chunk edges cross every region) and shared-memory tiles
-   * on every 3D region, marching 3 planes */
-  const tsr_stage_cuda_tuning shapes[3] = {
-      {0, 0, 0, 0, 0, 0, 0}, {32, 2, 3, 32, 5, -1, 0}, {0, 0, 0, 0, 0, 1, 3}};
-  const char *shape_name[3] = {"default shape", "tiny shape", "tiles of 3 planes"};
+   * on every 3D region, marching 3 planes, with register rings and with asynchronous copies */
+  const tsr_stage_cuda_tuning shapes[4] = {{0, 0, 0, 0, 0, 0, 0},
+                                           {32, 2, 3, 32, 5, -1, 0},
+                                           {0, 0, 0, 0, 0, 1, 3},
+                                           {0, 0, 0, 0, 0, 2, 3}};
+  const char *shape_name[4] = {"default shape", "tiny shape", "tiles of 3 planes",
+                               "async tiles of 3 planes"};
   for (int prec = 0; prec < 2; ++prec)
     for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
       g_prec = (tsr_prec)prec;
       int cases = 0;
-      for (int t = 0; t < 3; ++t) {
+      for (int t = 0; t < 4; ++t) {
         tsr_stage_cuda_set_tuning(&shapes[t]);
-        for (int dim = t == 2 ? 3 : 2; dim <= 3; ++dim)
+        for (int dim = t >= 2 ? 3 : 2; dim <= 3; ++dim)
           cases += check_model_dim(model, dim, shape_name[t]);
       }
       if (g_rank == 0)

@@ -22,3 +22,28 @@ finish() {
   echo "$npass passed, $nfail failed"
   [ "$nfail" -eq 0 ] && [ "$npass" -gt 0 ]
 }
+# Checks in parallel (GPU scripts: each run is mostly start-up, so several share a GPU well).
+# spawn NAME CMD ARGS...: runs CMD ARGS in a subshell with its own log and tally under $work,
+# at most GPU_TEST_JOBS (default 4) at a time; gather waits for them all and prints each log
+# and adds up its tally, in spawn order (a check that did not finish is a failure).
+spawn_names=()
+spawn() {
+  local name=$1
+  shift
+  while [ "$(jobs -rp | wc -l)" -ge "${GPU_TEST_JOBS:-4}" ]; do wait -n; done
+  spawn_names+=("$name")
+  ( npass=0 nfail=0; "$@"; echo "$npass $nfail" >"$work/$name.tally" ) >"$work/$name.log" 2>&1 &
+}
+gather() {
+  local name p f
+  wait
+  for name in "${spawn_names[@]}"; do
+    cat "$work/$name.log"
+    if [ -f "$work/$name.tally" ] && read -r p f <"$work/$name.tally"; then
+      npass=$((npass + p)) nfail=$((nfail + f))
+    else
+      failure "$name: its check did not finish"
+    fi
+  done
+  spawn_names=()
+}

@@ -2,7 +2,8 @@
  * needed). It includes kernels/stage_cuda.cu, runs the kernel's own per-thread body
  * (thread_cells, stage_column, pick_shape: __host__ __device__) for every thread of the grid
  * the launcher would use, and compares with tsr_stage_host bit for bit, plus poison checks
- * outside the region, for every model x kind x dim x source x region x four launch shapes x
+ * outside the region, for every model x kind x dim x source x region x nine launch shapes
+ * (register kernels, shared-memory tiles with register rings or asynchronous plane copies) x
  * both precisions. It checks indexing, chunking, the thin-x mapping and the register stencil
  * on CI; the device's own arithmetic (-fmad=false) is checked by tests/gpu/test_stage.c on a
  * GPU machine. Prints "cases N fails 0" and exits 0 when every case matches. */
@@ -30,6 +31,14 @@ void emu(const stage_args<T> &a, const shape &sh) {
               stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)sh.block.x, j, 0, m0);
           }
 }
+/* fn(b) for every block b of a launch's grid, and thread l of a block as the kernel numbers it */
+template <typename F>
+void each_block(const shape &sh, F fn) {
+  for (unsigned bz = 0; bz < sh.grid.z; ++bz)
+    for (unsigned by = 0; by < sh.grid.y; ++by)
+      for (unsigned bx = 0; bx < sh.grid.x; ++bx) fn(uint3{bx, by, bz});
+}
+static uint3 thread_of(const shape &sh, unsigned l) { return uint3{l % sh.block.x, l / sh.block.x, 0}; }
 /* A tile_kernel launch: each block's threads run tile_put, then (the barrier) tile_update, step
  * by step; the plane buffer a step writes is poisoned first, so a cell reading a place that no
  * thread wrote in that step gets NaN and fails the comparison. */
@@ -38,23 +47,43 @@ void emu_tile(const stage_args<T> &a, const shape &sh) {
   const unsigned nt = sh.block.x * sh.block.y;
   std::vector<tile_thread<NC>> th(nt);
   std::unique_ptr<tile_smem<NC, T>> sm(new tile_smem<NC, T>);
-  for (unsigned bz = 0; bz < sh.grid.z; ++bz)
-    for (unsigned by = 0; by < sh.grid.y; ++by)
-      for (unsigned bx = 0; bx < sh.grid.x; ++bx) {
-        uint3 b = {bx, by, bz};
-        int m0 = 0, m1 = 0;
-        for (unsigned l = 0; l < nt; ++l)
-          tile_init<NC>(a, uint3{l % sh.block.x, l / sh.block.x, 0}, b, th[l], &m0, &m1);
-        for (int m = m0; m < m1; ++m) {
-          memset(sm->v[m & 1], 0xff, sizeof sm->v[m & 1]);
-          for (unsigned l = 0; l < nt; ++l) tile_put<NC>(a, th[l], *sm, m, m1);
-          for (unsigned l = 0; l < nt; ++l) tile_update<M, NC, KIND, SRC>(a, th[l], *sm, m);
-        }
-      }
+  each_block(sh, [&](uint3 b) {
+    int m0 = 0, m1 = 0;
+    for (unsigned l = 0; l < nt; ++l) tile_init<NC>(a, thread_of(sh, l), b, th[l], &m0, &m1);
+    for (int m = m0; m < m1; ++m) {
+      memset(sm->v[m & 1], 0xff, sizeof sm->v[m & 1]);
+      for (unsigned l = 0; l < nt; ++l) tile_put<NC>(a, th[l], *sm, m, m1);
+      for (unsigned l = 0; l < nt; ++l) tile_update<M, NC, KIND, SRC>(a, th[l], *sm, m);
+    }
+  });
+}
+/* An atile_kernel launch: the four planes of the prologue, then per step (after the barrier)
+ * every thread's copies of plane m + 3, then every thread's cells of plane m. Copies are plain
+ * copies here; the buffer a step's copies fill is poisoned first, so a cell reading a place no
+ * copy filled gets NaN. */
+template <int M, int KIND, bool SRC, typename T>
+void emu_atile(const stage_args<T> &a, const shape &sh) {
+  const unsigned nt = sh.block.x * sh.block.y;
+  std::vector<atile_thread> th(nt);
+  std::unique_ptr<atile_smem<T>> sm(new atile_smem<T>);
+  each_block(sh, [&](uint3 b) {
+    int m0 = 0, m1 = 0;
+    for (unsigned l = 0; l < nt; ++l) atile_init(a, thread_of(sh, l), b, th[l], &m0, &m1);
+    memset(sm->v, 0xff, sizeof sm->v);
+    for (int p = -1; p <= 2; ++p)
+      for (unsigned l = 0; l < nt; ++l) atile_issue(a, th[l], *sm, m0 + p, m0, m1);
+    for (int m = m0; m < m1; ++m) {
+      memset(sm->v[(m + 4 - m0) % kAPlanes], 0xff, sizeof sm->v[0]);
+      for (unsigned l = 0; l < nt; ++l) atile_issue(a, th[l], *sm, m + 3, m0, m1);
+      for (unsigned l = 0; l < nt; ++l) atile_update<M, KIND, SRC>(a, th[l], *sm, m, m0);
+    }
+  });
 }
 template <int M, int NC, int KIND, typename T>
 void ek(int dim, bool src, const shape &sh, const stage_args<T> &a) {
-  if (dim == 3 && sh.tile) { if (src) emu_tile<M, NC, KIND, true>(a, sh); else emu_tile<M, NC, KIND, false>(a, sh); }
+  if (NC == 1 && dim == 3 && sh.tile == 2) {
+    if (src) emu_atile<M, KIND, true>(a, sh); else emu_atile<M, KIND, false>(a, sh);
+  } else if (dim == 3 && sh.tile) { if (src) emu_tile<M, NC, KIND, true>(a, sh); else emu_tile<M, NC, KIND, false>(a, sh); }
   else if (dim == 3) { if (src) emu<M, NC, KIND, 3, true>(a, sh); else emu<M, NC, KIND, 3, false>(a, sh); }
   else { if (src) emu<M, NC, KIND, 2, true>(a, sh); else emu<M, NC, KIND, 2, false>(a, sh); }
 }
@@ -68,7 +97,7 @@ void em(int kind, int dim, bool src, const shape &sh, const stage_args<T> &a) {
   }
 }
 static long thin_launches = 0; /* launches with lanes along y: the thin-x path ran */
-static long tile_launches = 0; /* launches through shared-memory tiles */
+static long tile_launches = 0, atile_launches = 0; /* launches through shared-memory tiles */
 template <typename T>
 static tsr_err emu_typed(const tsr_stage_desc *s, const tsr_box *rg, tsr_field *in, tsr_field *base,
                          tsr_field *acc, tsr_field *src, tsr_field *out) {
@@ -79,7 +108,8 @@ static tsr_err emu_typed(const tsr_stage_desc *s, const tsr_box *rg, tsr_field *
   for (auto f : all) if (f) f->mem = TSR_MEM_HOST;
   if (e || empty) return e;
   thin_launches += sh.thin;
-  tile_launches += sh.tile;
+  tile_launches += sh.tile != 0;
+  atile_launches += sh.tile == 2 && s->ncomp == 1;
   int dim = s->coef.dim; bool hs = src;
   switch (s->model) {
   case 0: em<0, 1>(s->kind, dim, hs, sh, a); break;
@@ -109,11 +139,11 @@ static void fill(tsr_field *f, size_t n) {
 
 int main() {
   const int lo[3] = {4, -3, 7};
-  /* the defaults (no tiles at these sizes), register shapes, and tiles marching 16, 3 and 1
-   * planes */
+  /* the defaults (no tiles at these sizes but for 3D with tiles: register-ring tiles), register
+   * shapes, register-ring tiles marching 16, 3 and 1 planes, async tiles marching 3 and 1 */
   const tsr_stage_cuda_tuning tunings[] = {{0,0,0,0,0,0,0},{32,2,3,32,5,-1,0},{64,4,4,64,7,-1,0},
                                            {256,1,2,128,1,-1,0},{0,0,0,0,0,1,0},{0,0,0,0,0,1,3},
-                                           {0,0,0,0,0,1,1}};
+                                           {0,0,0,0,0,1,1},{0,0,0,0,0,2,3},{0,0,0,0,0,2,1}};
   long cases = 0;
   for (int pr = 0; pr < 2; ++pr)
   for (int model = 0; model < TSR_MODEL_COUNT; ++model)
@@ -173,7 +203,8 @@ int main() {
     free(poison);
     for (int q = 0; q < 10; ++q) tsr_field_destroy(&f[q]);
   }
-  printf("cases %ld (thin-x launches %ld, tile launches %ld) fails %d\n", cases, thin_launches,
-         tile_launches, fails);
-  return fails != 0 || cases == 0 || thin_launches == 0 || tile_launches == 0;
+  printf("cases %ld (thin-x launches %ld, tile launches %ld, %ld of them async) fails %d\n",
+         cases, thin_launches, tile_launches, atile_launches, fails);
+  return fails != 0 || cases == 0 || thin_launches == 0 || tile_launches == 0 ||
+         atile_launches == 0;
 }
