@@ -10,15 +10,7 @@ set -u
 . "$(dirname "$0")/lib.bash"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat >"$work/heat2d.yaml" <<'YAML'
-model: heat
-grid: {cells: [24, 20], lo: [0, -1], hi: [2, 1]}
-params: {kappa: 0.7}
-initial: {u: "sin(pi*x)*cos(0.5*pi*y) + 0.3*x*y"}
-boundary: {ylo: {type: neumann, value: "x"}}
-time: {scheme: ssp_rk3, dt: auto, steps: 12}
-output: {checkpoint_every: 3, keep: 3, progress: none}
-YAML
+heat_case "$work/heat2d.yaml" 24 20
 case=$work/heat2d.yaml
 B=$TESSERA_BIN
 same() { # same LABEL A B: final fields bitwise equal
@@ -62,7 +54,10 @@ has "hang: the watchdog names the rank that stopped" "$log" "tessera: watchdog: 
 has "hang: supervise says why" "$log" "(the watchdog found rank 1 stopped: no progress for"
 t0=$(echo "$log" | grep -m1 "rank 1 hangs after step 5" | cut -d' ' -f1)
 t1=$(echo "$log" | grep -m1 "tessera: watchdog:" | cut -d' ' -f1)
-if [ -n "$t0" ] && [ -n "$t1" ] && awk -v a="$t0" -v b="$t1" -v T=$timeout_s 'BEGIN { d = b - a; print "hang detected after " d " s"; exit !(d >= T - 0.5 && d <= T + 2) }'; then
+# The watchdog counts from rank 1's last progress, which comes before its message, and a stamp
+# is when mpirun forwarded the line: on a loaded machine d falls short of T (2.04 s for T = 3
+# was seen), so the lower bound only shows that the watchdog waited instead of firing at once.
+if [ -n "$t0" ] && [ -n "$t1" ] && awk -v a="$t0" -v b="$t1" -v T=$timeout_s 'BEGIN { d = b - a; print "hang detected after " d " s"; exit !(d >= T / 2 && d <= T + 2) }'; then
   pass "hang: detected within comm.timeout ($timeout_s s) + 2 s"
 else failure "hang: detection time (from '$t0' to '$t1')"; fi
 same "hang: final = uninterrupted" "$ref" "$out/final.h5"

@@ -31,15 +31,7 @@ umount "$probe"
 # mount_small DIR KIB: a tmpfs of KIB KiB at DIR
 mount_small() { mkdir -p "$1" && mount -t tmpfs -o size="$2"k tmpfs "$1" && mounts+=("$1"); }
 
-cat >"$work/heat.yaml" <<'YAML'
-model: heat
-grid: {cells: [160, 120], lo: [0, -1], hi: [2, 1]}
-params: {kappa: 0.7}
-initial: {u: "sin(pi*x)*cos(0.5*pi*y) + 0.3*x*y"}
-boundary: {ylo: {type: neumann, value: "x"}}
-time: {scheme: ssp_rk3, dt: auto, steps: 12}
-output: {checkpoint_every: 3, keep: 3, progress: none}
-YAML
+heat_case "$work/heat.yaml" 160 120
 case=$work/heat.yaml
 B=$TESSERA_BIN
 run_ok "reference np1" 1 "$case" --out "$work/ref" || { finish; exit 1; }

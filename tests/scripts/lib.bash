@@ -47,3 +47,16 @@ gather() {
   done
   spawn_names=()
 }
+# heat_case FILE NX NY: the 2D heat case of the recovery scripts (a Neumann side, SSP-RK3,
+# 12 steps, a checkpoint every 3 with the last 3 kept)
+heat_case() {
+  cat >"$1" <<YAML
+model: heat
+grid: {cells: [$2, $3], lo: [0, -1], hi: [2, 1]}
+params: {kappa: 0.7}
+initial: {u: "sin(pi*x)*cos(0.5*pi*y) + 0.3*x*y"}
+boundary: {ylo: {type: neumann, value: "x"}}
+time: {scheme: ssp_rk3, dt: auto, steps: 12}
+output: {checkpoint_every: 3, keep: 3, progress: none}
+YAML
+}
