@@ -3,7 +3,7 @@
 // its ghosts) and write it elsewhere, 16-byte loads and stores, grid-stride. Prints its GB/s
 // (read + write) beside cudaMemcpyAsync's on the same buffers, so that the kernel ncu profiles
 // is shown to run at the copy ceiling gpu_stencil measures.
-//   usage: copy_kernel [bytes]     (built by profile_stage.sh with nvcc; not part of tessera)
+//   usage: build/bench/copy_kernel [bytes]     (a benchmark's yardstick; no tessera code)
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>

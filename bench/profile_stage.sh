@@ -14,8 +14,8 @@ O=${2:-/tmp/profile_stage}
 mkdir -p "$O"
 log=$O/profile_stage.txt
 : >"$log"
-nvcc -O3 -arch=sm_90 -o "$O/copy_kernel" "$src/copy_kernel.cu"
-"$O/copy_kernel" | tee -a "$log"
+copy=$B/bench/copy_kernel # built with the benchmarks (bench/CMakeLists.txt)
+"$copy" | tee -a "$log"
 M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
 M=$M,dram__throughput.avg.pct_of_peak_sustained_elapsed
 M=$M,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum
@@ -32,7 +32,7 @@ prof() { # what, kernel regex, launches to skip, command...
   ncu --clock-control none -k "regex:$k" -s "$s" -c 1 --metrics "$M" --section WarpStateStats \
     --section Occupancy --print-details all "$@" >>"$log" 2>&1 || echo "ncu failed: $what" | tee -a "$log"
 }
-prof "copy kernel, 1.09 GB" copy_kernel 2 "$O/copy_kernel"
+prof "copy kernel, 1.09 GB" copy_kernel 2 "$copy"
 for p in double single; do
   prof "2D stage $p" stage_kernel 3 "$B/bench/gpu_stencil" --precision "$p"
   prof "3D stage $p" tile_kernel 3 "$B/bench/gpu_stencil" --precision "$p"
