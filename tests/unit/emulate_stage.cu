@@ -15,22 +15,6 @@
 #include <memory>
 #include <vector>
 
-template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
-void emu(const stage_args<T> &a, const shape &sh) {
-  for (unsigned bz = 0; bz < sh.grid.z; ++bz)
-    for (unsigned by = 0; by < sh.grid.y; ++by)
-      for (unsigned bx = 0; bx < sh.grid.x; ++bx)
-        for (unsigned ty = 0; ty < sh.block.y; ++ty)
-          for (unsigned tx = 0; tx < sh.block.x; ++tx) {
-            uint3 t = {tx, ty, 0}, b = {bx, by, bz};
-            int i, j, m0;
-            if (!thread_cells<DIM>(a, t, b, sh.block, &i, &j, &m0)) continue;
-            if (DIM == 3 && a.thin)
-              stage_column<M, NC, KIND, DIM, SRC, T>(a, i, 0, j, (int)sh.block.x, m0);
-            else
-              stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)sh.block.x, j, 0, m0);
-          }
-}
 /* fn(b) for every block b of a launch's grid, and thread l of a block as the kernel numbers it */
 template <typename F>
 void each_block(const shape &sh, F fn) {
@@ -39,6 +23,19 @@ void each_block(const shape &sh, F fn) {
       for (unsigned bx = 0; bx < sh.grid.x; ++bx) fn(uint3{bx, by, bz});
 }
 static uint3 thread_of(const shape &sh, unsigned l) { return uint3{l % sh.block.x, l / sh.block.x, 0}; }
+template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
+void emu(const stage_args<T> &a, const shape &sh) {
+  each_block(sh, [&](uint3 b) {
+    for (unsigned l = 0; l < sh.block.x * sh.block.y; ++l) {
+      int i, j, m0;
+      if (!thread_cells<DIM>(a, thread_of(sh, l), b, sh.block, &i, &j, &m0)) continue;
+      if (DIM == 3 && a.thin)
+        stage_column<M, NC, KIND, DIM, SRC, T>(a, i, 0, j, (int)sh.block.x, m0);
+      else
+        stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)sh.block.x, j, 0, m0);
+    }
+  });
+}
 /* A tile_kernel launch: each block's threads run tile_put, then (the barrier) tile_update, step
  * by step; the plane buffer a step writes is poisoned first, so a cell reading a place that no
  * thread wrote in that step gets NaN and fails the comparison. */
