@@ -51,8 +51,13 @@
  *                            every N steps (N >= 1) or after the step that first reaches each
  *                            multiple of simulated time T (> 0); never at the last step
  *     keep: 3                checkpoints kept (the newest); integer >= 1
- *     io: auto               auto | serial: serial makes ranks write their parts in turn even
- *                            where HDF5 is parallel (the path of serial-HDF5 builds)
+ *     io: auto               auto | serial | parts: how ranks write HDF5 files. auto:
+ *                            collectively (MPI-IO) where HDF5 is parallel; where it is serial,
+ *                            snapshots in turn and checkpoints of several ranks in parts.
+ *                            serial: ranks write in turn into one file even where HDF5 is
+ *                            parallel. parts: checkpoints as one file per rank, written at the
+ *                            same time, beside checkpoint_<step>.h5, whose virtual datasets
+ *                            map them (snapshots as auto)
  *     snapshot_every: none   as checkpoint_every: DIR/snapshot_<step>.h5 for viewing, listed
  *                            in DIR/snapshots.xmf (io/snapshot.h); also the initial state
  *     snapshot_precision: double   double | single (float32 datasets)

@@ -110,7 +110,8 @@ typedef struct {
     tsr_progress_mode progress;
     tsr_case_every checkpoint_every; /* checkpoints; never at the last step (final.h5 has it) */
     int keep;                /* checkpoints kept in dir (the newest); default 3 */
-    int serial_io;           /* output.io: serial: ranks write in turn even with parallel HDF5 */
+    int io;                  /* output.io: 0 auto, 1 serial, 2 parts (io/output.h
+                                TSR_OUTPUT_IO_*) */
     tsr_case_every snapshot_every; /* snapshots for viewing (io/snapshot.h) */
     int snapshot_single;     /* output.snapshot_precision: single (float32 datasets) */
     int checkpoint_async;    /* 1 (default): checkpoint files are written by a background thread */

@@ -407,7 +407,7 @@ void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
   static const char *const keys[] = {"dir",  "monitor_every", "progress", "checkpoint_every",
                                      "keep", "io", "snapshot_every", "snapshot_precision",
                                      "checkpoint_async"};
-  static const char *const ios[] = {"auto", "serial"};
+  static const char *const ios[] = {"auto", "serial", "parts"};
   static const char *const precisions[] = {"double", "single"};
   static const char *const modes[] = {"auto", "bar", "lines", "none"}; /* tsr_progress_mode */
   tsr_case *c = v->c;
@@ -445,8 +445,8 @@ void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e) {
       tsr_vchoice(v, "output.snapshot_precision", x->value, precisions, 2, &prec))
     c->output.snapshot_single = prec == 1;
   int io;
-  if ((x = tsr_yaml_find(o, "io")) && tsr_vchoice(v, "output.io", x->value, ios, 2, &io))
-    c->output.serial_io = io == 1;
+  if ((x = tsr_yaml_find(o, "io")) && tsr_vchoice(v, "output.io", x->value, ios, 3, &io))
+    c->output.io = io;
   int async;
   if ((x = tsr_yaml_find(o, "checkpoint_async")) &&
       tsr_vbool(v, "output.checkpoint_async", x->value, &async))

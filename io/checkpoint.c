@@ -96,25 +96,60 @@ static void read_latest(const char *dir, char *line, size_t n) {
   fclose(fp);
 }
 
+/* step of "checkpoint_<digits>.part<digits>.h5" (a part of a checkpoint written in parts,
+ * io/output_parts.c), or -1 */
+static int64_t part_step(const char *name) {
+  const char *p = name + strlen("checkpoint_");
+  if (strncmp(name, "checkpoint_", strlen("checkpoint_")) != 0) return -1;
+  char *end;
+  errno = 0;
+  long long v = strtoll(p, &end, 10);
+  if (end - p < 8 || errno || v < 0 || strncmp(end, ".part", 5) != 0) return -1;
+  return (int64_t)v;
+}
+
+/* Removes the parts of the checkpoints of dir that are neither among keep[0..nkeep) nor newer
+ * than the newest of them: those of removed checkpoints, and those a failed write left. */
+static void prune_parts(const char *dir, const int64_t *keep, int nkeep) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    int64_t s = part_step(e->d_name);
+    int kept = s < 0 || nkeep == 0 || s > keep[0];
+    for (int i = 0; i < nkeep && !kept; ++i) kept = s == keep[i];
+    if (kept) continue;
+    char path[PATH_MAX_];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    remove(path);
+  }
+  closedir(d);
+}
+
 void tsr_checkpoint_prune(const char *dir, int keep) {
   if (keep < 1) keep = 1;
-  int64_t steps[MAX_CAND];
+  int64_t steps[MAX_CAND], kept[MAX_CAND];
   /* the listing first, then latest: a checkpoint renamed in between is the newest, kept, and
    * latest names it only after its rename, so whatever latest names is never removed */
-  int n = list_steps(dir, steps, MAX_CAND);
+  int n = list_steps(dir, steps, MAX_CAND), nkept = 0;
   char latest[64];
   read_latest(dir, latest, sizeof latest);
-  for (int i = keep; i < n; ++i) {
+  for (int i = 0; i < n; ++i) {
     char name[64], path[PATH_MAX_];
     file_name(name, sizeof name, steps[i]);
-    if (!strcmp(name, latest)) continue;
+    if (i < keep || !strcmp(name, latest)) {
+      kept[nkept++] = steps[i];
+      continue;
+    }
     snprintf(path, sizeof path, "%s/%s", dir, name);
     remove(path);
   }
+  /* a checkpoint's parts go after the file that maps them, so a file is never left without
+   * its parts */
+  prune_parts(dir, kept, nkept);
 }
 
 tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta *meta,
-                             int serial_io, int threads, double dt, const char *case_text,
+                             int io, int threads, double dt, const char *case_text,
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
                              const double *const *data, const tsr_output_layout *layout,
@@ -126,7 +161,9 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
   snprintf(hash, sizeof hash, "%016" PRIx64, case_hash);
   tsr_output_attr attrs[] = {
       {"dt", NULL, dt}, {"case_text", case_text ? case_text : "", 0}, {"case_hash", hash, 0}};
-  tsr_output_opts oo = {.force_serial = serial_io, .checksum = 1, .threads = threads, .nattr = 3,
+  int parts = io == TSR_OUTPUT_IO_PARTS ||
+              (io == TSR_OUTPUT_IO_AUTO && !tsr_output_parallel_available());
+  tsr_output_opts oo = {.force_serial = io == TSR_OUTPUT_IO_SERIAL, .parts = parts, .checksum = 1, .threads = threads, .nattr = 3,
                         .attrs = attrs, .layout = layout};
   tsr_err werr = tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo);
   if (werr) {

@@ -33,14 +33,17 @@ typedef tsr_err (*tsr_checkpoint_accept)(const tsr_checkpoint_info *info, void *
  * points dir/latest at it (also atomically) and removes all but the newest keep checkpoints
  * (keep 0: none; the caller prunes later with tsr_checkpoint_prune, off its critical path).
  * Collective; arguments as tsr_output_write_fields, layout as tsr_output_opts (NULL: data holds
- * the owned cells contiguous; else data is not used); serial_io makes ranks write in turn even
- * where HDF5 is parallel (output.io: serial); threads: OpenMP threads that build the
+ * the owned cells contiguous; else data is not used); io (output.io, TSR_OUTPUT_IO_*): auto
+ * writes collectively where HDF5 is parallel and in parts where it is serial (several ranks),
+ * serial makes ranks write in turn into one file, parts in parts (io/output.h); a checkpoint
+ * in parts is DIR/checkpoint_<step>.h5 and one .part<rank>.h5 file per rank beside it, removed
+ * with it; threads: OpenMP threads that build the
  * checksummed chunks when ranks write in turn (tsr_output_opts). *committed (may be NULL): 1
  * once the checkpoint file is complete under its name, so that an error after it (dir/latest
  * not updated) can say the file is good. Errors: TSR_ERR_IO, TSR_ERR_HDF5, the same on every
  * rank. */
 tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta *meta,
-                             int serial_io, int threads, double dt, const char *case_text,
+                             int io, int threads, double dt, const char *case_text,
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
                              const double *const *data, const tsr_output_layout *layout,

@@ -36,10 +36,7 @@ void tsr_io_unlock(void) { pthread_mutex_unlock(&io_mutex); }
 
 /* HDF5 prints its whole error stack to stderr by default; we report one message of our own,
  * and restore the caller's setting on the way out. */
-typedef struct {
-  H5E_auto2_t func;
-  void *data;
-} quiet_state;
+typedef tsr_output_quiet quiet_state;
 
 static quiet_state h5_quiet(void) {
   quiet_state q = {NULL, NULL};
@@ -49,6 +46,9 @@ static quiet_state h5_quiet(void) {
 }
 
 static void h5_restore(quiet_state q) { H5Eset_auto2(H5E_DEFAULT, q.func, q.data); }
+
+tsr_output_quiet tsr_output_quiet_on(void) { return h5_quiet(); }
+void tsr_output_quiet_off(tsr_output_quiet q) { h5_restore(q); }
 
 typedef struct {
   char *buf;
@@ -137,7 +137,7 @@ void tsr_output_inject_enospc(void) { inject_enospc = 1; }
 
 /* Rank 0, before any rank opens tmp: tmp becomes a link to /dev/full, where every write fails
  * with ENOSPC; removing tmp on the error path removes the link. */
-static void plant_enospc(const char *tmp) {
+void tsr_output_plant_enospc(const char *tmp) {
   remove(tmp);
   if (symlink("/dev/full", tmp) != 0)
     fprintf(stderr, "tessera: --inject-fault kind=enospc: cannot link '%s' to /dev/full: %s\n",
@@ -148,7 +148,7 @@ static void plant_enospc(const char *tmp) {
 
 typedef tsr_output_slab slab;
 
-static slab make_slab(int dim, const int cells[3], const tsr_box *b) {
+tsr_output_slab tsr_output_make_slab(int dim, const int cells[3], const tsr_box *b) {
   slab s = {.rank = dim, .empty = tsr_box_empty(b)};
   for (int i = 0; i < dim; ++i) {
     int a = dim - 1 - i;
@@ -217,11 +217,13 @@ static tsr_err check_write_args(const char *path, const tsr_grid_meta *meta, con
 
 /* ---- files ----------------------------------------------------------------------------- */
 
-enum open_mode { OPEN_CREATE, OPEN_WRITE, OPEN_READ };
+#define OPEN_CREATE TSR_OUTPUT_CREATE
+#define OPEN_WRITE TSR_OUTPUT_WRITE
+#define OPEN_READ TSR_OUTPUT_READ
+#define open_file tsr_output_open
 
-/* Opens name (path is what messages call it). mpio: all ranks of comm open it together. */
-static tsr_err open_file(const char *name, const char *path, enum open_mode mode, int mpio,
-                         MPI_Comm comm, hid_t *file) {
+tsr_err tsr_output_open(const char *name, const char *path, enum tsr_output_open_mode mode,
+                        int mpio, MPI_Comm comm, hid_t *file) {
   *file = -1;
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   if (fapl < 0) return H5_FAIL("create a file access list", path);
@@ -274,11 +276,8 @@ static tsr_err attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
   return err;
 }
 
-/* Root attributes, the /fields group and empty datasets: collective metadata in parallel, so
- * every rank passes the same values. */
-static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, int nfield,
-                            const char *const *names, const tsr_output_opts *o,
-                            const char *path) {
+tsr_err tsr_output_write_root(hid_t file, const tsr_grid_meta *m, const tsr_output_opts *o,
+                              const char *path) {
   int dim = m->dim;
   int64_t cells[3] = {1, 1, 1}, step = m->step;
   for (int d = 0; d < dim; ++d) cells[d] = m->cells[d];
@@ -305,7 +304,16 @@ static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, i
     H5Tclose(str);
     TSR_CALL(err);
   }
+  return TSR_OK;
+}
 
+/* Root attributes, the /fields group and empty datasets: collective metadata in parallel, so
+ * every rank passes the same values. */
+static tsr_err write_layout(hid_t file, const tsr_grid_meta *m, const slab *s, int nfield,
+                            const char *const *names, const tsr_output_opts *o,
+                            const char *path) {
+  tsr_err err = tsr_output_write_root(file, m, o, path);
+  if (err) return err;
   hid_t g = H5Gcreate2(file, "fields", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (g < 0) return H5_FAIL("create group /fields", path);
   hid_t space = H5Screate_simple(s->rank, s->gdims, NULL);
@@ -398,7 +406,8 @@ static tsr_err step_end(int mpio, MPI_Comm comm, tsr_err err) {
 static void make_room(const char *tmp, int mpio, MPI_Comm comm) {
   int rank = 0;
   if (mpio) MPI_Comm_rank(comm, &rank);
-  if (rank == 0) (void)truncate(tmp, 0);
+  if (rank == 0 && truncate(tmp, 0) != 0) { /* the file is removed after the close anyway */
+  }
   if (mpio) MPI_Barrier(comm);
 }
 
@@ -439,6 +448,13 @@ static tsr_err fill_and_close(hid_t file, const char *tmp, const char *path, int
   return err;
 }
 
+tsr_err tsr_output_fill_close(hid_t file, const char *tmp, const char *path,
+                              const tsr_grid_meta *m, const tsr_output_slab *s, int nfield,
+                              const char *const *names, const double *const *data,
+                              const tsr_output_opts *o) {
+  return fill_and_close(file, tmp, path, 1, 0, MPI_COMM_SELF, m, s, nfield, names, data, o);
+}
+
 tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_meta *meta,
                                 const tsr_box *owned, int nfield, const char *const *names,
                                 const double *const *data, const tsr_output_opts *opts) {
@@ -455,7 +471,8 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
   if (full) inject_enospc = 0;
   double need = err ? 0 : tsr_output_estimate(meta, nfield, opts);
   if (!err && rank == 0) err = tsr_output_check_space(path, need);
-  if (full && !err && rank == 0) plant_enospc(tmp);
+  int parts = opts && opts->parts && opts->checksum && size > 1;
+  if (full && !err && rank == 0 && !parts) tsr_output_plant_enospc(tmp);
   err = agree(comm, err);
   if (err) goto out;
 
@@ -463,14 +480,28 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
    * ranks waiting in it, which only the watchdog ends; the space reserved after the create
    * keeps a real full disk out of them, but /dev/full cannot be reserved: the injected full
    * disk takes the ranks-in-turn path, where the error comes back to every rank */
+  if (parts) {
+    err = tsr_output_write_parts(comm, path, tmp, meta, owned, nfield, names, data, opts, full);
+    goto out;
+  }
   int mpio = TSR_MPIO && !(opts && opts->force_serial) && !full;
-  slab s = make_slab(meta->dim, meta->cells, owned);
+  slab s = tsr_output_make_slab(meta->dim, meta->cells, owned);
   hid_t file = -1;
   if (mpio) {
     err = agree(comm, open_file(tmp, path, OPEN_CREATE, 1, comm, &file));
-    if (!err && (err = agree(comm, rank == 0 ? tsr_output_reserve(tmp, path, need) : TSR_OK))) {
+    int reserved = 1;
+    if (!err && (err = agree(comm, rank == 0 ? tsr_output_reserve(tmp, path, need, &reserved)
+                                              : TSR_OK))) {
       make_room(tmp, 1, comm);
       H5Fclose(file);
+    } else if (!err && (MPI_Bcast(&reserved, 1, MPI_INT, 0, comm), !reserved)) {
+      /* nothing could be reserved (no fallocate there): a disk that fills now would stop
+       * parallel HDF5 inside its own collective calls, so the ranks write in turn instead,
+       * where a full disk comes back to every rank as an error */
+      H5Fclose(file);
+      if (rank == 0) remove(tmp);
+      mpio = 0;
+      MPI_Barrier(comm);
     } else if (!err) {
       err = agree(comm, fill_and_close(file, tmp, path, 1, 1, comm, meta, &s, nfield, names, data,
                                         opts));
@@ -494,7 +525,7 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
       tsr_err mine = TSR_OK;
       if (rank == turn && (turn == 0 || !s.empty)) {
         mine = open_file(tmp, path, turn == 0 ? OPEN_CREATE : OPEN_WRITE, 0, comm, &file);
-        if (!mine && turn == 0 && (mine = tsr_output_reserve(tmp, path, need))) {
+        if (!mine && turn == 0 && (mine = tsr_output_reserve(tmp, path, need, NULL))) {
           make_room(tmp, 0, comm);
           H5Fclose(file);
         } else if (!mine)
@@ -582,7 +613,7 @@ static void list_fields(hid_t g, char *buf, size_t n) {
  * Only the box check differs between ranks, so it comes last: every rank then holds the
  * dataset open or none does, and the collective closes match. */
 static tsr_err inspect(hid_t file, const char *path, const char *name, const tsr_box *owned,
-                       tsr_grid_meta *m, hid_t *dset) {
+                       int parted, tsr_grid_meta *m, hid_t *dset) {
   *dset = -1;
   TSR_CALL(read_meta(file, m, path));
   TSR_CHECK(H5Lexists(file, "fields", H5P_DEFAULT) > 0, TSR_ERR_INPUT,
@@ -597,9 +628,16 @@ static tsr_err inspect(hid_t file, const char *path, const char *name, const tsr
                        "'%s' has no field '%s' (it has: %s); check the field names of the model",
                        path, name, have[0] ? have : "none");
   }
-  *dset = H5Dopen2(g, name, H5P_DEFAULT);
+  hid_t dapl = parted ? tsr_output_parts_dapl(path) : H5P_DEFAULT;
+  *dset = dapl < 0 ? -1 : H5Dopen2(g, name, dapl);
+  if (*dset < 0) {
+    tsr_err e = H5_FAIL("open a field", path);
+    if (parted && dapl >= 0) H5Pclose(dapl);
+    H5Gclose(g);
+    return e;
+  }
+  if (parted) H5Pclose(dapl);
   H5Gclose(g);
-  if (*dset < 0) return H5_FAIL("open a field", path);
   hid_t sp = H5Dget_space(*dset), type = H5Dget_type(*dset);
   hsize_t dims[H5S_MAX_RANK];
   int nd = sp < 0 ? -1 : H5Sget_simple_extent_dims(sp, dims, NULL);
@@ -616,7 +654,10 @@ static tsr_err inspect(hid_t file, const char *path, const char *name, const tsr
             name, path, nd, nd > 0 ? (unsigned long long)dims[0] : 0,
             nd > 1 ? (unsigned long long)dims[1] : 0, nd > 2 ? (unsigned long long)dims[2] : 0,
             m->dim);
-  return check_box(owned, m->dim, m->cells, path);
+  TSR_CALL(check_box(owned, m->dim, m->cells, path));
+  if (!parted) return TSR_OK;
+  slab s = tsr_output_make_slab(m->dim, m->cells, owned);
+  return tsr_output_parts_check(file, *dset, path, &s);
 }
 
 static tsr_err check_readable(const char *path) {
@@ -641,13 +682,20 @@ tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
   err = agree(comm, err);
   if (err) goto out;
 
+  /* a file in parts is read by each rank on its own: its virtual datasets open the parts a
+   * rank's box touches, which differ between ranks */
+  int rank, parted = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) parted = tsr_output_is_parted(path);
+  MPI_Bcast(&parted, 1, MPI_INT, 0, comm);
+  int mpio = TSR_MPIO && !parted;
   hid_t file = -1, dset = -1;
   tsr_grid_meta m = {0};
-  err = agree(comm, open_file(path, path, OPEN_READ, TSR_MPIO, comm, &file));
-  if (!err) err = agree(comm, inspect(file, path, name, owned, &m, &dset));
+  err = agree(comm, open_file(path, path, OPEN_READ, mpio, comm, &file));
+  if (!err) err = agree(comm, inspect(file, path, name, owned, parted, &m, &dset));
   if (!err) {
-    slab s = make_slab(m.dim, m.cells, owned);
-    hid_t dxpl = make_dxpl(TSR_MPIO);
+    slab s = tsr_output_make_slab(m.dim, m.cells, owned);
+    hid_t dxpl = make_dxpl(mpio);
     tsr_err mine = dxpl < 0 ? H5_FAIL("create a transfer list", path)
                             : transfer(dset, dxpl, &s, 1, data, path);
     if (dxpl >= 0) H5Pclose(dxpl);

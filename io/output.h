@@ -44,8 +44,16 @@ typedef struct {
                               length (3D) */
 } tsr_output_layout;
 
+/* How ranks write a fields file (output.io): collective MPI-IO where HDF5 has it, else ranks
+ * in turn (auto); ranks in turn even where HDF5 is parallel (serial); checkpoints as parts
+ * written by all ranks at once under one file of virtual datasets (parts; auto chooses it for
+ * checkpoints of several ranks where HDF5 is serial). */
+enum { TSR_OUTPUT_IO_AUTO = 0, TSR_OUTPUT_IO_SERIAL = 1, TSR_OUTPUT_IO_PARTS = 2 };
+
 typedef struct {
   int force_serial; /* 1: ranks write their hyperslabs in turn even where HDF5 is parallel */
+  int parts;        /* 1 with checksum and several ranks: the file is written in parts, each
+                       rank's at the same time (io/output_internal.h tsr_output_write_parts) */
   int checksum;     /* 1: chunked datasets with Fletcher32 checksums (checkpoints); where a
                        parallel filtered write fails, the ranks write in turn instead */
   size_t chunk_bytes; /* checksummed datasets: the largest chunk (0: 4 MiB; tests use less to

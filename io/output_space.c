@@ -70,11 +70,13 @@ tsr_err tsr_output_check_space(const char *path, double need) {
  * blocks reserved here, past the end of the file, are the ones its writes then fill, so a full
  * disk is met here, on one rank, before any collective write. Where the file system has no
  * fallocate (EOPNOTSUPP) nothing is reserved. */
-tsr_err tsr_output_reserve(const char *tmp, const char *path, double need) {
+tsr_err tsr_output_reserve(const char *tmp, const char *path, double need, int *reserved) {
+  if (reserved) *reserved = 1;
   int fd = open(tmp, O_WRONLY);
   if (fd < 0) return TSR_OK; /* the open for writing that follows says what is wrong */
   int e = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)need) == 0 ? 0 : errno;
   close(fd);
+  if (reserved && e && e != ENOSPC && e != EDQUOT) *reserved = 0;
   TSR_CHECK(e != ENOSPC && e != EDQUOT, TSR_ERR_IO,
             "cannot write '%s': no space left on device (%.3g MB needed); free space there or "
             "write elsewhere (--out DIR or output.dir)",
@@ -85,5 +87,6 @@ tsr_err tsr_output_reserve(const char *tmp, const char *path, double need) {
 void tsr_output_release_reserve(const char *tmp) {
   struct stat st;
   /* truncating to its own size gives back the reserved blocks the file did not use */
-  if (stat(tmp, &st) == 0) (void)truncate(tmp, st.st_size);
+  if (stat(tmp, &st) == 0 && truncate(tmp, st.st_size) != 0) { /* the blocks stay reserved */
+  }
 }

@@ -93,7 +93,7 @@ static void write_staged(tsr_ckpt_writer *w) {
    * depend on which thread was faster) */
   join_pruner(w);
   if (!err)
-    err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.serial_io,
+    err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.io,
                                w->threads, x->dt, w->case_text, w->case_hash, 0, &w->shape.box,
                                c->ncomp, tsr_models[c->model].comp, NULL, &w->layout,
                                &w->committed);

@@ -102,8 +102,10 @@ tsr_err tsr_fault_check(const tsr_fault *f, int size, int64_t nsteps, const tsr_
   return TSR_OK;
 }
 
-/* File offset and size of the first chunk of /fields/<first>, or 0 when not found. */
-static int first_chunk(const char *path, haddr_t *addr, hsize_t *size) {
+/* File offset and size of the first chunk of /fields/<first>, or 0 when not found. In a file
+ * written in parts (io/output.h, output.io: parts) the chunk is in the first part, whose name
+ * replaces path (n bytes). */
+static int first_chunk(char *path, size_t n, haddr_t *addr, hsize_t *size) {
   int found = 0;
   H5E_auto2_t fn;
   void *data;
@@ -122,6 +124,16 @@ static int first_chunk(const char *path, haddr_t *addr, hsize_t *size) {
     if (sp >= 0 && H5Dget_chunk_info(d, sp, 0, off, &mask, addr, size) >= 0 && *size > 8 &&
         *addr != HADDR_UNDEF)
       found = 1;
+    hid_t dcpl = found || d < 0 ? -1 : H5Dget_create_plist(d);
+    char part[512];
+    if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL &&
+        H5Pget_virtual_filename(dcpl, 0, part, sizeof part) > 0) {
+      char *slash = strrchr(path, '/');
+      if (slash) snprintf(slash + 1, n - (size_t)(slash + 1 - path), "%s", part);
+      else snprintf(path, n, "%s", part);
+      found = 2;
+    }
+    if (dcpl >= 0) H5Pclose(dcpl);
     if (sp >= 0) H5Sclose(sp);
     if (d >= 0) H5Dclose(d);
   }
@@ -137,7 +149,12 @@ tsr_err tsr_fault_damage_file(const char *path) {
   hsize_t size = 0;
   off_t at = 0; /* the superblock signature, when no chunk is found */
   size_t n = 8;
-  if (first_chunk(path, &addr, &size)) at = (off_t)(addr + size / 2);
+  char target[4096];
+  snprintf(target, sizeof target, "%s", path);
+  int found = first_chunk(target, sizeof target, &addr, &size);
+  if (found == 2) found = first_chunk(target, sizeof target, &addr, &size) == 1;
+  if (found) at = (off_t)(addr + size / 2);
+  path = target;
   int fd = open(path, O_RDWR);
   unsigned char b[8] = {0};
   int ok = fd >= 0 && pread(fd, b, n, at) == (ssize_t)n;

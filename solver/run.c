@@ -399,7 +399,7 @@ static tsr_err start_snapshots(tsr_run_ctx *x) {
   tsr_grid_meta grid = grid_meta(c, 0.0, 0);
   /* a single-precision state has no more digits to show: its snapshots are float32 too */
   tsr_snapshot_opts so = {c->output.snapshot_single || c->precision == TSR_PRECISION_SINGLE,
-                          c->output.serial_io};
+                          c->output.io == TSR_OUTPUT_IO_SERIAL};
   TSR_CALL(tsr_snapshot_open(x->comm, x->out_dir, &grid, c->ncomp, tsr_models[c->model].comp,
                              x->opts.restart ? x->start_step : -1, &so, &x->snap));
   int removed = tsr_snapshot_removed(x->snap);
@@ -463,7 +463,7 @@ static tsr_err write_final(tsr_run_ctx *x, double t) {
   tsr_grid_meta meta = grid_meta(c, t, x->nsteps);
   char path[4200];
   snprintf(path, sizeof path, "%s/final.h5", x->out_dir);
-  tsr_output_opts oo = {.force_serial = c->output.serial_io};
+  tsr_output_opts oo = {.force_serial = c->output.io == TSR_OUTPUT_IO_SERIAL};
   err = tsr_output_write_fields(x->comm, path, &meta, &x->box, c->ncomp,
                                 tsr_models[c->model].comp, data, &oo);
   free(buf);
