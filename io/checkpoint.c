@@ -16,18 +16,22 @@
 #define PATH_MAX_ 4096
 #define MAX_CAND 256
 
-/* step of "checkpoint_<digits>.h5", or -1 for any other name */
-static int64_t step_of(const char *name) {
+/* step of "checkpoint_<8 or more digits><rest>" with rest ".h5" (part 0: a checkpoint) or
+ * starting ".part" (part 1: one of its parts, io/output_parts.c), or -1 for any other name */
+static int64_t step_named(const char *name, int part) {
   const char *p = name + strlen("checkpoint_");
   if (strncmp(name, "checkpoint_", strlen("checkpoint_")) != 0) return -1;
   char *end;
   errno = 0;
   long long v = strtoll(p, &end, 10);
-  if (end - p < 8 || errno || strcmp(end, ".h5") != 0 || v < 0) return -1;
+  if (end - p < 8 || errno || v < 0) return -1;
+  if (part ? strncmp(end, ".part", 5) != 0 : strcmp(end, ".h5") != 0) return -1;
   for (const char *q = p; q < end; ++q)
     if (*q < '0' || *q > '9') return -1;
   return (int64_t)v;
 }
+
+static int64_t step_of(const char *name) { return step_named(name, 0); }
 
 static int by_step_desc(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -96,25 +100,13 @@ static void read_latest(const char *dir, char *line, size_t n) {
   fclose(fp);
 }
 
-/* step of "checkpoint_<digits>.part<digits>.h5" (a part of a checkpoint written in parts,
- * io/output_parts.c), or -1 */
-static int64_t part_step(const char *name) {
-  const char *p = name + strlen("checkpoint_");
-  if (strncmp(name, "checkpoint_", strlen("checkpoint_")) != 0) return -1;
-  char *end;
-  errno = 0;
-  long long v = strtoll(p, &end, 10);
-  if (end - p < 8 || errno || v < 0 || strncmp(end, ".part", 5) != 0) return -1;
-  return (int64_t)v;
-}
-
 /* Removes the parts of the checkpoints of dir that are neither among keep[0..nkeep) nor newer
  * than the newest of them: those of removed checkpoints, and those a failed write left. */
 static void prune_parts(const char *dir, const int64_t *keep, int nkeep) {
   DIR *d = opendir(dir);
   if (!d) return;
   for (struct dirent *e; (e = readdir(d));) {
-    int64_t s = part_step(e->d_name);
+    int64_t s = step_named(e->d_name, 1);
     int kept = s < 0 || nkeep == 0 || s > keep[0];
     for (int i = 0; i < nkeep && !kept; ++i) kept = s == keep[i];
     if (kept) continue;
