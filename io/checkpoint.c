@@ -151,13 +151,35 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
   file_name(name, sizeof name, meta->step);
   snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(hash, sizeof hash, "%016" PRIx64, case_hash);
-  tsr_output_attr attrs[] = {
-      {"dt", NULL, dt}, {"case_text", case_text ? case_text : "", 0}, {"case_hash", hash, 0}};
+  /* the decomposition that wrote it (lo x y z, hi x y z per rank): the datasets do not depend
+   * on it, but a user or the rebalancer may want to know it */
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int64_t mine[6], *boxes = malloc((size_t)size * 6 * sizeof *boxes);
+  for (int d = 0; d < 3; ++d) {
+    mine[d] = owned->lo[d];
+    mine[3 + d] = owned->hi[d];
+  }
+  tsr_err merr = tsr_output_agree(
+      comm, boxes ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                             "out of memory writing '%s'", path));
+  if (merr) {
+    free(boxes);
+    return merr;
+  }
+  MPI_Allgather(mine, 6, MPI_INT64_T, boxes, 6, MPI_INT64_T, comm);
+  tsr_output_attr attrs[] = {{.name = "dt", .num = dt},
+                             {.name = "case_text", .str = case_text ? case_text : ""},
+                             {.name = "case_hash", .str = hash},
+                             {.name = "boxes", .ints = boxes, .nint = 6 * size}};
   int parts = io == TSR_OUTPUT_IO_PARTS ||
               (io == TSR_OUTPUT_IO_AUTO && !tsr_output_parallel_available());
-  tsr_output_opts oo = {.force_serial = io == TSR_OUTPUT_IO_SERIAL, .parts = parts, .checksum = 1, .threads = threads, .nattr = 3,
-                        .attrs = attrs, .layout = layout};
+  tsr_output_opts oo = {.force_serial = io == TSR_OUTPUT_IO_SERIAL, .parts = parts,
+                        .checksum = 1, .threads = threads, .nattr = 4, .attrs = attrs,
+                        .layout = layout};
   tsr_err werr = tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo);
+  free(boxes);
   if (werr) {
     /* nothing of this checkpoint is left (the temporary is removed); say what still holds */
     tsr_err_append("the previous checkpoint and '%s/latest' are unchanged: once the cause is "
@@ -165,8 +187,6 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
     return werr;
   }
   if (committed) *committed = 1;
-  int rank;
-  MPI_Comm_rank(comm, &rank);
   tsr_err err = TSR_OK;
   if (rank == 0) {
     err = write_latest(dir, name);

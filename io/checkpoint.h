@@ -1,7 +1,8 @@
 /* Checkpoints (DESIGN.md, State on disk): DIR/checkpoint_<step, 8 digits>.h5 holds the state
  * as global datasets /fields/<comp> (chunked, Fletcher32 checksums), independent of the
  * decomposition, and root attributes step, time, dt, case_text, case_hash (16 hex digits),
- * tessera_version, lo, hi, cells. DIR/latest names the newest; the newest `keep` are kept. */
+ * tessera_version, lo, hi, cells, boxes (int64, lo x y z then hi x y z of each rank's owned
+ * box, in rank order: the decomposition that wrote it). DIR/latest names the newest; the newest `keep` are kept. */
 #ifndef TSR_CHECKPOINT_H
 #define TSR_CHECKPOINT_H
 

@@ -294,6 +294,10 @@ tsr_err tsr_output_write_root(hid_t file, const tsr_grid_meta *m, const tsr_outp
   TSR_CALL(err);
   for (int i = 0; o && i < o->nattr; ++i) {
     const tsr_output_attr *a = &o->attrs[i];
+    if (!a->str && a->ints) {
+      TSR_CALL(attr_write(file, a->name, H5T_STD_I64LE, H5T_NATIVE_INT64, a->nint, a->ints, path));
+      continue;
+    }
     if (!a->str) {
       TSR_CALL(attr_write(file, a->name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, &a->num, path));
       continue;

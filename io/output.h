@@ -25,11 +25,14 @@ typedef struct {
                   asked for in single; 0: float64 */
 } tsr_grid_meta;
 
-/* An extra root attribute: a string when str is not NULL, else one float64. */
+/* An extra root attribute: a string when str is not NULL, nint int64 values when ints is not
+ * NULL, else one float64. */
 typedef struct {
   const char *name;
   const char *str;
   double num;
+  const int64_t *ints;
+  int nint;
 } tsr_output_attr;
 
 /* Where the fields' values lie when they are not each a contiguous array of the owned box's

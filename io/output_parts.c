@@ -51,7 +51,8 @@ static tsr_err write_part(const char *ppath, const char *path, const char *id,
     local.lo[d] = 0;
     local.hi[d] = pm.cells[d];
   }
-  tsr_output_attr attrs[] = {{"part_of", base_of(path), 0}, {"parts_id", id, 0}};
+  tsr_output_attr attrs[] = {{.name = "part_of", .str = base_of(path)},
+                             {.name = "parts_id", .str = id}};
   tsr_output_opts po = *opts;
   po.parts = 0;
   po.nattr = 2;
@@ -135,8 +136,8 @@ static tsr_err write_master(const char *tmp, const char *path, const char *id,
   tsr_output_attr *attrs = malloc((size_t)(opts->nattr + 2) * sizeof *attrs);
   if (!attrs) return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory writing '%s'", path);
   if (opts->nattr) memcpy(attrs, opts->attrs, (size_t)opts->nattr * sizeof *attrs);
-  attrs[opts->nattr] = (tsr_output_attr){"parts_id", id, 0};
-  attrs[opts->nattr + 1] = (tsr_output_attr){"parts", NULL, nparts};
+  attrs[opts->nattr] = (tsr_output_attr){.name = "parts_id", .str = id};
+  attrs[opts->nattr + 1] = (tsr_output_attr){.name = "parts", .num = nparts};
   tsr_output_opts mo = *opts;
   mo.nattr = opts->nattr + 2;
   mo.attrs = attrs;

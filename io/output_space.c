@@ -38,7 +38,7 @@ double tsr_output_estimate(const tsr_grid_meta *m, int nfield, const tsr_output_
   double need = 8.0 * nfield * cells; /* float32 files take less */
   need += 65536.0 + 16384.0 * nfield; /* superblock, headers, chunk indexes, attributes */
   for (int i = 0; o && i < o->nattr; ++i)
-    if (o->attrs[i].str) need += (double)strlen(o->attrs[i].str);
+    need += o->attrs[i].str ? (double)strlen(o->attrs[i].str) : 8.0 * o->attrs[i].nint;
   return need;
 }
 

@@ -54,8 +54,15 @@ echo "$hdr" | grep -q "DATASPACE  SIMPLE { ( 16, 18, 20 )" && [ "$(echo "$hdr" |
   echo "$hdr" | grep -q 'FILE "checkpoint_00000009.part0002.h5"' &&
   pass "checkpoint /fields/u: virtual [16][18][20], three parts" || { echo "$hdr" | head -30; failure "virtual layout"; }
 attrs=$(h5dump -A -H "$c9" | grep -o 'ATTRIBUTE "[a-z_]*"' | tr -d '"' | awk '{print $2}' | sort | paste -sd' ' -)
-[ "$attrs" = "case_hash case_text cells dt hi lo parts parts_id step tessera_version time" ] &&
+[ "$attrs" = "boxes case_hash case_text cells dt hi lo parts parts_id step tessera_version time" ] &&
   pass "checkpoint attributes: $attrs" || failure "checkpoint attributes: $attrs"
+# boxes: the three ranks' boxes, which tile the grid (cells 20 x 18 x 16 = 5760)
+cells=$(h5dump -a /boxes "$c9" | sed -n '/DATA {/,/}/p' | sed 's/([0-9]*)://g' | tr -d ',' |
+  awk '{for (i = 1; i <= NF; ++i) if ($i ~ /^[0-9]+$/) v[n++] = $i}
+    END {if (n != 18) {print "n=" n; exit}
+         for (b = 0; b < 18; b += 6) t += (v[b+3] - v[b]) * (v[b+4] - v[b+1]) * (v[b+5] - v[b+2]); print t}')
+[ "$cells" = 5760 ] && pass "boxes: three ranks' boxes covering 5760 cells" ||
+  { h5dump -a /boxes "$c9" | head -20; failure "boxes attribute: $cells"; }
 phdr=$(h5dump -p -H -A "$out/checkpoint_00000009.part0001.h5" 2>&1)
 echo "$phdr" | grep -q CHUNKED && echo "$phdr" | grep -q FLETCHER32 &&
   echo "$phdr" | grep -q '"checkpoint_00000009.h5"' &&
