@@ -200,66 +200,47 @@ static const char *io_kind(const bench_opts *o) {
   return !strcmp(o->io, "serial") || !par ? "ranks in turn" : "parallel";
 }
 
-/* The disk ceiling: seconds for rank 0 (all: every rank, its share, into a file of its own, at
- * the same time) to write bytes with plain write() (4 MiB at a time) into a new file in dir and
- * close it, median of 3; the file is removed after each. */
+/* Seconds to write bytes with plain write() (4 MiB at a time) into the new file path and close
+ * it; the file is removed after. Aborts the run when the write fails. */
+static double timed_write(const char *path, double bytes) {
+  size_t piece = (size_t)4 << 20;
+  char *buf = malloc(piece);
+  if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
+  memset(buf, 0x5a, piece);
+  double t0 = MPI_Wtime();
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), ok = fd >= 0;
+  for (double left = bytes; ok && left > 0; left -= (double)piece) {
+    size_t n = left < (double)piece ? (size_t)left : piece;
+    ok = write(fd, buf, n) == (ssize_t)n;
+  }
+  if (fd >= 0 && close(fd) != 0) ok = 0;
+  double t = MPI_Wtime() - t0;
+  unlink(path);
+  free(buf);
+  if (!ok) {
+    fprintf(stderr, "checkpoint bench: cannot write %s for the disk ceiling\n", path);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return t;
+}
+
+/* The disk ceiling: seconds for rank 0 to write bytes into a new file in dir (all: every rank
+ * its share into a file of its own, at the same time, the slowest rank's time), median of 3. */
 static double disk_write(const char *dir, double bytes, int all) {
   double t[3] = {0, 0, 0};
-  if (all) bytes /= nranks;
-  for (int r = 0; r < 3 && all; ++r) { /* the slowest rank's time, each rank its own file */
-    double t0, mine;
-    char path[4300];
-    snprintf(path, sizeof path, "%s/disk_ceiling.%d.bin", dir, rank);
-    size_t piece = (size_t)4 << 20;
-    char *buf = malloc(piece);
-    if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
-    memset(buf, 0x5a, piece);
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), ok = fd >= 0;
-    for (double left = bytes; ok && left > 0; left -= (double)piece) {
-      size_t n = left < (double)piece ? (size_t)left : piece;
-      ok = write(fd, buf, n) == (ssize_t)n;
+  char path[4300];
+  if (all) snprintf(path, sizeof path, "%s/disk_ceiling.%d.bin", dir, rank);
+  else snprintf(path, sizeof path, "%s/disk_ceiling.bin", dir);
+  for (int r = 0; r < 3; ++r) {
+    if (all) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double mine = timed_write(path, bytes / nranks);
+      MPI_Allreduce(&mine, &t[r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+      t[r] = timed_write(path, bytes);
     }
-    if (fd >= 0 && close(fd) != 0) ok = 0;
-    mine = MPI_Wtime() - t0;
-    unlink(path);
-    free(buf);
-    if (!ok) {
-      fprintf(stderr, "checkpoint bench: cannot write %s for the disk ceiling\n", path);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    MPI_Allreduce(&mine, &t[r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   }
-  if (all) {
-    qsort(t, 3, sizeof *t, cmp_double);
-    return t[1];
-  }
-  if (rank == 0) {
-    size_t piece = (size_t)4 << 20;
-    char *buf = malloc(piece), path[4300];
-    if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
-    memset(buf, 0x5a, piece);
-    snprintf(path, sizeof path, "%s/disk_ceiling.bin", dir);
-    for (int r = 0; r < 3; ++r) {
-      double t0 = MPI_Wtime();
-      int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int ok = fd >= 0;
-      for (double left = bytes; ok && left > 0; left -= (double)piece) {
-        size_t n = left < (double)piece ? (size_t)left : piece;
-        ok = write(fd, buf, n) == (ssize_t)n;
-      }
-      if (fd >= 0 && close(fd) != 0) ok = 0;
-      t[r] = MPI_Wtime() - t0;
-      unlink(path);
-      if (!ok) {
-        fprintf(stderr, "checkpoint bench: cannot write %s for the disk ceiling\n", path);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-      }
-    }
-    free(buf);
-    qsort(t, 3, sizeof *t, cmp_double);
-  }
+  qsort(t, 3, sizeof *t, cmp_double);
   MPI_Bcast(&t[1], 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return t[1];
 }
