@@ -36,7 +36,10 @@ void tsr_io_unlock(void) { pthread_mutex_unlock(&io_mutex); }
 
 /* HDF5 prints its whole error stack to stderr by default; we report one message of our own,
  * and restore the caller's setting on the way out. */
-typedef tsr_output_quiet quiet_state;
+typedef struct {
+  H5E_auto2_t func;
+  void *data;
+} quiet_state;
 
 static quiet_state h5_quiet(void) {
   quiet_state q = {NULL, NULL};
@@ -46,9 +49,6 @@ static quiet_state h5_quiet(void) {
 }
 
 static void h5_restore(quiet_state q) { H5Eset_auto2(H5E_DEFAULT, q.func, q.data); }
-
-tsr_output_quiet tsr_output_quiet_on(void) { return h5_quiet(); }
-void tsr_output_quiet_off(tsr_output_quiet q) { h5_restore(q); }
 
 typedef struct {
   char *buf;
@@ -217,11 +217,6 @@ static tsr_err check_write_args(const char *path, const tsr_grid_meta *meta, con
 
 /* ---- files ----------------------------------------------------------------------------- */
 
-#define OPEN_CREATE TSR_OUTPUT_CREATE
-#define OPEN_WRITE TSR_OUTPUT_WRITE
-#define OPEN_READ TSR_OUTPUT_READ
-#define open_file tsr_output_open
-
 tsr_err tsr_output_open(const char *name, const char *path, enum tsr_output_open_mode mode,
                         int mpio, MPI_Comm comm, hid_t *file) {
   *file = -1;
@@ -238,7 +233,7 @@ tsr_err tsr_output_open(const char *name, const char *path, enum tsr_output_open
   (void)comm;
 #endif
   char why[1024];
-  if (mode == OPEN_CREATE) {
+  if (mode == TSR_OUTPUT_CREATE) {
     /* the root's attributes in dense storage (a heap; the 1.8 file format): the case text is
      * one of them, and a compact attribute stops at 64 KiB ("object header message is too
      * large") */
@@ -249,12 +244,12 @@ tsr_err tsr_output_open(const char *name, const char *path, enum tsr_output_open
     if (*file < 0) h5_reason(why, sizeof why); /* before the next call clears the stack */
     if (fcpl >= 0) H5Pclose(fcpl);
   } else {
-    *file = H5Fopen(name, mode == OPEN_READ ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl);
+    *file = H5Fopen(name, mode == TSR_OUTPUT_READ ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl);
     if (*file < 0) h5_reason(why, sizeof why);
   }
   H5Pclose(fapl);
   if (*file >= 0) return TSR_OK;
-  if (mode == OPEN_READ)
+  if (mode == TSR_OUTPUT_READ)
     return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                        "cannot read '%s': not an HDF5 file or damaged (%s)", path, why);
   if (full_disk(__LINE__, why, path)) return TSR_ERR_IO;
@@ -492,7 +487,7 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
   slab s = tsr_output_make_slab(meta->dim, meta->cells, owned);
   hid_t file = -1;
   if (mpio) {
-    err = agree(comm, open_file(tmp, path, OPEN_CREATE, 1, comm, &file));
+    err = agree(comm, tsr_output_open(tmp, path, TSR_OUTPUT_CREATE, 1, comm, &file));
     int reserved = 1;
     if (!err && (err = agree(comm, rank == 0 ? tsr_output_reserve(tmp, path, need, &reserved)
                                               : TSR_OK))) {
@@ -528,7 +523,8 @@ tsr_err tsr_output_write_fields(MPI_Comm comm, const char *path, const tsr_grid_
     for (int turn = 0; turn < size && !err; ++turn) {
       tsr_err mine = TSR_OK;
       if (rank == turn && (turn == 0 || !s.empty)) {
-        mine = open_file(tmp, path, turn == 0 ? OPEN_CREATE : OPEN_WRITE, 0, comm, &file);
+        mine = tsr_output_open(tmp, path, turn == 0 ? TSR_OUTPUT_CREATE : TSR_OUTPUT_WRITE, 0,
+                               comm, &file);
         if (!mine && turn == 0 && (mine = tsr_output_reserve(tmp, path, need, NULL))) {
           make_room(tmp, 0, comm);
           H5Fclose(file);
@@ -695,7 +691,7 @@ tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
   int mpio = TSR_MPIO && !parted;
   hid_t file = -1, dset = -1;
   tsr_grid_meta m = {0};
-  err = agree(comm, open_file(path, path, OPEN_READ, mpio, comm, &file));
+  err = agree(comm, tsr_output_open(path, path, TSR_OUTPUT_READ, mpio, comm, &file));
   if (!err) err = agree(comm, inspect(file, path, name, owned, parted, &m, &dset));
   if (!err) {
     slab s = tsr_output_make_slab(m.dim, m.cells, owned);
@@ -741,7 +737,7 @@ static tsr_err open_for_attrs(const char *path, hid_t *file) {
   *file = -1;
   tsr_err err = check_readable(path);
   if (err) return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s", tsr_err_message());
-  return open_file(path, path, OPEN_READ, 0, MPI_COMM_SELF, file);
+  return tsr_output_open(path, path, TSR_OUTPUT_READ, 0, MPI_COMM_SELF, file);
 }
 
 tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, char *str,

@@ -72,14 +72,6 @@ tsr_err tsr_output_fill_close(hid_t file, const char *tmp, const char *path,
 /* tmp becomes a link to /dev/full (--inject-fault kind=enospc), before anything opens it. */
 void tsr_output_plant_enospc(const char *tmp);
 
-/* HDF5 prints its error stack unless told not to: off (h5_quiet) and back. */
-typedef struct {
-  H5E_auto2_t func;
-  void *data;
-} tsr_output_quiet;
-tsr_output_quiet tsr_output_quiet_on(void);
-void tsr_output_quiet_off(tsr_output_quiet q);
-
 /* ---- checkpoints in parts (io/output_parts.c) ------------------------------------------ */
 
 /* Writes the fields file path as parts: every rank with cells writes its box, at the same time
