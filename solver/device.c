@@ -17,6 +17,11 @@ tsr_err tsr_device_count_why(int *n, const char **why) {
 }
 
 tsr_err tsr_device_count(int *n) { return tsr_device_count_why(n, NULL); }
+
+void tsr_device_usable(const char *host, int *usable, int *seen) {
+  (void)host;
+  *usable = *seen = 0;
+}
 #endif
 
 #ifdef TSR_HAVE_CUDA

@@ -22,6 +22,13 @@ tsr_err tsr_device_count(int *n);
  * *why is static storage; set to "" when *n > 0. */
 tsr_err tsr_device_count_why(int *n, const char **why);
 
+/* Of the GPUs this process sees (*seen), how many work (*usable): each in turn is made
+ * current, given a context, an allocation and a memset that completes, then reset. A GPU
+ * that fails is named on stderr with the runtime's reason, prefixed with host. Not
+ * collective; call it from one process per node, before any other CUDA work in the process
+ * (it resets the devices). Always 0 and 0 in a build without CUDA. */
+void tsr_device_usable(const char *host, int *usable, int *seen);
+
 /* Picks this rank's GPU: local rank r of the ranks of comm on the same node
  * (MPI_Comm_split_type SHARED) gets device r, made current with cudaSetDevice; *device = r.
  * Collective over comm; every rank returns the same code (the message of the lowest failing

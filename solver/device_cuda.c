@@ -1,6 +1,7 @@
 /* The CUDA and NCCL half of solver/device.h; device.c holds the MPI logic around it. */
 #include "solver/device.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels/cuda_util.h"
@@ -23,6 +24,41 @@ tsr_err tsr_device_count_why(int *n, const char **why) {
 }
 
 tsr_err tsr_device_count(int *n) { return tsr_device_count_why(n, NULL); }
+
+/* One GPU's trial; cudaSuccess when it works. */
+static cudaError_t try_device(int i) {
+  void *p = NULL;
+  cudaError_t e = cudaSetDevice(i); /* creates the context since CUDA 12 */
+  if (e == cudaSuccess) e = cudaMalloc(&p, 1 << 20);
+  if (e == cudaSuccess) e = cudaMemset(p, 0x5a, 1 << 20);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (p) cudaFree(p);
+  return e;
+}
+
+void tsr_device_usable(const char *host, int *usable, int *seen) {
+  *usable = *seen = 0;
+  const char *why;
+  if (tsr_device_count_why(seen, &why) != TSR_OK) {
+    fprintf(stderr, "tessera probe: node %s: the CUDA runtime fails: %s\n", host,
+            tsr_err_message());
+    *seen = 0;
+    return;
+  }
+  for (int i = 0; i < *seen; ++i) {
+    cudaError_t e = try_device(i);
+    if (e == cudaSuccess) {
+      ++*usable;
+    } else {
+      char bus[32] = "?";
+      if (cudaDeviceGetPCIBusId(bus, sizeof bus, i) != cudaSuccess) snprintf(bus, sizeof bus, "?");
+      fprintf(stderr, "tessera probe: node %s: GPU %d (PCI %s) is not usable: %s\n", host, i,
+              bus, cudaGetErrorString(e));
+    }
+    cudaGetLastError();
+    cudaDeviceReset(); /* leaves the GPU to the run that follows */
+  }
+}
 
 /* Since CUDA 12 cudaSetDevice also creates the context, so a GPU that is busy in exclusive
  * mode or out of memory fails here, where every rank can still agree on it. */

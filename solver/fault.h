@@ -46,8 +46,9 @@ tsr_err tsr_fault_damage_file(const char *path);
 
 /* Refuses a fault that cannot fire in this run: rank R outside 0..size-1, step S past the
  * run's nsteps, corrupt or enospc at a step that writes no checkpoint (as `every` schedules
- * them with time step dt, none at the last step; every NULL: no checkpoints). Errors:
- * TSR_ERR_INPUT. */
+ * them with time step dt, none at the last step; every NULL: no checkpoints). A fault that
+ * is not armed (a relaunch, tsr_fault_armed) is not checked: it never fires, and a relaunch
+ * on fewer ranks may have lost its rank. Errors: TSR_ERR_INPUT. */
 tsr_err tsr_fault_check(const tsr_fault *f, int size, int64_t nsteps, const tsr_case_every *every,
                         double dt);
 

@@ -90,3 +90,56 @@ tsr_err tsr_info_print(MPI_Comm comm, FILE *out) {
   fflush(out);
   return TSR_OK;
 }
+
+/* A string's hash as an MPI_Comm_split colour (non-negative). */
+static int colour(const char *s) {
+  unsigned h = 2166136261u; /* FNV-1a */
+  for (; *s; ++s) h = (h ^ (unsigned char)*s) * 16777619u;
+  return (int)(h & 0x7fffffff);
+}
+
+tsr_err tsr_info_probe(MPI_Comm comm, FILE *out) {
+  int rank, size, local_rank, len;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  struct {
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int leader, usable, seen;
+  } me, *all = NULL;
+  memset(&me, 0, sizeof me);
+  MPI_Get_processor_name(me.name, &len);
+  const char *pretend = getenv("TESSERA_PROBE_NODE");
+  if (pretend && *pretend) snprintf(me.name, sizeof me.name, "%s", pretend);
+  MPI_Comm node, named;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_split(node, colour(me.name), rank, &named);
+  MPI_Comm_rank(named, &local_rank);
+  MPI_Comm_free(&named);
+  MPI_Comm_free(&node);
+  me.leader = local_rank == 0;
+  if (me.leader) {
+    const char *fake = getenv("TESSERA_PROBE_GPUS");
+    if (fake && *fake) me.usable = me.seen = atoi(fake);
+    else tsr_device_usable(me.name, &me.usable, &me.seen);
+  }
+  if (rank == 0) all = malloc((size_t)size * sizeof *all);
+  int ok = rank != 0 || all;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, comm);
+  if (!ok) return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "probe: out of memory");
+  MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, comm);
+  if (rank != 0) return TSR_OK;
+  int nodes = 0, usable = 0, seen = 0;
+  for (int r = 0; r < size; ++r) {
+    if (!all[r].leader) continue;
+    fprintf(out, "tessera probe: node %s: %d of %d GPUs usable\n", all[r].name, all[r].usable,
+            all[r].seen);
+    ++nodes;
+    usable += all[r].usable;
+    seen += all[r].seen;
+  }
+  fprintf(out, "tessera probe: total %d of %d GPUs usable on %d node%s\n", usable, seen, nodes,
+          nodes == 1 ? "" : "s");
+  fflush(out);
+  free(all);
+  return TSR_OK;
+}

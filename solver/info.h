@@ -15,4 +15,13 @@
  * Collective over comm. Returns TSR_OK: what is missing or failing is part of the text. */
 tsr_err tsr_info_print(MPI_Comm comm, FILE *out);
 
+/* `tessera probe`, which tessera supervise launches the way it launches the run: on one rank
+ * per node, counts the GPUs that work (tsr_device_usable), and prints on rank 0 of comm one
+ * line per node, "tessera probe: node NAME: U of S GPUs usable" (nodes in the order of their
+ * first rank), then "tessera probe: total U of S GPUs usable on N node(s)". For tests,
+ * TESSERA_PROBE_NODE splits a node's ranks into pretend nodes of that name, and
+ * TESSERA_PROBE_GPUS=k stands in for the count (k usable of k). Collective over comm.
+ * A GPU that fails is counted out and named on stderr, not an error. Errors: TSR_ERR_MEMORY. */
+tsr_err tsr_info_probe(MPI_Comm comm, FILE *out);
+
 #endif

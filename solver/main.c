@@ -19,6 +19,7 @@ static const char usage[] =
     "                   [--restart latest|FILE [--restart-force]] [--inject-fault SPEC]\n"
     "       tessera check CASE.yaml [--ranks N] [--set KEY=VALUE]...\n"
     "       tessera info\n"
+    "       tessera probe\n"
     "       tessera supervise [--max-restarts N] -- LAUNCH COMMAND...\n"
     "       tessera --help | --version\n"
     "\n"
@@ -31,6 +32,8 @@ static const char usage[] =
     "  info    print the version, the build (CUDA on/off), the MPI, HDF5, libyaml, muparser\n"
     "          and OpenMP in use, and this node's GPUs: CUDA and NCCL versions, each GPU,\n"
     "          peer access and links between them. Takes no case file.\n"
+    "  probe   count the GPUs that work on every node of the launch (one line per node and\n"
+    "          a total); tessera supervise runs it through the launcher before relaunching.\n"
     "  supervise  run LAUNCH COMMAND (e.g. mpirun -np 4 tessera run case.yaml) and, when it\n"
     "          fails (exit code other than 0 and 2), relaunch it with --restart latest, up to\n"
     "          N times (default 3), on fewer ranks when GPUs were lost; see README.md.\n"
@@ -129,8 +132,8 @@ static int parse(int argc, char **argv, int rank, cli *o) {
     } else if (a[0] == '-' && a[1]) {
       return say(rank, EXIT_BAD_INPUT, "unknown option '%s' (see tessera --help)%s", a, "");
     } else if (!o->command) {
-      if (strcmp(a, "run") && strcmp(a, "check") && strcmp(a, "info"))
-        return say(rank, EXIT_BAD_INPUT, "unknown command '%s': expected run, check or info (see tessera --help)%s", a, "");
+      if (strcmp(a, "run") && strcmp(a, "check") && strcmp(a, "info") && strcmp(a, "probe"))
+        return say(rank, EXIT_BAD_INPUT, "unknown command '%s': expected run, check, info, probe or supervise (see tessera --help)%s", a, "");
       o->command = a;
     } else if (!o->case_path) {
       o->case_path = a;
@@ -142,11 +145,11 @@ static int parse(int argc, char **argv, int rank, cli *o) {
     if (rank == 0) fputs(usage, stderr);
     return EXIT_BAD_INPUT;
   }
-  if (!strcmp(o->command, "info")) {
+  if (!strcmp(o->command, "info") || !strcmp(o->command, "probe")) {
     if (o->case_path)
-      return say(rank, EXIT_BAD_INPUT, "info takes no case file, got '%s': tessera info%s", o->case_path, "");
+      return say(rank, EXIT_BAD_INPUT, "%s takes no case file, got '%s'", o->command, o->case_path);
     if (o->nset || o->out_dir || o->ranks || o->restart || o->restart_force || o->fault)
-      return say(rank, EXIT_BAD_INPUT, "info takes no options (--set, --out, --ranks belong to run and check)%s%s", "", "");
+      return say(rank, EXIT_BAD_INPUT, "%s takes no options (--set, --out, --ranks belong to run and check)%s", o->command, "");
     return -1;
   }
   if (!o->case_path)
@@ -188,6 +191,9 @@ int main(int argc, char **argv) {
   tsr_case *c = NULL;
   if (code < 0 && !strcmp(o.command, "info")) {
     tsr_err err = tsr_info_print(MPI_COMM_WORLD, stdout);
+    code = err ? fail(rank, err) : 0;
+  } else if (code < 0 && !strcmp(o.command, "probe")) {
+    tsr_err err = tsr_info_probe(MPI_COMM_WORLD, stdout);
     code = err ? fail(rank, err) : 0;
   } else if (code < 0) {
     tsr_fault fault = {0};

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SAY "tessera supervise: "
@@ -131,11 +132,8 @@ char **tsr_supervise_argv(int n, char *const *cmd, int np) {
 }
 
 int tsr_supervise_shrink(int np, int gpus0, int gpus) {
-  if (np <= 0 || gpus0 < 0 || gpus < 0 || gpus >= np) return np;
-  if (np <= gpus0) return gpus; /* one node held them all */
-  int lost = gpus0 - gpus;      /* across nodes: only this node's losses are known */
-  if (lost <= 0) return np;
-  return np > lost ? np - lost : 0;
+  if (np <= 0 || gpus0 <= 0 || gpus < 0 || gpus >= np || np > gpus0) return np;
+  return gpus;
 }
 
 int tsr_supervise_attempt(void) {
@@ -144,47 +142,102 @@ int tsr_supervise_attempt(void) {
   return a && parse_count(a, 1, 1000000, &v) ? (int)v : 1;
 }
 
-/* ---- GPUs ------------------------------------------------------------------------------ */
-
-static int on_path(const char *prog) {
-  const char *path = getenv("PATH");
-  if (!path) return 0;
-  char dir[4096];
-  for (const char *p = path; *p;) {
-    size_t len = strcspn(p, ":");
-    snprintf(dir, sizeof dir, "%.*s/%s", (int)len, p, prog);
-    if (len && access(dir, X_OK) == 0) return 1;
-    p += len + (p[len] == ':');
-  }
-  return 0;
-}
-
-/* Usable GPUs of this node, or -1 when there is no way to tell (no nvidia-smi: a machine
- * without GPUs). TESSERA_SUPERVISE_GPUS=a,b,c (tests) gives the counts of successive probes
- * (the last one repeats). */
-static int count_gpus(int probe) {
-  const char *fake = getenv("TESSERA_SUPERVISE_GPUS");
-  if (fake && *fake) {
-    const char *p = fake;
-    for (int i = 0; i < probe && strchr(p, ','); ++i) p = strchr(p, ',') + 1;
-    return atoi(p);
-  }
-  if (!on_path("nvidia-smi")) return -1;
-  /* a GPU that has fallen off the bus or is lost is not listed as "GPU i: ..." */
-  FILE *fp = popen("nvidia-smi -L 2>/dev/null", "r");
-  if (!fp) return -1;
-  char line[512];
-  int n = 0;
-  while (fgets(line, sizeof line, fp))
-    if (!strncmp(line, "GPU ", 4)) ++n;
-  pclose(fp);
-  return n;
-}
-
-/* ---- running the command --------------------------------------------------------------- */
+/* ---- GPUs: the probe (what it says is read in supervise_probe.c) ----------------------- */
 
 static volatile sig_atomic_t got_signal;
 static volatile pid_t child_pid;
+
+/* How long a probe may take (TESSERA_PROBE_TIMEOUT seconds, default 120): starting every rank
+ * and creating a context on every GPU takes seconds; a GPU that has fallen off the bus can
+ * stall the driver for much longer. */
+static int probe_seconds(void) {
+  long v;
+  const char *e = getenv("TESSERA_PROBE_TIMEOUT");
+  return e && parse_count(e, 1, 86400, &v) ? (int)v : 120;
+}
+
+/* Runs the probe command with its standard output captured (its standard error is ours) and
+ * reads what it counted into g. Returns 1, or 0 with *why saying what went wrong. */
+static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
+  memset(g, 0, sizeof *g);
+  int out[2];
+  if (pipe(out) != 0) {
+    snprintf(why, cap, "cannot make a pipe: %s", strerror(errno));
+    return 0;
+  }
+  fcntl(out[0], F_SETFD, FD_CLOEXEC);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(out[0]);
+    close(out[1]);
+    snprintf(why, cap, "cannot fork: %s", strerror(errno));
+    return 0;
+  }
+  if (pid == 0) {
+    setpgid(0, 0); /* a probe that outlives its time is killed with all it started */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    dup2(out[1], 1);
+    close(out[1]);
+    execvp(argv[0], argv);
+    fprintf(stderr, SAY "cannot run '%s': %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  child_pid = pid;
+  close(out[1]);
+  size_t len = 0, size = 4096;
+  char *text = malloc(size);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int fd = out[0], late = 0, limit = probe_seconds();
+  while (fd >= 0 && text) {
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double left = limit - (double)(t.tv_sec - t0.tv_sec) - 1e-9 * (t.tv_nsec - t0.tv_nsec);
+    if (left <= 0) {
+      late = 1;
+      break;
+    }
+    struct pollfd pf = {fd, POLLIN, 0};
+    if (poll(&pf, 1, (int)(left * 1000) + 1) <= 0) continue;
+    if (len + 1024 > size) {
+      char *grown = size < (1u << 24) ? realloc(text, size *= 2) : NULL;
+      if (!grown) break;
+      text = grown;
+    }
+    ssize_t r = read(fd, text + len, size - len - 1);
+    if (r > 0) len += (size_t)r;
+    else if (r == 0 || (errno != EINTR && errno != EAGAIN)) fd = -1;
+  }
+  close(out[0]);
+  if (late || !text) {
+    kill(-pid, SIGTERM);
+    sleep(2);
+    kill(-pid, SIGKILL);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  child_pid = 0;
+  int ok = 0;
+  if (late) snprintf(why, cap, "no answer within %d s, TESSERA_PROBE_TIMEOUT", limit);
+  else if (!text) snprintf(why, cap, "out of memory");
+  else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    snprintf(why, cap, "it ended with exit code %d", WIFEXITED(status) ? WEXITSTATUS(status)
+                                                                       : 128 + WTERMSIG(status));
+  else {
+    text[len] = '\0';
+    ok = tsr_supervise_gpus_parse(text, g);
+    if (!ok) snprintf(why, cap, "its output has no count of every node");
+  }
+  free(text);
+  if (!ok) tsr_supervise_gpus_free(g);
+  return ok;
+}
+
+/* ---- running the command --------------------------------------------------------------- */
 
 static void forward(int sig) {
   got_signal = sig;
@@ -347,6 +400,26 @@ static void print_cmd(const char *lead, char **argv) {
   fprintf(stderr, "\n");
 }
 
+/* Usable GPUs on all the nodes of the job cmd launches (n arguments), counted by a probe
+ * launched the same way, with what it found per node in g; -1 when cmd runs no tessera or
+ * the probe failed (said on stderr, for a job that had GPUs or before the first launch). */
+static int count_gpus(char **cmd, int n, tsr_supervise_gpus *g, int first) {
+  char **argv = tsr_supervise_probe_argv(n, cmd), why[256];
+  if (!argv) return -1;
+  int ok = probe(argv, g, why, sizeof why);
+  tsr_supervise_argv_free(argv);
+  if (!ok) {
+    fprintf(stderr, SAY "could not count the GPUs through the launcher (%s); %s\n", why,
+            first ? "relaunches will keep the rank count"
+                  : "relaunching on as many ranks as before");
+    return -1;
+  }
+  if (first && g->usable > 0)
+    fprintf(stderr, SAY "%d usable GPU%s on %d node%s\n", g->usable, g->usable == 1 ? "" : "s",
+            g->nodes, g->nodes == 1 ? "" : "s");
+  return g->usable;
+}
+
 int tsr_supervise_main(int argc, char **argv) {
   tsr_supervise_opts o;
   int parsed = tsr_supervise_parse(argc, argv, &o);
@@ -356,7 +429,6 @@ int tsr_supervise_main(int argc, char **argv) {
   if (!cmd) return 1;
   for (int i = 0; i < n; ++i) cmd[i] = strdup(argv[o.first + i]);
   int np = tsr_supervise_ranks(n, cmd, &at);
-  int probes = 0, gpus0 = count_gpus(probes++);
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -365,9 +437,16 @@ int tsr_supervise_main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
+  tsr_supervise_gpus g0 = {0};
+  int gpus0 = count_gpus(cmd, n, &g0, 1);
 
   int code = 1;
   for (int attempt = 1; attempt <= total; ++attempt) {
+    if (got_signal) { /* came during a probe */
+      fprintf(stderr, SAY "stopped by signal %d; not launching\n", (int)got_signal);
+      code = 128 + got_signal;
+      break;
+    }
     why w = {.score = 0, .mpi_rank = -1};
     int status = run_once(cmd, attempt, &w);
     if (status < 0) {
@@ -399,15 +478,22 @@ int tsr_supervise_main(int argc, char **argv) {
               "(--max-restarts %d)\n", attempt, total, code, what, o.max_restarts);
       break;
     }
-    int gpus = count_gpus(probes++), want = tsr_supervise_shrink(np, gpus0, gpus);
-    if (want != np && want >= 1) {
-      fprintf(stderr, SAY "%d usable GPU%s on this node (%d at the first launch): relaunching on "
-              "%d ranks instead of %d\n", gpus, gpus == 1 ? "" : "s", gpus0, want, np);
-    } else if (want != np) {
-      fprintf(stderr, SAY "no usable GPU left on this node; relaunching on %d ranks as before\n",
-              np);
-      want = np;
+    tsr_supervise_gpus g = {0};
+    int gpus = gpus0 > 0 ? count_gpus(cmd, n, &g, 0) : -1;
+    int want = tsr_supervise_shrink(np, gpus0, gpus);
+    if (want != np) {
+      char lost[1024];
+      tsr_supervise_gpus_lost(&g0, &g, lost, sizeof lost);
+      if (want >= 1)
+        fprintf(stderr, SAY "%d usable GPU%s on %d node%s (%d at the first launch; %s): "
+                "relaunching on %d ranks instead of %d\n", gpus, gpus == 1 ? "" : "s", g.nodes,
+                g.nodes == 1 ? "" : "s", gpus0, lost, want, np);
+      else
+        fprintf(stderr, SAY "no usable GPU left on the job's nodes (%s); relaunching on %d ranks "
+                "as before\n", lost, np);
+      if (want < 1) want = np;
     }
+    tsr_supervise_gpus_free(&g);
     char **next = tsr_supervise_argv(n, cmd, want != np ? want : 0);
     if (!next) {
       fprintf(stderr, SAY "out of memory\n");
@@ -423,5 +509,6 @@ int tsr_supervise_main(int argc, char **argv) {
     print_cmd("relaunching:", cmd);
   }
   tsr_supervise_argv_free(cmd);
+  tsr_supervise_gpus_free(&g0);
   return code;
 }

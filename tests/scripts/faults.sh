@@ -2,10 +2,11 @@
 # Recovery from faults injected with --inject-fault (a testing aid): under tessera supervise a
 # rank that exits, a rank that hangs (the watchdog ends the job within comm.timeout) and a
 # damaged newest checkpoint all end with final fields bitwise equal to an uninterrupted run,
-# also when supervise relaunches on fewer ranks; a full disk during a checkpoint is a clear
-# error that leaves the previous checkpoint good and no temporary file; an unwritable output
-# location is a clear error; bad --inject-fault and supervise arguments exit 2; supervise
-# passes TESSERA_ATTEMPT, gives up after --max-restarts and stops on a signal.
+# also when supervise relaunches on fewer ranks after a GPU is lost on another node (counted
+# through the launcher by tessera probe; a probe that fails or hangs leaves the rank count); a
+# full disk during a checkpoint is a clear error that leaves the previous checkpoint good and
+# no temporary file; an unwritable output location is a clear error; bad --inject-fault and
+# supervise arguments exit 2; supervise passes TESSERA_ATTEMPT, gives up after --max-restarts and stops on a signal.
 set -u
 . "$(dirname "$0")/lib.bash"
 work=$(mktemp -d)
@@ -24,24 +25,57 @@ has() { # has LABEL TEXT PATTERN: the text contains the fixed string
 run_ok "reference np1" 1 "$case" --out "$work/ref" || { finish; exit 1; }
 ref=$work/ref/final.h5
 
-# (a) rank 1 of 3 exits after step 5; two GPUs are left (TESSERA_SUPERVISE_GPUS stands in for
-# nvidia-smi): supervise relaunches on 2 ranks from checkpoint 3
+# (a) rank 3 of 4 exits after step 5, on the second of two pretend nodes (node.sh: ranks 0-1
+# on node0, 2-3 on node1, each with the GPUs its file says; a run on node1 loses one there).
+# supervise counts the GPUs of both nodes through the launcher (tessera probe), sees the one
+# lost on node1, and relaunches on 3 ranks from checkpoint 3
+cat >"$work/node.sh" <<NODE
+#!/usr/bin/env bash
+r=\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}
+n=node\$((r / 2))
+export TESSERA_PROBE_NODE=\$n TESSERA_PROBE_GPUS=\$(cat "$work/\$n.gpus")
+if [ "\$2" = run ] && [ \$n = node1 ]; then echo 1 >"$work/node1.gpus"; fi
+exec "\$@"
+NODE
+chmod +x "$work/node.sh"
+echo 2 >"$work/node0.gpus"; echo 2 >"$work/node1.gpus"
+log=$("$MPIEXEC" -n 4 "$work/node.sh" "$B" probe 2>&1)
+has "probe: one line per node" "$log" "$(printf 'tessera probe: node node0: 2 of 2 GPUs usable\ntessera probe: node node1: 2 of 2 GPUs usable\ntessera probe: total 4 of 4 GPUs usable on 2 nodes')"
 out=$work/exit
-log=$(TESSERA_SUPERVISE_GPUS=3,2 "$B" supervise -- "$MPIEXEC" -n 3 "$B" run "$case" --out "$out" \
-  --inject-fault rank=1,step=5,kind=exit 2>&1); rc=$?
+log=$("$B" supervise -- "$MPIEXEC" -n 4 "$work/node.sh" "$B" run "$case" --out "$out" \
+  --inject-fault rank=3,step=5,kind=exit 2>&1); rc=$?
 if [ $rc = 0 ]; then pass "exit: supervise ends with 0"; else echo "$log" | tail; failure "exit: rc $rc"; fi
-has "exit: the reason names the rank" "$log" "attempt 2/4: attempt 1 failed with exit code 1 (rank 1 exited with code 1); restarting from the latest checkpoint"
-has "exit: relaunched on the GPUs left" "$log" "relaunching on 2 ranks instead of 3"
+has "exit: GPUs counted on every node" "$log" "tessera supervise: 4 usable GPUs on 2 nodes"
+has "exit: the reason names the rank" "$log" "attempt 2/4: attempt 1 failed with exit code 1 (rank 3 exited with code 1); restarting from the latest checkpoint"
+has "exit: a GPU lost on another node is seen" "$log" "3 usable GPUs on 2 nodes (4 at the first launch; node1: 1 of 1 usable (had 2)): relaunching on 3 ranks instead of 4"
 has "exit: restarted from 3" "$log" "restart: from '$out/checkpoint_00000003.h5'"
 same "exit: final = uninterrupted" "$ref" "$out/final.h5"
 
-# a rank that exits before the first checkpoint: the relaunch starts over
+# a rank that exits before the first checkpoint: the relaunch starts over; a probe that fails
+# (noprobe.sh) leaves the rank count as it is
+printf '#!/usr/bin/env bash\nif [ "$2" = probe ]; then exit 7; fi\nexec "$@"\n' >"$work/noprobe.sh"
+chmod +x "$work/noprobe.sh"
 out=$work/early
-log=$("$B" supervise -- "$MPIEXEC" -n 2 "$B" run "$case" --out "$out" \
+log=$("$B" supervise -- "$MPIEXEC" -n 2 "$work/noprobe.sh" "$B" run "$case" --out "$out" \
   --inject-fault rank=0,step=2,kind=exit 2>&1); rc=$?
 if [ $rc = 0 ]; then pass "early exit: supervise ends with 0"; else echo "$log" | tail; failure "early exit: rc $rc"; fi
+has "early exit: a failed probe is said" "$log" "tessera supervise: could not count the GPUs through the launcher (it ended with exit code 7); relaunches will keep the rank count"
 has "early exit: starts over" "$log" "restart: no checkpoint in '$out' yet; starting from the initial conditions (attempt 2 under tessera supervise)"
 same "early exit: final = uninterrupted" "$ref" "$out/final.h5"
+
+# a probe that hangs (a GPU stuck in the driver) is ended after TESSERA_PROBE_TIMEOUT, with what
+# it started, and the run goes on
+printf '#!/usr/bin/env bash\nif [ "$2" = probe ]; then exec sleep 300; fi\nexec "$@"\n' >"$work/slowprobe.sh"
+chmod +x "$work/slowprobe.sh"
+t0=$(date +%s)
+log=$(TESSERA_PROBE_TIMEOUT=2 "$B" supervise -- "$MPIEXEC" -n 1 "$work/slowprobe.sh" "$B" run "$case" \
+  --out "$work/slow" 2>&1); rc=$?
+t1=$(date +%s)
+if [ $rc = 0 ] && [ $((t1 - t0)) -lt 30 ] && [ -f "$work/slow/final.h5" ]; then pass "hung probe: ended, the run done in $((t1 - t0)) s"
+else echo "$log" | tail; failure "hung probe: rc $rc after $((t1 - t0)) s"; fi
+has "hung probe: said" "$log" "could not count the GPUs through the launcher (no answer within 2 s, TESSERA_PROBE_TIMEOUT)"
+if pgrep -f "exec sleep 300|^sleep 300" >/dev/null; then failure "hung probe: its processes are left"; pkill -f "^sleep 300"
+else pass "hung probe: nothing left running"; fi
 
 # (b) rank 1 hangs after step 5 (outside MPI): the watchdog aborts within comm.timeout and
 # names it; the relaunch completes. Each stderr line is stamped with the time it came.
@@ -116,6 +150,7 @@ bad "--inject-fault corrupt needs a checkpoint step" "kind=corrupt needs a step 
 mkdir "$work/empty"
 bad "--restart latest with no checkpoint, unsupervised" "--restart latest: no checkpoint in '$work/empty'" \
   "$B" run "$case" --out "$work/empty" --restart latest
+bad "probe takes no case file" "probe takes no case file, got '$case'" "$B" probe "$case"
 bad "supervise without --" "expected -- before the launch command, got 'mpirun'" "$B" supervise mpirun -n 2
 bad "supervise without a command" "no launch command after --" "$B" supervise --max-restarts 2 --
 bad "supervise --max-restarts x" "--max-restarts: expected an integer from 0 to 1000, got 'x'" "$B" supervise --max-restarts x -- true

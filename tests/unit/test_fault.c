@@ -1,7 +1,8 @@
 /* solver/fault and solver/supervise, the parts without processes: --inject-fault specs parse
  * or are refused with a message naming what is wrong; faults that cannot fire in a run are
  * refused; supervise's arguments, the rank count it finds in a launch command, the relaunch
- * command it builds (--restart latest, a new -np) and the rank count it shrinks to. */
+ * command it builds (--restart latest, a new -np), the GPU probe's command and how its answer
+ * is read, and the rank count it shrinks to. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -179,14 +180,73 @@ static void test_supervise_argv(void **state) {
 
 static void test_supervise_shrink(void **state) {
   (void)state;
-  assert_int_equal(tsr_supervise_shrink(4, 4, 4), 4);  /* nothing lost */
-  assert_int_equal(tsr_supervise_shrink(4, 4, 3), 3);  /* one node, one GPU lost */
-  assert_int_equal(tsr_supervise_shrink(2, 8, 7), 2);  /* enough left */
-  assert_int_equal(tsr_supervise_shrink(4, -1, -1), 4); /* no GPUs to count */
-  assert_int_equal(tsr_supervise_shrink(16, 8, 7), 15); /* two nodes, this one lost one */
-  assert_int_equal(tsr_supervise_shrink(16, 8, 8), 16); /* other nodes: nothing known lost */
-  assert_int_equal(tsr_supervise_shrink(4, 4, 0), 0);  /* none left */
-  assert_int_equal(tsr_supervise_shrink(0, 4, 2), 0);  /* no rank count in the command */
+  assert_int_equal(tsr_supervise_shrink(4, 4, 4), 4);   /* nothing lost */
+  assert_int_equal(tsr_supervise_shrink(4, 4, 3), 3);   /* one GPU lost, on any node */
+  assert_int_equal(tsr_supervise_shrink(16, 16, 15), 15);
+  assert_int_equal(tsr_supervise_shrink(2, 8, 7), 2);   /* enough left */
+  assert_int_equal(tsr_supervise_shrink(4, -1, -1), 4); /* no count */
+  assert_int_equal(tsr_supervise_shrink(4, 4, -1), 4);  /* the probe failed this time */
+  assert_int_equal(tsr_supervise_shrink(4, 0, 0), 4);   /* no GPUs: CPU ranks */
+  assert_int_equal(tsr_supervise_shrink(16, 8, 7), 16); /* more ranks than GPUs: host backend */
+  assert_int_equal(tsr_supervise_shrink(4, 4, 0), 0);   /* none left */
+  assert_int_equal(tsr_supervise_shrink(0, 4, 2), 0);   /* no rank count in the command */
+}
+
+static void test_supervise_probe_argv(void **state) {
+  (void)state;
+  char *m[] = {"mpirun", "-np", "4", "-x", "A", "wrap.sh", "tessera", "run", "c.yaml", "--out", "d"};
+  char **r = tsr_supervise_probe_argv(11, m);
+  assert_non_null(r);
+  assert_int_equal(count(r), 8);
+  assert_string_equal(r[5], "wrap.sh");
+  assert_string_equal(r[6], "tessera");
+  assert_string_equal(r[7], "probe");
+  tsr_supervise_argv_free(r);
+  char *t[] = {"tessera", "run", "c.yaml"};
+  r = tsr_supervise_probe_argv(3, t);
+  assert_int_equal(count(r), 2);
+  assert_string_equal(r[1], "probe");
+  tsr_supervise_argv_free(r);
+  char *b[] = {"bash", "-c", "exit 3"}; /* runs no tessera: nothing to probe with */
+  assert_null(tsr_supervise_probe_argv(3, b));
+}
+
+static void test_supervise_gpus_parse(void **state) {
+  (void)state;
+  tsr_supervise_gpus g;
+  const char *ok = "noise from a launcher\n"
+                   "tessera probe: node gpu-a17: 4 of 4 GPUs usable\n"
+                   "tessera probe: node gpu-b03: 3 of 4 GPUs usable\n"
+                   "tessera probe: total 7 of 8 GPUs usable on 2 nodes\n";
+  assert_int_equal(tsr_supervise_gpus_parse(ok, &g), 1);
+  assert_int_equal(g.nodes, 2);
+  assert_int_equal(g.usable, 7);
+  assert_int_equal(g.n, 2);
+  assert_string_equal(g.node[1].name, "gpu-b03");
+  assert_int_equal(g.node[1].usable, 3);
+  assert_int_equal(g.node[1].seen, 4);
+  tsr_supervise_gpus_free(&g);
+  /* a total without every node's line, no total, nothing */
+  assert_int_equal(tsr_supervise_gpus_parse("tessera probe: node a: 4 of 4 GPUs usable\n"
+                                            "tessera probe: total 8 of 8 GPUs usable on 2 nodes",
+                                            &g), 0);
+  tsr_supervise_gpus_free(&g);
+  assert_int_equal(tsr_supervise_gpus_parse("tessera probe: node a: 4 of 4 GPUs usable\n", &g), 0);
+  tsr_supervise_gpus_free(&g);
+  assert_int_equal(tsr_supervise_gpus_parse("", &g), 0);
+  tsr_supervise_gpus_free(&g);
+}
+
+static void test_supervise_gpus_lost(void **state) {
+  (void)state;
+  tsr_supervise_node before[] = {{"a", 4, 4}, {"b", 4, 4}, {"c", 4, 4}};
+  tsr_supervise_node after[] = {{"c", 4, 4}, {"b", 3, 4}};
+  tsr_supervise_gpus g0 = {3, 12, 3, 3, before}, g = {2, 7, 2, 2, after};
+  char buf[256];
+  tsr_supervise_gpus_lost(&g0, &g, buf, sizeof buf);
+  assert_string_equal(buf, "a: not reached, b: 3 of 4 usable (had 4)");
+  tsr_supervise_gpus_lost(&g0, &g0, buf, sizeof buf);
+  assert_string_equal(buf, "");
 }
 
 int main(void) {
@@ -195,6 +255,8 @@ int main(void) {
       cmocka_unit_test(test_fault_check),      cmocka_unit_test(test_fault_armed),
       cmocka_unit_test(test_supervise_parse),  cmocka_unit_test(test_supervise_ranks),
       cmocka_unit_test(test_supervise_argv),   cmocka_unit_test(test_supervise_shrink),
+      cmocka_unit_test(test_supervise_probe_argv), cmocka_unit_test(test_supervise_gpus_parse),
+      cmocka_unit_test(test_supervise_gpus_lost),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
