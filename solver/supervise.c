@@ -437,7 +437,7 @@ int tsr_supervise_main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
-  tsr_supervise_gpus g0 = {0};
+  tsr_supervise_gpus g0 = {0}, left = {0};
   int gpus0 = count_gpus(cmd, n, &g0, 1);
 
   int code = 1;
@@ -471,6 +471,13 @@ int tsr_supervise_main(int argc, char **argv) {
     if (code == 2) {
       fprintf(stderr, SAY "attempt %d/%d: exit code 2, bad input (%s); not relaunching: fix "
               "the case or the command line\n", attempt, total, what);
+      if (left.n) { /* the launcher may have placed the fewer ranks badly */
+        char hosts[1024];
+        tsr_supervise_gpus_hosts(&left, hosts, sizeof hosts);
+        fprintf(stderr, SAY "this attempt ran on fewer ranks after GPUs were lost; where a node "
+                "got more ranks than it has usable GPUs, give the launcher a host list with the "
+                "GPUs left as slots (Open MPI: --host %s)\n", hosts);
+      }
       break;
     }
     if (attempt == total) {
@@ -493,7 +500,12 @@ int tsr_supervise_main(int argc, char **argv) {
                 "as before\n", lost, np);
       if (want < 1) want = np;
     }
-    tsr_supervise_gpus_free(&g);
+    if (want != np) { /* kept: what a relaunch that fails next is told */
+      tsr_supervise_gpus_free(&left);
+      left = g;
+    } else {
+      tsr_supervise_gpus_free(&g);
+    }
     char **next = tsr_supervise_argv(n, cmd, want != np ? want : 0);
     if (!next) {
       fprintf(stderr, SAY "out of memory\n");
@@ -510,5 +522,6 @@ int tsr_supervise_main(int argc, char **argv) {
   }
   tsr_supervise_argv_free(cmd);
   tsr_supervise_gpus_free(&g0);
+  tsr_supervise_gpus_free(&left);
   return code;
 }

@@ -73,6 +73,9 @@ void tsr_supervise_gpus_free(tsr_supervise_gpus *g);
 void tsr_supervise_gpus_lost(const tsr_supervise_gpus *g0, const tsr_supervise_gpus *g,
                              char *buf, size_t cap);
 
+/* The nodes of g with a usable GPU as Open MPI's --host list, "a:4,b:3" (cut at cap). */
+void tsr_supervise_gpus_hosts(const tsr_supervise_gpus *g, char *buf, size_t cap);
+
 /* The rank count to relaunch on: np ranks were launched, gpus0 usable GPUs were counted on
  * all the job's nodes before the first launch, gpus now (-1: no count). The GPUs left when
  * fewer than np remain of a job that had a GPU per rank (np <= gpus0); np when nothing was

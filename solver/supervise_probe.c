@@ -86,3 +86,12 @@ void tsr_supervise_gpus_lost(const tsr_supervise_gpus *g0, const tsr_supervise_g
   if (more && len < cap) snprintf(buf + len, cap - len, " and %d more node%s", more,
                                   more == 1 ? "" : "s");
 }
+
+void tsr_supervise_gpus_hosts(const tsr_supervise_gpus *g, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < g->n && len < cap; ++i)
+    if (g->node[i].usable > 0)
+      len += (size_t)snprintf(buf + len, cap - len, "%s%s:%d", len ? "," : "", g->node[i].name,
+                              g->node[i].usable);
+}

@@ -51,6 +51,16 @@ has "exit: a GPU lost on another node is seen" "$log" "3 usable GPUs on 2 nodes 
 has "exit: restarted from 3" "$log" "restart: from '$out/checkpoint_00000003.h5'"
 same "exit: final = uninterrupted" "$ref" "$out/final.h5"
 
+# the relaunch on fewer ranks finds a node with more ranks than GPUs (tessera's refusal, played
+# by place.sh): supervise stops, and says how to give the launcher the GPUs left as slots
+printf '#!/usr/bin/env bash\nif [ "$2" = run ] && [ "$TESSERA_ATTEMPT" = 2 ]; then\n  echo "tessera: input error: 2 ranks on node node1 but only 1 GPU found" >&2; exit 2\nfi\nexec "%s" "$@"\n' "$work/node.sh" >"$work/place.sh"
+chmod +x "$work/place.sh"
+echo 2 >"$work/node0.gpus"; echo 2 >"$work/node1.gpus"
+log=$("$B" supervise -- "$MPIEXEC" -n 4 "$work/place.sh" "$B" run "$case" --out "$work/place" \
+  --inject-fault rank=3,step=5,kind=exit 2>&1); rc=$?
+[ $rc = 2 ] && pass "placement: exit 2 is not retried" || { echo "$log" | tail; failure "placement: rc $rc"; }
+has "placement: the host list of the GPUs left" "$log" "give the launcher a host list with the GPUs left as slots (Open MPI: --host node0:2,node1:1)"
+
 # a rank that exits before the first checkpoint: the relaunch starts over; a probe that fails
 # (noprobe.sh) leaves the rank count as it is
 printf '#!/usr/bin/env bash\nif [ "$2" = probe ]; then exit 7; fi\nexec "$@"\n' >"$work/noprobe.sh"

@@ -247,6 +247,11 @@ static void test_supervise_gpus_lost(void **state) {
   assert_string_equal(buf, "a: not reached, b: 3 of 4 usable (had 4)");
   tsr_supervise_gpus_lost(&g0, &g0, buf, sizeof buf);
   assert_string_equal(buf, "");
+  tsr_supervise_gpus_hosts(&g, buf, sizeof buf);
+  assert_string_equal(buf, "c:4,b:3");
+  after[0].usable = 0; /* a node with no GPU left gets no slot */
+  tsr_supervise_gpus_hosts(&g, buf, sizeof buf);
+  assert_string_equal(buf, "b:3");
 }
 
 int main(void) {
