@@ -8,7 +8,6 @@
 # Writes OUT_DIR/profile_stage.txt (ncu's report per kernel). --clock-control none: the clocks
 # the benchmarks run at.
 set -eu
-src=$(cd "$(dirname "$0")" && pwd)
 B=${1:-build-gpu}
 O=${2:-/tmp/profile_stage}
 mkdir -p "$O"

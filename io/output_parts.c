@@ -134,7 +134,8 @@ static tsr_err write_master(const char *tmp, const char *path, const char *id,
     nparts += !tsr_box_empty(&b);
   }
   tsr_output_attr *attrs = malloc((size_t)(opts->nattr + 2) * sizeof *attrs);
-  if (!attrs) return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory writing '%s'", path);
+  if (!attrs)
+    return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory writing '%s'", path);
   if (opts->nattr) memcpy(attrs, opts->attrs, (size_t)opts->nattr * sizeof *attrs);
   attrs[opts->nattr] = (tsr_output_attr){.name = "parts_id", .str = id};
   attrs[opts->nattr + 1] = (tsr_output_attr){.name = "parts", .num = nparts};
@@ -168,9 +169,10 @@ tsr_err tsr_output_write_parts(MPI_Comm comm, const char *path, const char *tmp,
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   int *boxes = malloc((size_t)size * 6 * sizeof *boxes);
-  tsr_err err = tsr_output_agree(
-      comm, boxes ? TSR_OK
-                  : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory writing '%s'", path));
+  tsr_err err = TSR_OK;
+  if (!boxes)
+    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory writing '%s'", path);
+  err = tsr_output_agree(comm, err);
   if (err) return err;
   int mine[6];
   memcpy(mine, owned->lo, sizeof owned->lo);
