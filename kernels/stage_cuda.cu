@@ -18,7 +18,8 @@
  * they share stay in L2.
  *
  * Launch shape (tsr_stage_cuda_set_tuning): 3D 32 x 4 threads marching 4 cells, 2D 64 threads
- * marching 4 rows (8 in fp32), each thread taking two columns 32 or 64 cells apart (kCols).
+ * marching 4 rows (8 in fp32; 2 and 4 on an H100: device_march), each thread taking two
+ * columns 32 or 64 cells apart (kCols).
  * Measured on an H200 (2026-11-22, bench/README.md): two columns beat one by 5-14% (fp32
  * most); four columns, deeper prefetch (4, 8), warp shuffles for the x neighbours and longer
  * marches were no better. Nsight Compute: DRAM bytes are at the minimum, but L2 throughput is
@@ -42,6 +43,9 @@
  * the indexing without a GPU. */
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
+#include <string.h>
+
+#include <atomic>
 #include <nccl.h> /* C++ overloads inside: keep it out of the extern "C" block below */
 
 extern "C" {
@@ -264,6 +268,38 @@ constexpr int kTileChunk = 16;
 constexpr bool kAsyncAuto = false;
 constexpr int kAsyncChunk = 8;
 
+/* How far threads march by default, per device: 2D rows in fp64 and fp32, and 3D tile planes.
+ * gpu_stencil's sweeps (bench/README.md) put the best march at 4 / 8 / 8-16 on an H200
+ * (session 5) but 2 / 4 / 4 on an H100 80GB HBM3 (session 6: 2D fp64 0.854 -> 0.954 of copy,
+ * 2D fp32 0.821 -> 0.867, 3D tiles fp64 0.870 -> 0.817 ms, fp32 0.537 -> 0.483 ms). Every H100
+ * takes the H100's; any other GPU the H200's. The march changes which thread computes a
+ * cell, never how, so results are the same bits on either. */
+struct march {
+  int rows_fp64, rows_fp32, planes;
+};
+constexpr march kMarchH200 = {4, 8, kTileChunk};
+constexpr march kMarchH100 = {2, 4, 4};
+
+/* The current device's march, looked up once per device (cudaGetDeviceProperties is slow);
+ * the H200's where the device cannot be asked (the host emulation of the kernels). */
+const march &device_march() {
+  static std::atomic<int> kind[64]; /* 0: not looked up, 1: H200's, 2: H100's */
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return kMarchH200;
+  }
+  int k = kind[dev].load(std::memory_order_relaxed);
+  if (!k) {
+    cudaDeviceProp p;
+    k = 1;
+    if (cudaGetDeviceProperties(&p, dev) == cudaSuccess) k = strstr(p.name, "H100") ? 2 : 1;
+    else cudaGetLastError();
+    kind[dev].store(k, std::memory_order_relaxed);
+  }
+  return k == 2 ? kMarchH100 : kMarchH200;
+}
+
 /* A 3D region at most this many cells across in x and at least twice as long in y runs with
  * its lanes along y (measured on nvidia-h200-x2: the x face of a 512^3 shell took 49.9 us with
  * lanes along x, one busy lane per warp, against 5.3 us for a z face; bench/README.md). */
@@ -295,7 +331,7 @@ shape pick_shape(int dim, int nx, int ny, int nz, ptrdiff_t sy, int esize) {
     /* async tiles keep in-plane offsets in 32 bits */
     const bool async_fits = (double)(ny + 1) * (double)sy + nx + 1 < 2147483647.0;
     s.tile = async_fits && (t.tile3 == 2 || (t.tile3 == 0 && kAsyncAuto && esize == 8)) ? 2 : 1;
-    s.chunk = t.chunkt3 > 0 ? t.chunkt3 : s.tile == 2 ? kAsyncChunk : kTileChunk;
+    s.chunk = t.chunkt3 > 0 ? t.chunkt3 : s.tile == 2 ? kAsyncChunk : device_march().planes;
     s.block = dim3(32, kTBY, 1);
     s.grid = dim3((unsigned)((nx + kTX - 1) / kTX), (unsigned)((ny + kTY - 1) / kTY),
                   (unsigned)((nz + s.chunk - 1) / s.chunk));
@@ -309,8 +345,9 @@ shape pick_shape(int dim, int nx, int ny, int nz, ptrdiff_t sy, int esize) {
     bx = t.bx2 > 0 ? t.bx2 : 64;
     by = 1;
     /* fp32 rows are half the bytes: twice the march for the same bytes in flight (20480^2 on
-     * an H200: 1.19 -> 1.06 ms a step; fp64 is fastest at 4) */
-    chunk = t.chunk2 > 0 ? t.chunk2 : (esize == 4 ? 8 : 4);
+     * an H200: 1.19 -> 1.06 ms a step) */
+    const march &mr = device_march();
+    chunk = t.chunk2 > 0 ? t.chunk2 : (esize == 4 ? mr.rows_fp32 : mr.rows_fp64);
   }
   /* thin regions (shell slabs): fewer idle lanes, same block size */
   const int threads = bx * by;
