@@ -97,6 +97,24 @@ __host__ __device__ __forceinline__ double ldg(const T *p) {
 #endif
 }
 
+/* The start of a march: ring[q][c][r] = component c of the centre of column q (offset o[q] on
+ * plane m0) on plane m0 - 1 + r, clamped to m1, the last plane the chunk's cells read, so
+ * always inside the field (values past it go unused). The register kernel and the tiles share
+ * it. */
+template <int NQ, int NC, int NR, typename T>
+__host__ __device__ __forceinline__ void ring_fill(double (&ring)[NQ][NC][NR],
+                                                   const T *__restrict__ in,
+                                                   const ptrdiff_t (&o)[NQ], ptrdiff_t sc,
+                                                   ptrdiff_t ms, int m0, int m1) {
+#pragma unroll
+  for (int q = 0; q < NQ; ++q)
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+      for (int r = 0; r < NR; ++r)
+        ring[q][c][r] = ldg(in + o[q] + c * sc + ((m0 - 1 + r < m1 ? m0 - 1 + r : m1) - m0) * ms);
+}
+
 /* The update of one cell at offset o (component 0) from its right-hand side r and its value
  * ring[c][1] (the centre of a register ring), and the store: the same for both kernels here
  * and the same order of operations as stage_host.c's row(). */
@@ -179,13 +197,7 @@ __host__ __device__ __forceinline__ void stage_column(const stage_args<T> &a, in
 
   /* ring[q][c][r] = centre of column q, component c at marching index m - 1 + r */
   double ring[kCols][NC][kRing];
-#pragma unroll
-  for (int q = 0; q < kCols; ++q)
-#pragma unroll
-    for (int c = 0; c < NC; ++c)
-#pragma unroll
-      for (int r = 0; r < kRing; ++r)
-        ring[q][c][r] = ldg(in + o[q] + c * sc + ((m0 - 1 + r < m1 ? m0 - 1 + r : m1) - m0) * ms);
+  ring_fill(ring, in, o, sc, ms, m0, m1);
 
   /* not unrolled: the ring already keeps loads in flight, and unrolling only adds registers
    * (less occupancy) */

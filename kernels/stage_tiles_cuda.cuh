@@ -1,7 +1,7 @@
 /* The stage's shared-memory tile kernels (tile_kernel, atile_kernel), part of
  * kernels/stage_cuda.cu: included there inside its anonymous namespace, after stage_args,
- * ldg, uses_base, uses_acc and store_cell, which these kernels share with the register kernel.
- * Not a header of its own to include elsewhere. */
+ * ldg, ring_fill, uses_base, uses_acc and store_cell, which these kernels share with the
+ * register kernel. Not a header of its own to include elsewhere. */
 
 /* ---- 3D regions through shared memory ("tiles") ---------------------------------------
  * The register kernel (stage_cuda.cu) reads the in-plane neighbours through L1 and L2: Nsight
@@ -85,14 +85,7 @@ __host__ __device__ __forceinline__ void tile_init(const stage_args<T> &a, uint3
     s.orim = a.origin + gx + (ptrdiff_t)gy * a.sy + (ptrdiff_t)*m0 * ms;
   }
   const T *__restrict__ in = a.in;
-#pragma unroll
-  for (int q = 0; q < kTCells; ++q)
-#pragma unroll
-    for (int c = 0; c < NC; ++c)
-#pragma unroll
-      for (int r = 0; r < kTRing; ++r)
-        s.ring[q][c][r] =
-            ldg(in + s.o[q] + c * a.sc + ((*m0 - 1 + r < *m1 ? *m0 - 1 + r : *m1) - *m0) * ms);
+  ring_fill(s.ring, in, s.o, a.sc, ms, *m0, *m1);
   if (s.orim >= 0)
 #pragma unroll
     for (int c = 0; c < NC; ++c) s.rim[c] = ldg(in + s.orim + c * a.sc);
