@@ -4,11 +4,12 @@ table and a PNG plot of time, speedup and efficiency against the GPU count.
 
     bench/scaling.py --gpus 1 2 [4 8] --study strong2d|weak3d|strong3d [--steps N] [--steady]
                      [--tessera build/tessera] [--out bench/results] [--launcher "mpirun -np {n}"]
-                     [--set KEY=VALUE ...]
+                     [--set KEY=VALUE ...] [--scale K]
 
 strong2d: 2D 5-point heat, forward Euler, 20480^2 fp64 (the GPU issue's item 1);
 weak3d:   3D 7-point heat, 512^3 fp64 per GPU, the grid grown along x (RCB then cuts z at 2 GPUs);
 strong3d: 3D 7-point heat, 1024^3 fp64.
+--scale K divides every grid length by K: a smoke run of the plumbing whose figures mean nothing.
 Throughput is report.json's cells_per_second (cells x steps / step-loop wall time, which
 excludes set-up and output). Efficiency: strong = speedup / (n / n0); weak = (cells/s per
 GPU) / (cells/s per GPU at n0). --steady also runs each case for 3N steps and takes the rate
@@ -27,14 +28,16 @@ time: {{scheme: euler, dt: auto, steps: {steps}}}
 output: {{monitor_every: 100, progress: lines}}
 """
 
-def case_for(study, n, steps):
+def case_for(study, n, scale=1):
     if study == "strong2d":
-        return [20480, 20480], "x*(1 - x)*y*(1 - y)"
-    if study == "weak3d":
-        return [512 * n, 512, 512], "x*(1 - x)*y*(1 - y)*z*(1 - z)"
-    if study == "strong3d":
-        return [1024, 1024, 1024], "x*(1 - x)*y*(1 - y)*z*(1 - z)"
-    raise SystemExit(f"unknown study {study}")
+        cells, init = [20480, 20480], "x*(1 - x)*y*(1 - y)"
+    elif study == "weak3d":
+        cells, init = [512 * n, 512, 512], "x*(1 - x)*y*(1 - y)*z*(1 - z)"
+    elif study == "strong3d":
+        cells, init = [1024, 1024, 1024], "x*(1 - x)*y*(1 - y)*z*(1 - z)"
+    else:
+        raise SystemExit(f"unknown study {study}")
+    return [max(c // scale, 8) for c in cells], init
 
 def run(a, n, path, run_dir, steps):
     """report.json of the case at path run for steps on n GPUs."""
@@ -63,13 +66,15 @@ def main():
     ap.add_argument("--launcher", default="mpirun -np {n}")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a case key for every run (tessera run --set), e.g. gpu.graphs=on")
+    ap.add_argument("--scale", type=int, default=1,
+                    help="divide every grid length by K (a smoke run; figures mean nothing)")
     ap.add_argument("--steady", action="store_true",
                     help="also run 3x the steps; rates and efficiency from the difference")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rows = []
     for n in a.gpus:
-        cells, init = case_for(a.study, n, a.steps)
+        cells, init = case_for(a.study, n, a.scale)
         total = 1
         for c in cells:
             total *= c

@@ -3,7 +3,8 @@
 # backend: the per-cell code is shared, so cases whose expressions are polynomials (bw_poly_*)
 # must give the host's bits; the others evaluate sin, exp, ... with the device's math library
 # (a few ulp from glibc's) and must agree to 1e-13 relative to the field's largest value.
-# With GPU_RANKS=2 (label gpu2): on 2 GPUs with rcb and slabs, bitwise equal to 1 GPU.
+# With GPU_RANKS=n > 1 (label gpu2: n = 2; bench/study_gpus.sh runs it on 4 and 8): on n GPUs
+# with rcb and slabs, bitwise equal to 1 GPU.
 set -u
 . "$TESSERA_SOURCE/tests/scripts/lib.bash"
 work=$(mktemp -d)
@@ -33,20 +34,20 @@ for case in "$TESSERA_SOURCE"/tests/cases/bw_*.yaml; do
     failure "$name single: 1 GPU not $what the host"
   fi
   [ "$ranks" = 1 ] && continue
-  out="$work/$name-cuda-s-2"
-  run_ok "$name cuda single np2" 2 "$case" --out "$out" --backend cuda --set precision=single || continue
+  out="$work/$name-cuda-s-$ranks"
+  run_ok "$name cuda single np$ranks" "$ranks" "$case" --out "$out" --backend cuda --set precision=single || continue
   if same_fields "$work/$name-cuda-s/final.h5" "$out/final.h5" 0; then
-    pass "$name single: 2 GPUs bitwise identical to 1 GPU"
+    pass "$name single: $ranks GPUs bitwise identical to 1 GPU"
   else
-    failure "$name single: 2 GPUs differ from 1 GPU"
+    failure "$name single: $ranks GPUs differ from 1 GPU"
   fi
   for p in rcb slabs; do
-    out="$work/$name-cuda-2-$p"
-    run_ok "$name cuda np2 $p" 2 "$case" --out "$out" --backend cuda --set decomposition.partition="$p" || continue
+    out="$work/$name-cuda-$ranks-$p"
+    run_ok "$name cuda np$ranks $p" "$ranks" "$case" --out "$out" --backend cuda --set decomposition.partition="$p" || continue
     if same_fields "$work/$name-cuda/final.h5" "$out/final.h5" 0; then
-      pass "$name: 2 GPUs ($p) bitwise identical to 1 GPU"
+      pass "$name: $ranks GPUs ($p) bitwise identical to 1 GPU"
     else
-      failure "$name: 2 GPUs ($p) differ from 1 GPU"
+      failure "$name: $ranks GPUs ($p) differ from 1 GPU"
     fi
   done
 done
