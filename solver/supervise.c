@@ -180,6 +180,9 @@ static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    /* no input: outside the terminal's foreground group, a read from it would stop the probe */
+    int none = open("/dev/null", O_RDONLY);
+    if (none >= 0) dup2(none, 0);
     dup2(out[1], 1);
     close(out[1]);
     execvp(argv[0], argv);

@@ -52,7 +52,7 @@ char **tsr_supervise_probe_argv(int n, char *const *cmd);
 
 /* What a probe counted: per node (by name) the usable GPUs and the GPUs seen. */
 typedef struct {
-  char name[128];
+  char name[256];
   int usable, seen;
 } tsr_supervise_node;
 

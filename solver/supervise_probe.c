@@ -40,7 +40,7 @@ int tsr_supervise_gpus_parse(const char *text, tsr_supervise_gpus *g) {
     p += len + (p[len] == '\n');
     tsr_supervise_node nd;
     int u, s, k;
-    if (sscanf(line, "tessera probe: node %127[^:]: %d of %d GPUs usable", nd.name, &nd.usable,
+    if (sscanf(line, "tessera probe: node %255[^:]: %d of %d GPUs usable", nd.name, &nd.usable,
                &nd.seen) == 3) {
       if (g->n == g->cap) {
         int cap = g->cap ? 2 * g->cap : 8;
@@ -74,7 +74,7 @@ void tsr_supervise_gpus_lost(const tsr_supervise_gpus *g0, const tsr_supervise_g
       ++more;
       continue;
     }
-    char one[256];
+    char one[320];
     if (now)
       snprintf(one, sizeof one, "%s: %d of %d usable (had %d)", now->name, now->usable,
                now->seen, g0->node[i].usable);
