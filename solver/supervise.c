@@ -147,6 +147,14 @@ int tsr_supervise_attempt(void) {
 static volatile sig_atomic_t got_signal;
 static volatile pid_t child_pid;
 
+/* In a child about to exec: the signals the supervisor forwards take their default action
+ * again. */
+static void default_signals(void) {
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGHUP, SIG_DFL);
+}
+
 /* How long a probe may take (TESSERA_PROBE_TIMEOUT seconds, default 120): starting every rank
  * and creating a context on every GPU takes seconds; a GPU that has fallen off the bus can
  * stall the driver for much longer. */
@@ -177,9 +185,7 @@ static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
   }
   if (pid == 0) {
     setpgid(0, 0); /* a probe that outlives its time is killed with all it started */
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    default_signals();
     /* no input: outside the terminal's foreground group, a read from it would stop the probe */
     int none = open("/dev/null", O_RDONLY);
     if (none >= 0) dup2(none, 0);
@@ -361,9 +367,7 @@ static int run_once(char **argv, int attempt, why *w) {
     return -1;
   }
   if (pid == 0) {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    default_signals();
     close(exec_pipe[0]);
     dup2(err_pipe[1], 2);
     close(err_pipe[1]);
