@@ -3,7 +3,7 @@
 table and a PNG plot of time, speedup and efficiency against the GPU count.
 
     bench/scaling.py --gpus 1 2 [4 8] --study strong2d|weak3d|strong3d [--steps N] [--steady]
-                     [--tessera build/tessera] [--out bench/results] [--launcher "mpirun -np {n}"]
+                     [--tessera BIN] [--out bench/results] [--launcher "mpirun -np {n}"]
                      [--set KEY=VALUE ...] [--scale K]
 
 strong2d: 2D 5-point heat, forward Euler, 20480^2 fp64 (the GPU issue's item 1);
@@ -15,7 +15,9 @@ excludes set-up and output). Efficiency: strong = speedup / (n / n0); weak = (ce
 GPU) / (cells/s per GPU at n0). --steady also runs each case for 3N steps and takes the rate
 from the difference (2N steps of steady stepping: the loop's fixed costs, such as each kernel's
 first launch loading its module and the monitors at both ends, cancel); the table then shows
-both, and speedup and efficiency come from the steady rate. Multi-node: pass --launcher "srun -n {n}" or a hostfile."""
+both, and speedup and efficiency come from the steady rate. Multi-node: pass --launcher "srun -n {n}" or a hostfile.
+--tessera: by default build/tessera (run from the checkout), or, where this script is installed
+(cmake --install: PREFIX/share/tessera/bench/scaling.py), the tessera installed with it."""
 import argparse, csv, json, os, subprocess, sys, time
 
 CASE = """name: {name}
@@ -27,6 +29,15 @@ boundary: {{default: {{type: dirichlet, value: 0}}}}
 time: {{scheme: euler, dt: auto, steps: {steps}}}
 output: {{monitor_every: 100, progress: lines}}
 """
+
+def default_tessera():
+    """The tessera installed with this script, else build/tessera (a checkout)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:  # cmake --install writes the path from here to the installed binary
+        with open(os.path.join(here, "tessera_path")) as f:
+            return os.path.normpath(os.path.join(here, f.read().strip()))
+    except OSError:
+        return "build/tessera"
 
 def case_for(study, n, scale=1):
     if study == "strong2d":
@@ -61,7 +72,8 @@ def main():
     ap.add_argument("--gpus", type=int, nargs="+", required=True)
     ap.add_argument("--study", default="strong2d", choices=["strong2d", "weak3d", "strong3d"])
     ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--tessera", default="build/tessera")
+    ap.add_argument("--tessera", default=default_tessera(),
+                    help="the tessera binary (default: %(default)s)")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--launcher", default="mpirun -np {n}")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
