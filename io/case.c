@@ -159,6 +159,10 @@ static tsr_err override_value(const char *ovr, const char *text, tsr_yaml_node *
 
 static tsr_err apply_override(tsr_vctx *v, tsr_yaml_node *root, const char *ovr) {
   const char *eq = strchr(ovr, '=');
+  if (ovr[strcspn(ovr, "\r\n")]) { /* a checkpoint records it as one comment line */
+    tsr_vproblem(v, ovr, 0, 0, "a line break in the option; give KEY=VALUE on one line");
+    return TSR_OK;
+  }
   if (!eq) {
     tsr_vproblem(v, ovr, 0, 0, "expected KEY=VALUE, e.g. --set time.end=0.5");
     return TSR_OK;

@@ -218,12 +218,24 @@ void tsr_case_changes_append(const tsr_case_changes *d, const char *a_name, cons
 
 static const char set_tag[] = "# --set ";
 
+/* 1 when the text's last line reads as a recorded override: a comment "# --set ..." of the
+ * file's own, which tsr_case_load_record would take for one. */
+static int ends_like_override(const char *text) {
+  size_t end = strlen(text), tag = strlen(set_tag);
+  while (end && text[end - 1] == '\n') --end;
+  size_t start = end;
+  while (start && text[start - 1] != '\n') --start;
+  return end - start >= tag && strncmp(text + start, set_tag, tag) == 0;
+}
+
 char *tsr_case_record(const tsr_case *c) {
-  size_t n = strlen(c->text) + 2;
+  size_t n = strlen(c->text) + 5;
   for (int i = 0; i < c->noverride; ++i) n += strlen(c->overrides[i]) + sizeof set_tag + 2;
   char *s = malloc(n);
   if (!s) return NULL;
   size_t w = (size_t)snprintf(s, n, "%s", c->text);
+  if (ends_like_override(c->text)) /* a bare "#" line ends the file's text */
+    w += (size_t)snprintf(s + w, n - w, "%s#\n", w && s[w - 1] != '\n' ? "\n" : "");
   for (int i = 0; i < c->noverride && w < n; ++i)
     w += (size_t)snprintf(s + w, n - w, "%s%s%s\n", w && s[w - 1] != '\n' ? "\n" : "", set_tag,
                           c->overrides[i]);

@@ -355,6 +355,11 @@ static const bad_case bad[] = {
     {MODEL GRID INIT TIME, {"time.end=abc"}, {"--set time.end=abc: time.end: expected a number, got 'abc'"}},
     {MODEL GRID INIT TIME, {"grid.cells=[64, x]"}, {"--set grid.cells=[64, x]: grid.cells[1]: expected an integer, got 'x'"}},
     {MODEL GRID INIT TIME, {"modle=wave"}, {"--set modle=wave: unknown key 'modle' (did you mean 'model'?)"}},
+    /* found by tests/fuzz/fuzz_case.c: a checkpoint records each --set as one comment line, so
+     * a line break in one made the record unreadable (or a different case) */
+    {MODEL GRID INIT TIME, {"initial.u=sin(x)\n*2"},
+     {"--set initial.u=sin(x)\n*2: a line break in the option; give KEY=VALUE on one line"}},
+    {MODEL GRID INIT TIME, {"time.end=1\r"}, {": a line break in the option"}},
     /* several problems at once, in file order, overrides last */
     {"model: heat\ngrid: {cells: [0, 16]}\n" INIT "time: {end: 0.1, cfl: 2}\n", {"time.steps=0.5"},
      {"c.yaml:2:16: grid.cells[0]: must be >= 1, got 0\nc.yaml:4:8: time: give either time.end or "
@@ -409,6 +414,31 @@ static void test_gpu_graphs(void **state) {
   tsr_case_destroy(&c);
 }
 
+/* Found by tests/fuzz/fuzz_case.c: a case file whose own last line is a comment that reads as a
+ * recorded override ("# --set time.end=5") came back from its checkpoint's record with that
+ * override applied; the record now ends such a text with a bare "#" line. */
+static void test_record_comment(void **state) {
+  (void)state;
+  static const char *const texts[] = {MODEL GRID INIT TIME "# --set time.end=5\n",
+                                      MODEL GRID INIT TIME "# --set time.end=5\n\n",
+                                      MODEL GRID INIT TIME "# --set time.end=5"};
+  char *set[] = {"time.end=0.2"};
+  for (size_t i = 0; i < sizeof texts / sizeof *texts; ++i) {
+    for (int nset = 0; nset <= 1; ++nset) {
+      tsr_case *c = load_ok("c.yaml", texts[i], nset, set);
+      char *rec = tsr_case_record(c);
+      assert_non_null(rec);
+      tsr_case *back = NULL;
+      assert_int_equal(tsr_case_load_record("ckpt.h5", rec, &back), TSR_OK);
+      assert_true(back->time.end == (nset ? 0.2 : 0.1));
+      assert_int_equal(back->noverride, nset);
+      tsr_case_destroy(&back);
+      free(rec);
+      tsr_case_destroy(&c);
+    }
+  }
+}
+
 static void test_bad_inputs(void **state) {
   (void)state;
   int nbad = (int)(sizeof bad / sizeof *bad);
@@ -433,7 +463,7 @@ int main(void) {
       cmocka_unit_test(test_full_case), cmocka_unit_test(test_3d_case),
       cmocka_unit_test(test_overrides), cmocka_unit_test(test_load_file),
       cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_comm_timeout),
-      cmocka_unit_test(test_gpu_graphs),
+      cmocka_unit_test(test_gpu_graphs), cmocka_unit_test(test_record_comment),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
