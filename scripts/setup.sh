@@ -9,6 +9,7 @@ cd "$root"
 
 pkgs="build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
       libyaml-dev libmuparser-dev libcmocka-dev python3"
+pkgs="$pkgs clang libclang-rt-14-dev" # the fuzz test: libFuzzer, ASan, UBSan (tests/fuzz/run.sh)
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
