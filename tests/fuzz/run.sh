@@ -3,8 +3,10 @@
 # sources they need, writes their seed corpora (make_seeds.py) and runs each for SECONDS.
 #   tests/fuzz/run.sh SOURCE_DIR DIR [SECONDS (default 30)] [TARGET...]
 # Exits non-zero when clang cannot build them or a fuzzer finds a crash, leak, hang (an input
-# that runs over 10 s) or failed check; the input that found it is DIR/findings/<kind>-<sha1>,
-# and `DIR/fuzz_case FILE` replays it. New inputs found are kept in DIR/corpus/ across runs.
+# that runs over 10 s) or failed check; the input that found it is
+# DIR/findings/<target>-crash-<sha1> (-leak-, -timeout-, -oom-), and `DIR/fuzz_<target> FILE`
+# replays it. New inputs found are kept in DIR/corpus/ across runs. <target>.dict: the tokens
+# of case files and expressions, which mutations insert.
 set -euo pipefail
 src=$(cd "$1" && pwd) dir=$2 seconds=${3:-30}
 shift $(($# < 3 ? $# : 3))
@@ -50,7 +52,7 @@ for t in "${targets[@]}"; do
   echo "fuzz: fuzz_$t for $seconds s"
   # one process (2 shared cores); a single input over 10 s is a hang; leaks are findings
   if ! "$dir/fuzz_$t" "$dir/corpus/$t" "$dir/seeds/$t" -max_total_time="$seconds" -timeout=10 \
-       -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
+       -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 -dict="$src/tests/fuzz/$t.dict" \
        -artifact_prefix="$dir/findings/$t-" 2>"$dir/fuzz_$t.log"; then
     status=1
     echo "fuzz: fuzz_$t FOUND A PROBLEM:" >&2

@@ -101,6 +101,9 @@ expect_fail "unwritable output" 1 "output directory" "$good" run @CASE@ --out /p
 expect_fail "override value" 1 "--set time.end=abc" "$good" run @CASE@ --out @OUT@ --set time.end=abc
 expect_fail "override syntax" 1 "--set" "$good" run @CASE@ --out @OUT@ --set time.end
 expect_fail "override unknown key" 1 "did you mean 'time.end'" "$good" run @CASE@ --out @OUT@ --set time.edn=1
+# found by the case fuzzer (tests/fuzz): a checkpoint's record could not hold this option
+expect_fail "override with a line break" 1 "a line break in the option" "$good" run @CASE@ --out @OUT@ \
+  --set $'initial.u=sin(pi*x)\n*2'
 expect_fail "unknown option" 1 "unknown option" "$good" run @CASE@ --frobnicate
 expect_fail "unknown command" 1 "unknown command" "$good" fly @CASE@
 expect_fail "no case file given" 1 "needs a case file" - run
