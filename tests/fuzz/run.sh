@@ -20,7 +20,7 @@ if ! command -v "$cc" >/dev/null; then
 fi
 mkdir -p "$dir/obj" "$dir/findings" "$dir/corpus"
 dir=$(cd "$dir" && pwd)
-# the reader's and the expressions' sources, nothing that needs MPI, HDF5 or CUDA
+# the reader's and the expressions' sources and the models' table: nothing needs MPI, HDF5, CUDA
 lib="io/case.c io/case_sections.c io/case_validate.c io/case_expr.c io/case_diff.c
      io/yamltree.c io/expr.c io/error.c io/text.c kernels/models.c"
 flags="-g -O1 -fno-omit-frame-pointer -ffp-contract=off -fsanitize=address,undefined
@@ -56,10 +56,10 @@ for t in "${targets[@]}"; do
        -artifact_prefix="$dir/findings/$t-" 2>"$dir/fuzz_$t.log"; then
     status=1
     echo "fuzz: fuzz_$t FOUND A PROBLEM:" >&2
-    grep -E "ERROR|fuzz_(case|expr):|SUMMARY|Test unit written|#0 |#1 |#2 |#3 " \
+    grep -aE "ERROR|fuzz_(case|expr):|SUMMARY|Test unit written|#0 |#1 |#2 |#3 " \
       "$dir/fuzz_$t.log" | head -30 >&2
   fi
-  grep -E "stat::number_of_executed_units|stat::peak_rss|INITED|DONE" "$dir/fuzz_$t.log" |
+  grep -aE "stat::number_of_executed_units|stat::peak_rss|INITED|DONE" "$dir/fuzz_$t.log" |
     sed "s/^/fuzz_$t: /"
 done
 exit $status
