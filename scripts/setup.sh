@@ -10,6 +10,7 @@ cd "$root"
 pkgs="build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
       libyaml-dev libmuparser-dev libcmocka-dev python3"
 missing=""
+pkgs="$pkgs paraview python3-paraview xvfb xauth python3-h5py python3-numpy" # e2e_paraview
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done

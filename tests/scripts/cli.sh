@@ -58,8 +58,8 @@ done
 for attr in lo hi cells time step tessera_version; do
   if h5dump -a "/$attr" "$work/o/final.h5" >/dev/null 2>&1; then pass "final.h5 attribute $attr"; else failure "final.h5 lacks attribute $attr"; fi
 done
-if grep -q 'Dimensions="20 24"' "$work/o/final.xmf" && grep -q 'final.h5:/fields/u' "$work/o/final.xmf"; then
-  pass "final.xmf describes the 20 x 24 field in final.h5"
+if grep -q 'Dimensions="1 20 24"' "$work/o/final.xmf" && grep -q 'final.h5:/fields/u' "$work/o/final.xmf"; then
+  pass "final.xmf describes the 20 x 24 field in final.h5 (one layer across z)"
 else
   cat "$work/o/final.xmf"; failure "final.xmf"
 fi
