@@ -79,8 +79,13 @@ static void xml_text(FILE *fp, const char *s) {
   }
 }
 
-/* XDMF lists every axis slowest first (z y x), the reverse of tessera's (x y z). */
+/* XDMF lists every axis slowest first (z y x), the reverse of tessera's (x y z). A 2D grid is
+ * written as one layer of cells across z: ParaView's XDMF readers put a 2DCoRectMesh in the y-z
+ * plane (tessera's x along ParaView's y), and take cell data of a 3D mesh only when its
+ * DataItem has three dimensions, so the layer's count, 1, comes first (the HDF5 dataset is 2D;
+ * XDMF reads its values in order). */
 static void slowest_first_int(FILE *fp, int dim, const int *v, int add) {
+  if (dim == 2) fprintf(fp, "%d ", 1 + add);
   for (int d = dim - 1; d >= 0; --d) fprintf(fp, d == dim - 1 ? "%d" : " %d", v[d] + add);
 }
 
@@ -90,24 +95,31 @@ static void write_grid(FILE *fp, int in, const char *grid_name, const char *h5_n
                        const tsr_grid_meta *m, int precision, int nfield,
                        const char *const *names) {
   int dim = m->dim;
-  double spacing[3];
-  for (int d = 0; d < dim; ++d) spacing[d] = (m->hi[d] - m->lo[d]) / m->cells[d];
+  double spacing[3], origin[3];
+  for (int d = 0; d < dim; ++d) {
+    spacing[d] = (m->hi[d] - m->lo[d]) / m->cells[d];
+    origin[d] = m->lo[d];
+  }
+  if (dim == 2) {
+    /* the layer of a 2D grid: as thick as its finer cells, its centres on z = 0 */
+    spacing[2] = spacing[0] < spacing[1] ? spacing[0] : spacing[1];
+    origin[2] = -0.5 * spacing[2];
+  }
   fprintf(fp, "%*s<Grid Name=\"", in, "");
   xml_text(fp, grid_name);
   fputs("\" GridType=\"Uniform\">\n", fp);
   fprintf(fp, "%*s  <Time Value=\"%.17g\"/>\n", in, "", m->time);
   /* CoRectMesh dimensions count nodes, one more than cells on each axis */
-  fprintf(fp, "%*s  <Topology TopologyType=\"%dDCoRectMesh\" Dimensions=\"", in, "", dim);
+  fprintf(fp, "%*s  <Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"", in, "");
   slowest_first_int(fp, dim, m->cells, 1);
-  fprintf(fp, "\"/>\n%*s  <Geometry GeometryType=\"%s\">\n", in, "",
-          dim == 3 ? "ORIGIN_DXDYDZ" : "ORIGIN_DXDY");
+  fprintf(fp, "\"/>\n%*s  <Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n", in, "");
   for (int item = 0; item < 2; ++item) {
-    const double *v = item == 0 ? m->lo : spacing;
+    const double *v = item == 0 ? origin : spacing;
     fprintf(fp,
-            "%*s    <DataItem Name=\"%s\" Dimensions=\"%d\" NumberType=\"Float\" "
+            "%*s    <DataItem Name=\"%s\" Dimensions=\"3\" NumberType=\"Float\" "
             "Precision=\"8\" Format=\"XML\">",
-            in, "", item == 0 ? "Origin" : "Spacing", dim);
-    for (int d = dim - 1; d >= 0; --d) fprintf(fp, d == dim - 1 ? "%.17g" : " %.17g", v[d]);
+            in, "", item == 0 ? "Origin" : "Spacing");
+    for (int d = 2; d >= 0; --d) fprintf(fp, d == 2 ? "%.17g" : " %.17g", v[d]);
     fputs("</DataItem>\n", fp);
   }
   fprintf(fp, "%*s  </Geometry>\n", in, "");
@@ -141,9 +153,13 @@ typedef struct {
   const tsr_xdmf_step *steps;
 } xdmf_doc;
 
+/* The one grid sits in a temporal collection too: ParaView's Xdmf3 readers take a time only
+ * from a collection, and would show the final state at time 0. */
 static void write_single(FILE *fp, const xdmf_doc *d) {
   fputs(xdmf_head, fp);
-  write_grid(fp, 4, "fields", d->h5_name, d->meta, d->meta->single ? 4 : 8, d->nfield, d->names);
+  fputs("    <Grid Name=\"final\" GridType=\"Collection\" CollectionType=\"Temporal\">\n", fp);
+  write_grid(fp, 6, "fields", d->h5_name, d->meta, d->meta->single ? 4 : 8, d->nfield, d->names);
+  fputs("    </Grid>\n", fp);
   fputs(xdmf_tail, fp);
 }
 

@@ -1,5 +1,6 @@
 #include "io/progress.h"
 
+#include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,7 +12,9 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int launched_by_mpi(void) {
+/* Variables a launcher sets for the processes it starts: Open MPI's mpirun, MPICH's and Intel
+ * MPI's Hydra, srun (PMIX_RANK also with --mpi=pmix). */
+static int launcher_env(void) {
   static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMIX_RANK",
                                      "SLURM_STEP_ID", "MPI_LOCALRANKID"};
   for (size_t i = 0; i < sizeof vars / sizeof *vars; ++i)
@@ -19,10 +22,24 @@ static int launched_by_mpi(void) {
   return 0;
 }
 
+/* Read before main, so before MPI_Init: Open MPI's singleton start (a run without mpirun)
+ * sets PMIX_RANK in MPI_Init, which made a terminal get lines instead of the bar. */
+static int g_launched;
+__attribute__((constructor)) static void note_launcher(void) { g_launched = launcher_env(); }
+
+static int world_size(void) {
+  int init = 0, fin = 0, n = 1;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
 void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total) {
   memset(p, 0, sizeof *p);
   p->out = out;
   p->total = total > 0 ? total : 1;
+  p->first = p->step = -1;
   p->t0 = now();
   switch (mode) {
   case 1: p->style = TSR_PROGRESS_STYLE_BAR; break;
@@ -31,45 +48,58 @@ void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total) {
   default:
     /* mpirun forwards each rank's output through a pseudo-terminal, so under a launcher a
      * terminal cannot be told from a file: lines there, a bar only when run directly */
-    p->style = isatty(fileno(out)) && !launched_by_mpi() ? TSR_PROGRESS_STYLE_BAR
-                                                         : TSR_PROGRESS_STYLE_LINES;
+    p->style = out && isatty(fileno(out)) && !g_launched && world_size() == 1
+                   ? TSR_PROGRESS_STYLE_BAR
+                   : TSR_PROGRESS_STYLE_LINES;
   }
   if (!out) p->style = TSR_PROGRESS_STYLE_NONE;
 }
 
-static void fmt_eta(char *buf, size_t n, double s) {
+static void fmt_time(char *buf, size_t n, double s) {
   if (s < 0 || s > 1e7) snprintf(buf, n, "--:--");
-  else if (s >= 3600) snprintf(buf, n, "%d:%02d:%02d", (int)(s / 3600), (int)(s / 60) % 60, (int)s % 60);
+  else if (s >= 3600)
+    snprintf(buf, n, "%d:%02d:%02d", (int)(s / 3600), (int)(s / 60) % 60, (int)s % 60);
   else snprintf(buf, n, "%02d:%02d", (int)(s / 60), (int)s % 60);
 }
 
-static void draw(tsr_progress *p, int64_t step, double t, double cps) {
+/* The time left at the rate of the steps this process made (a restart's start excluded). */
+static double eta(const tsr_progress *p, double elapsed) {
+  int64_t done = p->step - p->first;
+  return p->step >= 0 && done > 0 ? elapsed * (double)(p->total - p->step) / (double)done : -1.0;
+}
+
+static void draw(tsr_progress *p, double t, double cps) {
   const int width = 30;
-  double frac = (double)step / (double)p->total;
+  double frac = (double)p->step / (double)p->total;
   int fill = (int)(frac * width + 0.5);
   char bar[64];
   for (int i = 0; i < width; ++i) bar[i] = i < fill ? '#' : '.';
   bar[width] = '\0';
-  double el = now() - p->t0;
-  char eta[32];
-  fmt_eta(eta, sizeof eta, step > 0 ? el * (double)(p->total - step) / (double)step : -1.0);
+  char left[32];
+  fmt_time(left, sizeof left, eta(p, now() - p->t0));
   fprintf(p->out, "\r[%s] %3d%% step %lld/%lld t=%.4e ETA %s %.3g cells/s\033[K", bar,
-          (int)(100.0 * frac), (long long)step, (long long)p->total, t, eta, cps);
+          (int)(100.0 * frac), (long long)p->step, (long long)p->total, t, left, cps);
   fflush(p->out);
   p->bar_shown = 1;
   p->last_draw = now();
 }
 
 void tsr_progress_step(tsr_progress *p, int64_t step, double t, double cps) {
+  if (p->first < 0) p->first = step - 1;
+  p->step = step;
   if (p->style != TSR_PROGRESS_STYLE_BAR) return;
   if (step < p->total && now() - p->last_draw < 0.1) return;
-  draw(p, step, t, cps);
+  draw(p, t, cps);
 }
 
 void tsr_progress_line(tsr_progress *p, const char *text) {
   if (p->style == TSR_PROGRESS_STYLE_NONE) return;
+  double el = now() - p->t0;
+  char spent[32], left[32];
+  fmt_time(spent, sizeof spent, el);
+  fmt_time(left, sizeof left, eta(p, el));
   if (p->bar_shown) fprintf(p->out, "\r\033[K");
-  fprintf(p->out, "%s\n", text);
+  fprintf(p->out, "%s | elapsed %s ETA %s\n", text, spent, left);
   fflush(p->out);
   p->bar_shown = 0;
 }

@@ -5,25 +5,37 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { TSR_PROGRESS_STYLE_NONE = 0, TSR_PROGRESS_STYLE_BAR, TSR_PROGRESS_STYLE_LINES } tsr_progress_style;
+typedef enum {
+  TSR_PROGRESS_STYLE_NONE = 0,
+  TSR_PROGRESS_STYLE_BAR,
+  TSR_PROGRESS_STYLE_LINES
+} tsr_progress_style;
 
 typedef struct {
   tsr_progress_style style;
   FILE *out;
-  int64_t total;      /* steps in the run */
+  int64_t total;      /* the run's last step */
+  int64_t first;      /* the step before the first tsr_progress_step (a restart's), or -1 */
+  int64_t step;       /* the last step tsr_progress_step was given, or -1 */
   double t0;          /* wall clock at start */
   double last_draw;   /* wall clock of the last bar redraw */
   int bar_shown;      /* a bar is on the current terminal line */
 } tsr_progress;
 
-/* Chooses the style: mode 0 auto (bar when out is a terminal), 1 bar, 2 lines, 3 none. */
+/* Chooses the style: mode 0 auto, 1 bar, 2 lines, 3 none. Auto is the bar when out is a
+ * terminal and the process was started directly (not by mpirun, mpiexec or srun: judged from
+ * the environment the process started with, which Open MPI's singleton start changes in
+ * MPI_Init) and is alone in MPI_COMM_WORLD; lines otherwise. Not collective. */
 void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total);
 
-/* Called every step: redraws the bar (at most 10 times a second). Lines style: nothing. */
+/* Called after every step with the steps done so far (counted from the run's start, so a
+ * restart's first call gives its first step + 1): redraws the bar (at most 10 times a second);
+ * lines style: only notes the step for the next line's ETA. */
 void tsr_progress_step(tsr_progress *p, int64_t step, double t, double cells_per_s);
 
-/* A monitor line (already formatted, no newline): printed as a line in both styles, above
- * the bar when one is shown. */
+/* A monitor line (already formatted, no newline): printed as a line in both styles, above the
+ * bar when one is shown, with " | elapsed MM:SS ETA MM:SS" after it (ETA --:-- before the
+ * first step; H:MM:SS from an hour on). */
 void tsr_progress_line(tsr_progress *p, const char *text);
 
 /* Ends the bar line. */

@@ -11,6 +11,7 @@ pkgs="build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmp
       libyaml-dev libmuparser-dev libcmocka-dev python3"
 pkgs="$pkgs clang libclang-rt-14-dev" # the fuzz test: libFuzzer, ASan, UBSan (tests/fuzz/run.sh)
 missing=""
+pkgs="$pkgs paraview python3-paraview xvfb xauth python3-h5py python3-numpy" # e2e_paraview
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done

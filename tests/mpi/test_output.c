@@ -220,8 +220,9 @@ int main(int argc, char **argv) {
 
   check_xdmf("grid3d", &m3, "Dimensions=\"8 7 6\"", "Dimensions=\"7 6 5\"",
              "TopologyType=\"3DCoRectMesh\"", "GeometryType=\"ORIGIN_DXDYDZ\"");
-  check_xdmf("grid2d", &m2, "Dimensions=\"8 14\"", "Dimensions=\"7 13\"",
-             "TopologyType=\"2DCoRectMesh\"", "GeometryType=\"ORIGIN_DXDY\"");
+  /* a 2D grid is one layer of cells across z, so ParaView shows it in the x-y plane */
+  check_xdmf("grid2d", &m2, "Dimensions=\"2 8 14\"", "Dimensions=\"1 7 13\"",
+             "TopologyType=\"3DCoRectMesh\"", "GeometryType=\"ORIGIN_DXDYDZ\"");
 
   check_scratch_remove(g_dir);
   if (g_rank == 0) printf("test_output: all checks passed on %d ranks\n", g_size);

@@ -40,9 +40,9 @@ if log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/c.yaml" --out "$work/o" 2>&1)
 else
   echo "$log"; failure "run on 2 ranks"
 fi
-# progress lines: step, t, dt, min/max/L2 per field, the error, cells/s
-if grep -qE '^step [0-9]+/[0-9]+ t=.* dt=.* \| u min=.* max=.* L2=.* errL2=.* errLinf=.* \| .* cells/s$' <<<"$log"; then
-  pass "progress lines carry step, t, dt, norms, errors and cells/s"
+# progress lines: step, t, dt, min/max/L2 per field, the error, cells/s, elapsed, ETA
+if grep -qE '^step [0-9]+/[0-9]+ t=.* dt=.* \| u min=.* max=.* L2=.* errL2=.* errLinf=.* \| .* cells/s \| elapsed [0-9:]+ ETA [0-9:]+$' <<<"$log"; then
+  pass "progress lines carry step, t, dt, norms, errors, cells/s, elapsed and ETA"
 else
   echo "$log"; failure "progress line format"
 fi
@@ -58,8 +58,8 @@ done
 for attr in lo hi cells time step tessera_version; do
   if h5dump -a "/$attr" "$work/o/final.h5" >/dev/null 2>&1; then pass "final.h5 attribute $attr"; else failure "final.h5 lacks attribute $attr"; fi
 done
-if grep -q 'Dimensions="20 24"' "$work/o/final.xmf" && grep -q 'final.h5:/fields/u' "$work/o/final.xmf"; then
-  pass "final.xmf describes the 20 x 24 field in final.h5"
+if grep -q 'Dimensions="1 20 24"' "$work/o/final.xmf" && grep -q 'final.h5:/fields/u' "$work/o/final.xmf"; then
+  pass "final.xmf describes the 20 x 24 field in final.h5 (one layer across z)"
 else
   cat "$work/o/final.xmf"; failure "final.xmf"
 fi

@@ -8,8 +8,9 @@ usage: xdmf_check.py SERIES.xmf STEPS PRECISION
 It must parse as XML; hold one Temporal collection of uniform grids named snapshot_<step>;
 each grid's time must equal its file's time attribute, its step the file's step attribute, and
 times must increase; every DataItem of Format HDF must name a file that exists and a dataset in
-it whose dimensions are the DataItem's and whose type has PRECISION bytes; the topology must
-count one node more than the dataset's cells on every axis. Exit 0 when all holds, else 1 with
+it whose dimensions are the DataItem's (a 2D dataset's DataItem has a leading 1: one layer of
+cells across z) and whose type has PRECISION bytes; the topology must count one node more than
+the DataItem's cells on every axis. Exit 0 when all holds, else 1 with
 one line per problem. Reads the HDF5 files with h5dump (hdf5-tools)."""
 import os
 import re
@@ -85,7 +86,9 @@ def main():
             if got is None:
                 problems.append(f"{name}: {file}:{ds} does not exist")
                 continue
-            if got[0] != dims:
+            # a 2D grid is one layer of cells across z (output_xdmf.c): 1 ny nx over [ny][nx]
+            layer = len(dims) == 3 and dims[0] == 1 and len(got[0]) == 2
+            if got[0] != (dims[1:] if layer else dims):
                 problems.append(f"{name}: {file}:{ds} has dimensions {got[0]}, the XDMF says {dims}")
             if got[1] != precision or int(it.get("Precision")) != precision:
                 problems.append(f"{name}: {file}:{ds} holds {got[1]}-byte values, the XDMF says "
