@@ -66,9 +66,10 @@ typedef struct {
  * same syntax tree with the same operations in the same order and the same libm wrappers
  * (NaNs may differ in payload only). Fast because a subexpression is computed only as often
  * as the coordinates it depends on change: in sin(pi*x)*sin(pi*y)*exp(-t), sin(pi*x) once per
- * i, sin(pi*y) once per j, exp(-t) once per call; what varies along x and along y or z is
- * computed row by row (x rows), the rows shared out among OpenMP threads (its own parallel
- * region; call it from outside one). Does not modify e, so threads may share one tsr_expr.
+ * i, sin(pi*y) once per j, exp(-t) once per call. What varies along every axis of the grid
+ * (x and y, or z, too) is computed row by row (x rows), the rows shared out among OpenMP
+ * threads (its own parallel region; inside another one it runs on that thread alone). Does
+ * not modify e, so threads may share one tsr_expr.
  * Scratch: each subexpression that does not vary along every axis gets an array over its
  * own axes (at most a plane), each other one an x row per thread, freed before return.
  * Errors: TSR_ERR_MEMORY; TSR_ERR_INTERNAL for NULL arguments. n[d] <= 0: nothing done. */

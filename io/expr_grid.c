@@ -9,9 +9,10 @@
  *
  * Speed comes from the second half of that last fact. A node's value varies along the axes
  * whose coordinate it reads (its mask); it is computed once per distinct value of those
- * coordinates. Nodes that vary along x and along y or z ("row nodes") are computed one x row
- * at a time into per-thread row buffers, rows shared among OpenMP threads; every other node
- * is computed beforehand into an array over its own axes (at most a plane in 3D). */
+ * coordinates. Nodes that vary along every axis of the grid, x and another ("row nodes"), are
+ * computed one x row at a time into per-thread row buffers, rows shared among OpenMP threads;
+ * every other node is computed beforehand into an array over its own axes (at most a plane
+ * in 3D). */
 #include "io/expr.h"
 #include "io/expr_impl.h"
 
