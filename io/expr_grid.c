@@ -160,7 +160,9 @@ tsr_err tsr_expr_eval_grid(const tsr_expr *e, const tsr_expr_grid *grid, double 
   const gnode *groot = &g[e->root];
   const ptrdiff_t *os = grid->stride;
   long nrows = (long)n[1] * n[2];
-#pragma omp parallel for schedule(static)
+  /* a face or a small box is not worth waking the threads for */
+  size_t work = (size_t)nrows * nx * (size_t)(nrownode + 1);
+#pragma omp parallel for schedule(static) if (work >= 32768)
   for (long r = 0; r < nrows; ++r) {
     int j = (int)(r % n[1]), k = (int)(r / n[1]);
     double *o = out + j * os[1] + k * os[2];

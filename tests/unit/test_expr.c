@@ -411,7 +411,7 @@ static size_t check_grid(tsr_expr *e, const char *text, const tsr_expr_grid *g, 
  * (x is not contiguous in the output), 2: x fastest with padded rows and planes. */
 typedef struct {
   tsr_expr_grid g;
-  double c[3][64];
+  double c[3][160];
 } test_grid;
 
 static void make_grid(test_grid *tg, const int *n, int layout, int no_z, double lo, double hi) {
@@ -431,8 +431,10 @@ static void make_grid(test_grid *tg, const int *n, int layout, int no_z, double 
     tg->g.stride[0] = 1, tg->g.stride[1] = n[0], tg->g.stride[2] = (ptrdiff_t)n[0] * n[1];
 }
 
-static const int SIZES[][3] = {{1, 1, 1}, {7, 1, 1}, {1, 5, 3}, {5, 3, 1}, {13, 7, 5},
-                               {3, 1, 11}, {2, 2, 2}, {33, 17, 3}, {17, 1, 9}};
+/* the last two are large enough for tsr_expr_eval_grid to use threads: rows, then planes */
+static const int SIZES[][3] = {{1, 1, 1},   {7, 1, 1},  {1, 5, 3},    {5, 3, 1},
+                               {13, 7, 5},  {3, 1, 11}, {2, 2, 2},    {33, 17, 3},
+                               {17, 1, 9},  {61, 37, 19}, {3, 129, 131}};
 #define NSIZES (sizeof SIZES / sizeof SIZES[0])
 static const int THREADS[] = {1, 2, 3, 5};
 
