@@ -89,7 +89,9 @@ static void precompute(const tsr_expr *e, const gnode *g, const int *n, int i, d
   const gnode *ga = &g[nd->a], *gb = nd->b >= 0 ? &g[nd->b] : ga;
   int m = g[i].mask, ni = m & 1 ? n[0] : 1, nj = m & 2 ? n[1] : 1, nk = m & 4 ? n[2] : 1;
   const ptrdiff_t *s = g[i].st;
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)ni * nj * nk >= 16384)
+  /* threads pay off for a plane of libm calls, not for a plane of multiplications */
+  size_t work = (size_t)ni * nj * nk * (nd->kind == N_FUN ? 16 : 1);
+#pragma omp parallel for collapse(2) schedule(static) if (work >= 65536)
   for (int k = 0; k < nk; ++k)
     for (int j = 0; j < nj; ++j)
       for (int x = 0; x < ni; ++x) {

@@ -431,10 +431,9 @@ static void make_grid(test_grid *tg, const int *n, int layout, int no_z, double 
     tg->g.stride[0] = 1, tg->g.stride[1] = n[0], tg->g.stride[2] = (ptrdiff_t)n[0] * n[1];
 }
 
-/* the last two are large enough for tsr_expr_eval_grid to use threads: rows, then planes */
-static const int SIZES[][3] = {{1, 1, 1},   {7, 1, 1},  {1, 5, 3},    {5, 3, 1},
-                               {13, 7, 5},  {3, 1, 11}, {2, 2, 2},    {33, 17, 3},
-                               {17, 1, 9},  {61, 37, 19}, {3, 129, 131}};
+/* the last one is large enough for tsr_expr_eval_grid to use threads for its rows */
+static const int SIZES[][3] = {{1, 1, 1},  {7, 1, 1},  {1, 5, 3},  {5, 3, 1},   {13, 7, 5},
+                               {3, 1, 11}, {2, 2, 2},  {33, 17, 3}, {17, 1, 9}, {61, 37, 19}};
 #define NSIZES (sizeof SIZES / sizeof SIZES[0])
 static const int THREADS[] = {1, 2, 3, 5};
 
@@ -449,6 +448,25 @@ static void test_grid_cases(void **state) {
       int layout = (int)((c + s) % 3), no_z = (c + s) % 4 == 0;
       make_grid(&tg, SIZES[s], layout, no_z, -3, 3);
       check_grid(e, CASES[c].text, &tg.g, uniform(0, 2), THREADS[(c + s) % 4]);
+    }
+    tsr_expr_destroy(&e);
+  }
+}
+
+/* Subexpressions over planes large enough for threads (libm over a y-z plane, arithmetic
+ * over an x-y one), and whole rows, on 1, 2, 3 and 5 threads. */
+static void test_grid_threads(void **state) {
+  (void)state;
+  static const char *const k[] = {"sin(y*z)*x + pow(fabs(y), z)*c",
+                                  "cos(x*y)*kappa - erf(y - z)/(1 + x*x)",
+                                  "(3*pi*pi*kappa - 1)*exp(-t)*sin(pi*x)*sin(pi*y)*sin(pi*z)"};
+  static const int sz[][3] = {{3, 129, 131}, {131, 129, 3}, {61, 37, 19}};
+  test_grid tg;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    tsr_expr *e = compile_ok(k[i]);
+    for (size_t s = 0; s < 3; s++) {
+      make_grid(&tg, sz[s], (int)(s % 2), 0, -2, 2);
+      for (int th = 0; th < 4; th++) check_grid(e, k[i], &tg.g, uniform(0, 1), THREADS[th]);
     }
     tsr_expr_destroy(&e);
   }
@@ -622,6 +640,7 @@ int main(void) {
       cmocka_unit_test(test_long_and_deep),  cmocka_unit_test(test_grid_cases),
       cmocka_unit_test(test_grid_traps),     cmocka_unit_test(test_grid_random),
       cmocka_unit_test(test_grid_case_files), cmocka_unit_test(test_grid_misuse),
+      cmocka_unit_test(test_grid_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
