@@ -18,7 +18,6 @@
 
 #include <omp.h>
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct {
   int mask;          /* axes (bit d) along which the value varies on this grid */
