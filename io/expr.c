@@ -7,6 +7,7 @@
  * variable tokens, so hiding them behind a non-optimisable call keeps muparser's arithmetic
  * exactly C's, while it still folds constant subexpressions (to the doubles C would get). */
 #include "io/expr.h"
+#include "io/expr_impl.h"
 #include "io/text.h"
 
 #include <errno.h>
@@ -38,12 +39,7 @@ WRAP2(fmod) WRAP1(erf)
 static double tsr_neg(double a) { return -a; }
 static double tsr_ident(double a) { return a; }
 
-typedef struct {
-  const char *name;
-  int arity;
-  muFun1_t f1;
-  muFun2_t f2;
-} fun_def;
+typedef tsr_expr_fun fun_def;
 
 #define F1(f) {#f, 1, tsr_f_##f, NULL}
 #define F2(f) {#f, 2, NULL, tsr_f_##f}
@@ -52,27 +48,11 @@ static const fun_def funs[] = {
     F1(cosh), F1(tanh),  F1(exp),   F1(log),   F1(log10), F1(sqrt),  F1(cbrt),  F1(fabs),
     F1(floor), F1(ceil), F2(pow),   F2(fmin),  F2(fmax),  F2(fmod),  F1(erf)};
 #define NFUNS ((int)(sizeof funs / sizeof funs[0]))
+const tsr_expr_fun *const tsr_expr_funs = funs;
 
 static const char *const var_names[4] = {"x", "y", "z", "t"};
 
-enum { N_NUM, N_VAR, N_PI, N_PARAM, N_FUN, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV };
-
-typedef struct {
-  int kind;
-  int a, b;     /* operands (node indices), -1 when absent */
-  int idx;      /* variable 0..3, param index or function index */
-  int col, len; /* where the token (name, number, operator) sits in the text */
-  double val;   /* N_NUM */
-} node;
-
-struct tsr_expr {
-  double var[4]; /* x, y, z, t: muparser reads them through pointers */
-  muParserHandle_t mp;
-  char *text;
-  node *nodes;
-  int root;
-  char *c_text;
-};
+typedef tsr_expr_node node;
 
 /* ---- tokens and parser ---------------------------------------------------------------- */
 
@@ -546,12 +526,15 @@ tsr_err tsr_expr_compile(const char *text, const tsr_expr_env *env, tsr_expr **o
   TSR_ALLOC(e, 1, "an expression");
   e->text = malloc(len + 1);
   e->nodes = calloc(len + 1, sizeof *e->nodes); /* each node consumes at least one char */
+  int nparam = env ? env->nparam : 0;
+  e->param = malloc((size_t)(nparam + 1) * sizeof *e->param);
   e->c_text = NULL;
-  if (!e->text || !e->nodes) {
+  if (!e->text || !e->nodes || !e->param) {
     tsr_expr_destroy(&e);
     return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory compiling '%s'", text);
   }
   memcpy(e->text, text, len + 1);
+  for (int k = 0; k < nparam; k++) e->param[k] = env->values[k];
 
   parser p = {.s = e->text, .env = env, .nodes = e->nodes};
   int root = -1;
@@ -567,6 +550,8 @@ tsr_err tsr_expr_compile(const char *text, const tsr_expr_env *env, tsr_expr **o
   }
   /* nodes are created children first, so the root is the last one */
   e->root = root;
+  for (int i = 0; i <= root; i++)
+    if (e->nodes[i].kind == N_PI) e->nodes[i].val = tsr_pi;
 
   tsr_strbuf c = {0};
   render(e, root, 0, &c);
@@ -624,6 +609,7 @@ void tsr_expr_destroy(tsr_expr **e) {
   if ((*e)->mp) mupRelease((*e)->mp);
   free((*e)->text);
   free((*e)->nodes);
+  free((*e)->param);
   free((*e)->c_text);
   free(*e);
   *e = NULL;

@@ -1,5 +1,7 @@
-/* Expressions of case files: a subset of C, evaluated on the host with muparser and (GPU
- * issue) compiled for the device with NVRTC from the same canonical C text.
+/* Expressions of case files: a subset of C, evaluated on the host with muparser point by
+ * point, over grids by a walk of the same syntax tree that gives muparser's bits
+ * (tsr_expr_eval_grid), and compiled for the device with NVRTC from the same canonical C
+ * text.
  *
  * Accepted: decimal numbers (123, 1.5, .5, 1e-3, 2.5E+4; no suffixes, no hex), the variables
  * x, y, z, t, the case's params, the constant pi, + - * / with unary + and -, parentheses,
@@ -49,6 +51,29 @@ double tsr_expr_eval(tsr_expr *e, double x, double y, double z, double t);
 /* Evaluates at n points (arrays of n; z may be NULL for 0), writing out[0..n-1]. */
 void tsr_expr_eval_many(tsr_expr *e, size_t n, const double *x, const double *y,
                         const double *z, double t, double *out);
+
+/* A structured set of points: point (i, j, k), 0 <= i < n[0], 0 <= j < n[1], 0 <= k < n[2],
+ * is (coord[0][i], coord[1][j], coord[2][k]) and its value goes to
+ * out[i * stride[0] + j * stride[1] + k * stride[2]]. coord[d] NULL means that coordinate
+ * is 0 everywhere (2D: z; n[d] is then usually 1). Host memory, borrowed for the call. */
+typedef struct {
+  int n[3];
+  const double *coord[3];
+  ptrdiff_t stride[3];
+} tsr_expr_grid;
+
+/* Evaluates over a grid, bit for bit what tsr_expr_eval gives at each point: it walks the
+ * same syntax tree with the same operations in the same order and the same libm wrappers
+ * (NaNs may differ in payload only). Fast because a subexpression is computed only as often
+ * as the coordinates it depends on change: in sin(pi*x)*sin(pi*y)*exp(-t), sin(pi*x) once per
+ * i, sin(pi*y) once per j, exp(-t) once per call. What varies along every axis of the grid
+ * (x and y, or z, too) is computed row by row (x rows), the rows shared out among OpenMP
+ * threads (its own parallel region; inside another one it runs on that thread alone). Does
+ * not modify e, so threads may share one tsr_expr.
+ * Scratch: each subexpression that does not vary along every axis gets an array over its
+ * own axes (at most a plane), each other one an x row per thread, freed before return.
+ * Errors: TSR_ERR_MEMORY; TSR_ERR_INTERNAL for NULL arguments. n[d] <= 0: nothing done. */
+tsr_err tsr_expr_eval_grid(const tsr_expr *e, const tsr_expr_grid *g, double t, double *out);
 
 /* 1 when the expression mentions name (a variable, param, pi or a function), else 0. */
 int tsr_expr_uses(const tsr_expr *e, const char *name);

@@ -17,25 +17,32 @@ static tsr_err upload(tsr_run_ctx *x, tsr_field *f, int comp, const double *owne
 
 static tsr_err prepare(tsr_run_ctx *x) {
   TSR_ALLOC(x->scratch, tsr_box_cells(&x->box), "expression values");
-  TSR_ALLOC(x->coords, 3 * tsr_box_len(&x->box, 0), "cell coordinates");
+  int len = 0;
+  for (int d = 0; d < 3; ++d) len += tsr_box_len(&x->box, d);
+  TSR_ALLOC(x->coords, len, "cell coordinates");
   return TSR_OK;
 }
 
-/* muparser, row by row, into the scratch array; then into the field. */
+/* Over the box at once (tsr_expr_eval_grid: each subexpression as often as its coordinates
+ * change, rows on all threads): straight into a double field, through the scratch array
+ * into a single one (upload rounds). Same bits as muparser point by point. */
 static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t) {
   const tsr_box *b = &x->box;
-  int nx = tsr_box_len(b, 0);
-  double *xs = x->coords, *ys = xs + nx, *zs = ys + nx, *row = x->scratch;
-  for (int i = 0; i < nx; ++i) xs[i] = tsr_cell_center(x->c, 0, b->lo[0] + i);
-  for (int k = b->lo[2]; k < b->hi[2]; ++k)
-    for (int j = b->lo[1]; j < b->hi[1]; ++j, row += nx) {
-      double yv = tsr_cell_center(x->c, 1, j), zv = tsr_cell_center(x->c, 2, k);
-      for (int i = 0; i < nx; ++i) {
-        ys[i] = yv;
-        zs[i] = zv;
-      }
-      tsr_expr_eval_many(e, (size_t)nx, xs, ys, zs, t, row);
-    }
+  tsr_expr_grid g;
+  double *c = x->coords;
+  for (int d = 0; d < 3; ++d) {
+    g.n[d] = tsr_box_len(b, d);
+    g.coord[d] = c;
+    for (int i = 0; i < g.n[d]; ++i) *c++ = tsr_cell_center(x->c, d, b->lo[d] + i);
+  }
+  if (f->prec == TSR_PREC_DOUBLE) {
+    g.stride[0] = 1, g.stride[1] = f->sy, g.stride[2] = f->sz;
+    return tsr_expr_eval_grid(e, &g, t,
+                              (double *)f->data + tsr_field_at(f, comp, b->lo[0], b->lo[1],
+                                                               b->lo[2]));
+  }
+  g.stride[0] = 1, g.stride[1] = g.n[0], g.stride[2] = (ptrdiff_t)g.n[0] * g.n[1];
+  TSR_CALL(tsr_expr_eval_grid(e, &g, t, x->scratch));
   return upload(x, f, comp, x->scratch);
 }
 

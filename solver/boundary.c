@@ -90,6 +90,19 @@ const tsr_bc_face *tsr_bc_face_info(const tsr_bc *bc, int i) { return &bc->face[
 tsr_expr *tsr_bc_expr(const tsr_bc *bc, int i, int q) { return bc->face[i].expr[q]; }
 int tsr_bc_face_timed(const tsr_bc *bc, int i) { return bc->face[i].timed; }
 
+/* Component q of the face point by point: the fallback where a grid's scratch is not had. */
+static void evaluate_points(tsr_bc *bc, face_bc *fb, int q, double t, double *xyz, double *v) {
+  const tsr_bc_face *fi = &fb->info;
+  for (int b = 0; b < fi->n2; ++b)
+    for (int a = 0; a < fi->n1; ++a) {
+      xyz[fi->t1] = tsr_cell_center(bc->c, fi->t1, bc->box.lo[fi->t1] + a);
+      xyz[fi->t2] = tsr_cell_center(bc->c, fi->t2, bc->box.lo[fi->t2] + b);
+      v[(size_t)b * fi->n1 + a] = tsr_expr_eval(fb->expr[q], xyz[0], xyz[1], xyz[2], t);
+    }
+}
+
+/* The face's values over its cells at once (tsr_expr_eval_grid: the same bits as point by
+ * point, each subexpression only as often as its coordinates change). */
 static void evaluate(tsr_bc *bc, face_bc *fb, double t) {
   const tsr_case *c = bc->c;
   const tsr_bc_face *fi = &fb->info;
@@ -97,16 +110,23 @@ static void evaluate(tsr_bc *bc, face_bc *fb, double t) {
   double xyz[3];
   xyz[d] = d < c->dim ? (fi->side == 0 ? c->lo[d] : c->hi[d]) : 0.0;
   size_t n = (size_t)fi->n1 * fi->n2;
+  double *tc = malloc(((size_t)fi->n1 + (size_t)fi->n2) * sizeof *tc);
+  tsr_expr_grid g;
+  g.n[d] = 1, g.coord[d] = &xyz[d], g.stride[d] = 0;
+  g.n[fi->t1] = fi->n1, g.coord[fi->t1] = tc, g.stride[fi->t1] = 1;
+  g.n[fi->t2] = fi->n2, g.coord[fi->t2] = tc + fi->n1, g.stride[fi->t2] = fi->n1;
+  for (int a = 0; tc && a < fi->n1; ++a)
+    tc[a] = tsr_cell_center(c, fi->t1, bc->box.lo[fi->t1] + a);
+  for (int b = 0; tc && b < fi->n2; ++b)
+    tc[fi->n1 + b] = tsr_cell_center(c, fi->t2, bc->box.lo[fi->t2] + b);
   for (int q = 0; q < c->ncomp; ++q) {
     double *v = fb->val + q * n;
-    for (int b = 0; b < fi->n2; ++b)
-      for (int a = 0; a < fi->n1; ++a) {
-        xyz[fi->t1] = tsr_cell_center(c, fi->t1, bc->box.lo[fi->t1] + a);
-        xyz[fi->t2] = tsr_cell_center(c, fi->t2, bc->box.lo[fi->t2] + b);
-        v[(size_t)b * fi->n1 + a] =
-            fb->expr[q] ? tsr_expr_eval(fb->expr[q], xyz[0], xyz[1], xyz[2], t) : 0.0;
-      }
+    if (!fb->expr[q])
+      for (size_t i = 0; i < n; ++i) v[i] = 0.0;
+    else if (!tc || tsr_expr_eval_grid(fb->expr[q], &g, t, v))
+      evaluate_points(bc, fb, q, t, xyz, v);
   }
+  free(tc);
   fb->valid = 1;
   fb->at = t;
 }

@@ -37,7 +37,7 @@ typedef struct tsr_run_ctx {
   tsr_field *acc, *src;
   tsr_field *exact;     /* exact solution at the monitor's time, when the case gives one */
   double *scratch;      /* host backend: owned cells of one component, expression values */
-  double *coords;       /* host backend: 3 x (cells along x), coordinates of one row */
+  double *coords;       /* host backend: cell centres along x, then y, then z, of the box */
   tsr_bc *bc;
   tsr_expr *init_expr[TSR_MAX_COMP];  /* initial conditions */
   tsr_expr *src_expr[TSR_MAX_COMP];   /* sources (NULL: none) */

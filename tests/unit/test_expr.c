@@ -1,5 +1,8 @@
-/* io/expr: the accepted C subset, its error messages and columns, the canonical C text, and
- * bitwise agreement of muparser's evaluation with the same expression compiled as C. */
+/* io/expr: the accepted C subset, its error messages and columns, the canonical C text,
+ * bitwise agreement of muparser's evaluation with the same expression compiled as C, and of
+ * the grid evaluation (tsr_expr_eval_grid) with muparser point by point. */
+#include <glob.h>
+#include <omp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,8 +13,11 @@
 #include <cmocka.h>
 #include <math.h>
 
+#include "io/case.h"
+#include "io/case_expr.h"
 #include "io/error.h"
 #include "io/expr.h"
+#include "solver/boundary.h"
 
 /* Not const, and its address escapes into env: the compiler cannot fold the references' uses
  * of the params (it would fold libm calls with MPFR, not glibc). */
@@ -359,13 +365,282 @@ static void test_long_and_deep(void **state) {
   assert_non_null(strstr(tsr_err_message(), "too long"));
 }
 
+/* ---- grid evaluation against muparser point by point ------------------------------------- */
+
+static int same_bits(double a, double b) {
+  uint64_t u, v;
+  memcpy(&u, &a, 8);
+  memcpy(&v, &b, 8);
+  return u == v || (isnan(a) && isnan(b));
+}
+
+/* Evaluates e over g with nthreads threads and compares every point with tsr_expr_eval;
+ * returns the number of finite values. The output array has guard values around the
+ * points, which must stay untouched. */
+static size_t check_grid(tsr_expr *e, const char *text, const tsr_expr_grid *g, double t,
+                         int nthreads) {
+  size_t span = 1, finite = 0;
+  for (int d = 0; d < 3; d++) span += (size_t)(g->n[d] - 1) * (size_t)g->stride[d];
+  double *out = malloc((span + 2) * sizeof *out);
+  assert_non_null(out);
+  for (size_t i = 0; i < span + 2; i++) out[i] = -12345.0;
+  int saved = omp_get_max_threads();
+  omp_set_num_threads(nthreads);
+  tsr_err err = tsr_expr_eval_grid(e, g, t, out + 1);
+  omp_set_num_threads(saved);
+  if (err) fail_msg("'%s': tsr_expr_eval_grid failed: %s", text, tsr_err_message());
+  assert_true(out[0] == -12345.0 && out[span + 1] == -12345.0);
+  for (int k = 0; k < g->n[2]; k++)
+    for (int j = 0; j < g->n[1]; j++)
+      for (int i = 0; i < g->n[0]; i++) {
+        double x = g->coord[0] ? g->coord[0][i] : 0.0, y = g->coord[1] ? g->coord[1][j] : 0.0;
+        double z = g->coord[2] ? g->coord[2][k] : 0.0;
+        double got = out[1 + i * g->stride[0] + j * g->stride[1] + k * g->stride[2]];
+        double want = tsr_expr_eval(e, x, y, z, t);
+        if (!same_bits(got, want))
+          fail_msg("'%s' at (%.17g, %.17g, %.17g, %.17g), %d x %d x %d, %d threads: grid "
+                   "%.17g, muparser %.17g", text, x, y, z, t, g->n[0], g->n[1], g->n[2],
+                   nthreads, got, want);
+        finite += isfinite(want) != 0;
+      }
+  free(out);
+  return finite;
+}
+
+/* A grid of sizes n with random coordinates in [lo, hi]; layout 0: x fastest, 1: x slowest
+ * (x is not contiguous in the output), 2: x fastest with padded rows and planes. */
+typedef struct {
+  tsr_expr_grid g;
+  double c[3][160];
+} test_grid;
+
+static void make_grid(test_grid *tg, const int *n, int layout, int no_z, double lo, double hi) {
+  memset(tg, 0, sizeof *tg);
+  for (int d = 0; d < 3; d++) {
+    tg->g.n[d] = n[d];
+    for (int i = 0; i < n[d]; i++) tg->c[d][i] = uniform(lo, hi);
+    tg->g.coord[d] = tg->c[d];
+  }
+  if (no_z) tg->g.coord[2] = NULL;
+  if (layout == 1)
+    tg->g.stride[2] = 1, tg->g.stride[1] = n[2], tg->g.stride[0] = (ptrdiff_t)n[2] * n[1];
+  else if (layout == 2)
+    tg->g.stride[0] = 1, tg->g.stride[1] = n[0] + 3,
+    tg->g.stride[2] = (ptrdiff_t)(n[0] + 3) * (n[1] + 2);
+  else
+    tg->g.stride[0] = 1, tg->g.stride[1] = n[0], tg->g.stride[2] = (ptrdiff_t)n[0] * n[1];
+}
+
+/* the last one is large enough for tsr_expr_eval_grid to use threads for its rows */
+static const int SIZES[][3] = {{1, 1, 1},  {7, 1, 1},  {1, 5, 3},  {5, 3, 1},   {13, 7, 5},
+                               {3, 1, 11}, {2, 2, 2},  {33, 17, 3}, {17, 1, 9}, {61, 37, 19}};
+#define NSIZES (sizeof SIZES / sizeof SIZES[0])
+static const int THREADS[] = {1, 2, 3, 5};
+
+/* The fixed cases (every registered function, params, pi, t, the optimiser patterns) on
+ * odd sizes, all layouts, with and without z, on 1, 2, 3 and 5 threads. */
+static void test_grid_cases(void **state) {
+  (void)state;
+  test_grid tg;
+  for (size_t c = 0; c < NCASES; c++) {
+    tsr_expr *e = compile_ok(CASES[c].text);
+    for (size_t s = 0; s < NSIZES; s++) {
+      int layout = (int)((c + s) % 3), no_z = (c + s) % 4 == 0;
+      make_grid(&tg, SIZES[s], layout, no_z, -3, 3);
+      check_grid(e, CASES[c].text, &tg.g, uniform(0, 2), THREADS[(c + s) % 4]);
+    }
+    tsr_expr_destroy(&e);
+  }
+}
+
+/* Subexpressions over planes large enough for threads (libm over a y-z plane, arithmetic
+ * over an x-y one), and whole rows, on 1, 2, 3 and 5 threads. */
+static void test_grid_threads(void **state) {
+  (void)state;
+  static const char *const k[] = {"sin(y*z)*x + pow(fabs(y), z)*c",
+                                  "cos(x*y)*kappa - erf(y - z)/(1 + x*x)",
+                                  "(3*pi*pi*kappa - 1)*exp(-t)*sin(pi*x)*sin(pi*y)*sin(pi*z)"};
+  static const int sz[][3] = {{3, 129, 131}, {131, 129, 3}, {61, 37, 19}};
+  test_grid tg;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    tsr_expr *e = compile_ok(k[i]);
+    for (size_t s = 0; s < 3; s++) {
+      make_grid(&tg, sz[s], (int)(s % 2), 0, -2, 2);
+      for (int th = 0; th < 4; th++) check_grid(e, k[i], &tg.g, uniform(0, 1), THREADS[th]);
+    }
+    tsr_expr_destroy(&e);
+  }
+}
+
+/* Values where muparser's optimiser, or a sloppy evaluator, would change the bits. */
+static void test_grid_traps(void **state) {
+  (void)state;
+  static const char *const k[] = {"4*x/2", "x*0", "x+x", "-x", "-0", "x*y*0", "-(x*y)",
+                                  "2*(3*x+1) + y", "fmin(x, y) - fmax(-0, z)", "x/y/z",
+                                  "sqrt(x*y)", "pow(x, y)*t", "1e308*x*y*z", "t", "3"};
+  static const double v[] = {0.6e308, -1.0, -0.0, 0.0, 1e-310, 3.25, -2.5};
+  test_grid tg;
+  int n[3] = {7, 7, 7};
+  make_grid(&tg, n, 0, 0, 0, 1);
+  for (int d = 0; d < 3; d++)
+    for (int i = 0; i < 7; i++) tg.c[d][i] = v[(i + 2 * d) % 7];
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    tsr_expr *e = compile_ok(k[i]);
+    check_grid(e, k[i], &tg.g, -0.0, 1 + (int)(i % 3));
+    check_grid(e, k[i], &tg.g, 0.6e308, 2);
+    tsr_expr_destroy(&e);
+  }
+}
+
+/* A random expression of the subset into b (at most depth levels); every function, variable,
+ * param, pi, unary signs, grouping, literals. */
+static const char *const FUNS1[] = {"sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+                                    "cosh", "tanh", "exp", "log", "log10", "sqrt", "cbrt",
+                                    "fabs", "floor", "ceil", "erf"};
+static const char *const FUNS2[] = {"atan2", "pow", "fmin", "fmax", "fmod"};
+static const char *const LEAVES[] = {"x", "y", "z", "t", "pi", "kappa", "a", "b", "c",
+                                     "0.5", "2", "1e-3", "3.25", ".75", "7"};
+
+static void gen(char *b, size_t cap, int depth) {
+  size_t l = strlen(b);
+  int r = (int)uniform(0, depth <= 0 ? 3 : 12);
+  if (r < 3) {
+    snprintf(b + l, cap - l, "%s", LEAVES[(int)uniform(0, 15)]);
+    return;
+  }
+  if (r < 5) {
+    snprintf(b + l, cap - l, "%s(", FUNS1[(int)uniform(0, 18)]);
+    gen(b, cap, depth - 1);
+    strncat(b, ")", cap - strlen(b) - 1);
+  } else if (r < 6) {
+    snprintf(b + l, cap - l, "%s(", FUNS2[(int)uniform(0, 5)]);
+    gen(b, cap, depth - 1);
+    strncat(b, ", ", cap - strlen(b) - 1);
+    gen(b, cap, depth - 1);
+    strncat(b, ")", cap - strlen(b) - 1);
+  } else if (r < 7) {
+    strncat(b, r & 1 ? "-" : "-(", cap - l - 1);
+    gen(b, cap, depth - 1);
+    if (!(r & 1)) strncat(b, ")", cap - strlen(b) - 1);
+  } else {
+    static const char ops[] = "+-*/";
+    int paren = uniform(0, 1) < 0.4;
+    if (paren) strncat(b, "(", cap - l - 1);
+    gen(b, cap, depth - 1);
+    l = strlen(b);
+    snprintf(b + l, cap - l, " %c ", ops[(int)uniform(0, 4)]);
+    gen(b, cap, depth - 1);
+    if (paren) strncat(b, ")", cap - strlen(b) - 1);
+  }
+}
+
+static void test_grid_random(void **state) {
+  (void)state;
+  enum { NEXPR = 400 };
+  char text[4096];
+  test_grid tg;
+  size_t finite = 0, total = 0;
+  for (int c = 0; c < NEXPR; c++) {
+    text[0] = '\0';
+    gen(text, sizeof text, 5);
+    tsr_expr *e = compile_ok(text);
+    for (int rep = 0; rep < 2; rep++) {
+      const int *n = SIZES[(c + rep) % NSIZES];
+      make_grid(&tg, n, (c + rep) % 3, c % 5 == 0, -2, 2);
+      double t = rep ? uniform(0, 3) : uniform(-1, 1);
+      finite += check_grid(e, text, &tg.g, t, THREADS[(c + rep) % 4]);
+      total += (size_t)n[0] * n[1] * n[2];
+    }
+    tsr_expr_destroy(&e);
+  }
+  /* most values are numbers, or the comparison above proved little */
+  if (finite * 2 < total) fail_msg("only %zu of %zu values finite", finite, total);
+}
+
+/* Every expression of the example cases and the test cases, on the case's own cell centres
+ * (cells: the box the host backend evaluates on 1 rank; faces: as solver/boundary.c). */
+static void check_case_expr(const tsr_case *c, const tsr_case_expr *ce, int face) {
+  if (!ce->text) return;
+  tsr_expr *e = NULL;
+  if (tsr_case_compile(c, ce, &e)) fail_msg("%s: %s", ce->key, tsr_err_message());
+  static double coords[3][512];
+  tsr_expr_grid g;
+  for (int d = 0; d < 3; d++) {
+    g.n[d] = d < c->dim ? c->cells[d] : 1;
+    if (g.n[d] > 512) g.n[d] = 512;
+    for (int i = 0; i < g.n[d]; i++) coords[d][i] = tsr_cell_center(c, d, i);
+    g.coord[d] = coords[d];
+  }
+  if (face >= 0) { /* the face's own coordinate: the domain's edge */
+    int d = face / 2;
+    g.n[d] = 1;
+    coords[d][0] = d < c->dim ? (face % 2 == 0 ? c->lo[d] : c->hi[d]) : 0.0;
+  }
+  g.stride[0] = 1, g.stride[1] = g.n[0], g.stride[2] = (ptrdiff_t)g.n[0] * g.n[1];
+  double t = c->time.end > 0 ? 0.5 * c->time.end : 0.37;
+  check_grid(e, ce->text, &g, t, 2);
+  check_grid(e, ce->text, &g, 0.0, 3);
+  tsr_expr_destroy(&e);
+}
+
+static void test_grid_case_files(void **state) {
+  (void)state;
+  const char *src = getenv("TESSERA_SOURCE");
+  if (!src) src = ".";
+  char pat[2][1024];
+  snprintf(pat[0], sizeof pat[0], "%s/cases/*.yaml", src);
+  snprintf(pat[1], sizeof pat[1], "%s/tests/cases/*.yaml", src);
+  int ncase = 0, nexpr = 0;
+  for (int p = 0; p < 2; p++) {
+    glob_t gl;
+    if (glob(pat[p], 0, NULL, &gl)) fail_msg("no case files match %s", pat[p]);
+    for (size_t f = 0; f < gl.gl_pathc; f++) {
+      tsr_case *c = NULL;
+      if (tsr_case_load(gl.gl_pathv[f], 0, NULL, &c))
+        fail_msg("%s: %s", gl.gl_pathv[f], tsr_err_message());
+      for (int q = 0; q < c->ncomp; q++) {
+        check_case_expr(c, &c->initial[q], -1);
+        check_case_expr(c, &c->source[q], -1);
+        check_case_expr(c, &c->exact[q], -1);
+        nexpr += !!c->initial[q].text + !!c->source[q].text + !!c->exact[q].text;
+        for (int fc = 0; fc < 2 * c->dim; fc++) {
+          check_case_expr(c, &c->bc[fc].value[q], fc);
+          nexpr += !!c->bc[fc].value[q].text;
+        }
+      }
+      ncase++;
+      tsr_case_destroy(&c);
+    }
+    globfree(&gl);
+  }
+  assert_true(ncase >= 20 && nexpr >= 60);
+}
+
+static void test_grid_misuse(void **state) {
+  (void)state;
+  tsr_expr *e = compile_ok("x + y");
+  double x = 1.0, out[2] = {7.0, 7.0};
+  tsr_expr_grid g = {{0, 1, 1}, {&x, &x, &x}, {1, 1, 1}};
+  assert_int_equal(tsr_expr_eval_grid(e, &g, 0.0, out), TSR_OK); /* empty: writes nothing */
+  assert_true(out[0] == 7.0);
+  g.n[0] = 1;
+  assert_int_equal(tsr_expr_eval_grid(e, &g, 0.0, out), TSR_OK);
+  assert_true(out[0] == 2.0 && out[1] == 7.0);
+  assert_int_equal(tsr_expr_eval_grid(e, NULL, 0.0, out), TSR_ERR_INTERNAL);
+  assert_int_equal(tsr_expr_eval_grid(e, &g, 0.0, NULL), TSR_ERR_INTERNAL);
+  tsr_expr_destroy(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixed_points),   cmocka_unit_test(test_random_points),
       cmocka_unit_test(test_optimiser_traps), cmocka_unit_test(test_constants_and_literals),
       cmocka_unit_test(test_uses),           cmocka_unit_test(test_to_c),
       cmocka_unit_test(test_malformed),      cmocka_unit_test(test_env),
-      cmocka_unit_test(test_long_and_deep),
+      cmocka_unit_test(test_long_and_deep),  cmocka_unit_test(test_grid_cases),
+      cmocka_unit_test(test_grid_traps),     cmocka_unit_test(test_grid_random),
+      cmocka_unit_test(test_grid_case_files), cmocka_unit_test(test_grid_misuse),
+      cmocka_unit_test(test_grid_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
