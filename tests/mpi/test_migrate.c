@@ -2,7 +2,9 @@
  * move to another (RCB with uneven weights, a cost-weighted rebalance, the ranks' boxes
  * rotated) and every owned cell then holds its global cell's value bit for bit, in double and
  * single precision, 2D and 3D; ghosts of the new field are zero; the plans of all ranks agree
- * (what one sends another receives); a migration to the same layout moves nothing. */
+ * (what one sends another receives); a migration to the same layout moves nothing. And the
+ * whole round: each rank's figures gathered (tsr_rebalance_gather), every rank decides alone,
+ * all reach the same boxes, and the field migrates to them. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -167,6 +169,73 @@ static void run_grid(int dim, const int cells[3], int ncomp, int ghost, tsr_prec
   tsr_layout_free(&D);
 }
 
+/* One round as the driver will run it: rank r measured its box's cells (work 1 per cell, 3
+ * in a hot corner) at a rate of 1 + r, the figures are gathered, and each rank decides on
+ * its own. Every rank must hold the same times, work, cost map and boxes. */
+static void round_trip(void) {
+  int cells[3] = {48, 40, 1};
+  tsr_layout L, N;
+  CHECK(tsr_partition(2, cells, NULL, g_size, NULL, &L) == TSR_OK, "partition");
+  tsr_rebalance_costmap m;
+  CHECK(tsr_rebalance_costmap_init(2, cells, 100, &m) == TSR_OK, "map");
+  const tsr_box *mine = &L.boxes[g_rank];
+  tsr_box hot = {{0, 0, 0}, {12, 10, 1}};
+  int64_t n = tsr_box_cells(mine);
+  uint32_t *w = malloc((size_t)n * sizeof *w);
+  int64_t work = 0, at = 0;
+  for (int j = mine->lo[1]; j < mine->hi[1]; ++j)
+    for (int i = mine->lo[0]; i < mine->hi[0]; ++i, ++at) {
+      w[at] = i < hot.hi[0] && j < hot.hi[1] ? 3 : 1;
+      work += w[at];
+    }
+  tsr_rebalance_costmap_add_cells(&m, mine, w);
+  free(w);
+  double *time = malloc((size_t)g_size * sizeof *time);
+  int64_t *works = malloc((size_t)g_size * sizeof *works);
+  CHECK(tsr_rebalance_gather(MPI_COMM_WORLD, (double)work / (1.0 + g_rank), work, &m, time,
+                             works) == TSR_OK, "gather");
+  int64_t total = 0;
+  for (int r = 0; r < g_size; ++r) {
+    CHECK(time[r] * (1.0 + r) == (double)works[r], "rank %d's figures arrived wrong", r);
+    total += works[r];
+  }
+  tsr_box g = tsr_box_make(2, cells);
+  CHECK(tsr_rebalance_costmap_box_cost(&m, &g) == (double)total &&
+            total == 48 * 40 + 2 * 12 * 10, "the summed cost map holds %g, the ranks %lld",
+        tsr_rebalance_costmap_box_cost(&m, &g), (long long)total);
+  tsr_rebalance_measure me = {g_size, 1, time, works, &m};
+  tsr_rebalance_opts o = {0.05, 100, 1, 0.0, 8};
+  tsr_rebalance_decision d;
+  CHECK(tsr_rebalance_decide(&L, &me, &o, NULL, &N, &d) == TSR_OK, "decide");
+  CHECK(d.rebalance == (g_size > 1), "%d ranks: rebalance %d (%s)", g_size, d.rebalance,
+        tsr_rebalance_reason_text(d.reason));
+  /* the same decision everywhere: rank 0's boxes, cells moved and prediction, byte for byte,
+   * against each rank's */
+  int nb = 6 * N.nbox;
+  int *mine_boxes = calloc((size_t)nb + 8, sizeof(int));
+  int *root = calloc((size_t)nb + 8, sizeof(int));
+  for (int b = 0; b < N.nbox; ++b) memcpy(mine_boxes + 6 * b, &N.boxes[b], sizeof(tsr_box));
+  memcpy(mine_boxes + nb, &d.cells_moved, sizeof d.cells_moved);
+  memcpy(mine_boxes + nb + 2, &d.predicted, sizeof d.predicted);
+  memcpy(root, mine_boxes, ((size_t)nb + 8) * sizeof(int));
+  MPI_Bcast(root, nb + 8, MPI_INT, 0, MPI_COMM_WORLD);
+  int same = memcmp(root, mine_boxes, ((size_t)nb + 8) * sizeof(int)) == 0, all = 0;
+  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  CHECK(all, "the ranks decided differently");
+  if (d.rebalance) {
+    CHECK(d.predicted < 0.05 && d.predicted < d.imbalance, "predicted %g from %g", d.predicted,
+          d.imbalance);
+    migrate_and_check(&L, &N, 2, 1, TSR_PREC_DOUBLE, 99, "after a decision");
+  }
+  free(mine_boxes);
+  free(root);
+  free(time);
+  free(works);
+  tsr_rebalance_costmap_free(&m);
+  tsr_layout_free(&N);
+  tsr_layout_free(&L);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -176,6 +245,7 @@ int main(int argc, char **argv) {
   run_grid(2, c2, 3, 2, TSR_PREC_SINGLE);
   run_grid(3, c3, 2, 1, TSR_PREC_DOUBLE);
   run_grid(3, c3, 1, 0, TSR_PREC_SINGLE);
+  round_trip();
   /* plans of mismatched layouts are refused */
   tsr_layout A, B;
   CHECK(tsr_partition(2, c2, NULL, g_size, NULL, &A) == TSR_OK, "A");
