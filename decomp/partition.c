@@ -7,6 +7,7 @@
  * wide on every axis, and RCB reaches it because a cut is only taken where both sides keep
  * enough capacity for their ranks. */
 #include "decomp/layout.h"
+#include "decomp/partition_impl.h"
 
 #include <limits.h>
 #include <math.h>
@@ -72,10 +73,15 @@ static int rounded_cut(int len, double part, double total, int lo, int hi) {
   return (int)c;
 }
 
+int tsr_partition_rounded_cut(int len, double part, double total, int lo, int hi) {
+  return rounded_cut(len, part, total, lo, hi);
+}
+
 /* Tries to split n ranks as n1 + (n - n1) across one of b's axes (longest first). Returns
- * 1 and the cut when both sides keep enough capacity for their ranks. */
+ * 1 and the cut when both sides keep enough capacity for their ranks. The cutter, when given,
+ * places the cut inside [lo, hi] (the rebalancer's cost map); else the cells are split. */
 static int rcb_try(const tsr_box *b, int dim, int w, const double *wt, int r0, int n, int n1,
-                   int *axis, int *cut) {
+                   const tsr_part_cutter *cutter, int *axis, int *cut) {
   int order[3] = {0, 1, 2};
   axes_by_length(b, dim, order);
   int n2 = n - n1;
@@ -87,8 +93,9 @@ static int rcb_try(const tsr_box *b, int dim, int w, const double *wt, int r0, i
     int64_t hi = tsr_box_len(b, d) - (int64_t)w * ((n2 + layer - 1) / layer);
     if (lo > hi) continue;
     *axis = d;
-    *cut = rounded_cut(tsr_box_len(b, d), weight_sum(wt, r0, r0 + n1),
-                       weight_sum(wt, r0, r0 + n), (int)lo, (int)hi);
+    double part = weight_sum(wt, r0, r0 + n1), total = weight_sum(wt, r0, r0 + n);
+    *cut = cutter ? cutter->cut(cutter->ctx, b, d, part, total, (int)lo, (int)hi)
+                  : rounded_cut(tsr_box_len(b, d), part, total, (int)lo, (int)hi);
     return 1;
   }
   return 0;
@@ -97,7 +104,8 @@ static int rcb_try(const tsr_box *b, int dim, int w, const double *wt, int r0, i
 /* Splits b over ranks [r0, r0 + n). The rank split is n/2 first; only where no axis can
  * take that split (close to the capacity limit) the nearest other split that fits is used,
  * so that every rank count up to the capacity is served. */
-static int rcb(tsr_box b, int dim, int w, const double *wt, int r0, int n, tsr_box *out) {
+static int rcb(tsr_box b, int dim, int w, const double *wt, int r0, int n,
+               const tsr_part_cutter *cutter, tsr_box *out) {
   if (box_capacity(&b, dim, w) < n) return 0;
   if (n == 1) {
     out[r0] = b;
@@ -109,14 +117,20 @@ static int rcb(tsr_box b, int dim, int w, const double *wt, int r0, int n, tsr_b
       if (delta == 0 && sign == 1) break;
       n1 = n / 2 + (sign ? delta : -delta);
       if (n1 < 1 || n1 >= n) continue;
-      if (!rcb_try(&b, dim, w, wt, r0, n, n1, &axis, &cut)) axis = -1;
+      if (!rcb_try(&b, dim, w, wt, r0, n, n1, cutter, &axis, &cut)) axis = -1;
     }
   }
   if (axis < 0) return 0;
   tsr_box lo = b, hi = b;
   lo.hi[axis] = b.lo[axis] + cut;
   hi.lo[axis] = b.lo[axis] + cut;
-  return rcb(lo, dim, w, wt, r0, n1, out) && rcb(hi, dim, w, wt, r0 + n1, n - n1, out);
+  return rcb(lo, dim, w, wt, r0, n1, cutter, out) &&
+         rcb(hi, dim, w, wt, r0 + n1, n - n1, cutter, out);
+}
+
+int tsr_partition_rcb(tsr_box global, int dim, int min_width, const double *weights,
+                      int nranks, const tsr_part_cutter *cutter, tsr_box *out) {
+  return rcb(global, dim, min_width > 0 ? min_width : 1, weights, 0, nranks, cutter, out);
 }
 
 /* Cuts along the longest axis into n slabs, each side of each cut sized by the weights. */
@@ -213,7 +227,7 @@ int tsr_partition_max_ranks(int dim, const int cells[3], const tsr_part_opts *op
   for (int n = start; n >= 1; --n) {
     tsr_box *tmp = malloc((size_t)n * sizeof *tmp);
     if (!tmp) return 0;
-    int ok = rcb(g, dim, w, NULL, 0, n, tmp);
+    int ok = rcb(g, dim, w, NULL, 0, n, NULL, tmp);
     free(tmp);
     if (ok) return n;
   }
@@ -266,7 +280,7 @@ tsr_err tsr_partition(int dim, const int cells[3], const int periodic[3], int nr
   TSR_ALLOC(boxes, nranks, "the partition's boxes");
   int ok = 0;
   switch (opts->kind) {
-  case TSR_PART_RCB: ok = rcb(g, dim, w, opts->weights, 0, nranks, boxes); break;
+  case TSR_PART_RCB: ok = rcb(g, dim, w, opts->weights, 0, nranks, NULL, boxes); break;
   case TSR_PART_SLABS: ok = slabs(g, dim, w, opts->weights, nranks, boxes); break;
   case TSR_PART_GRID: ok = grid(g, dim, w, opts->grid, boxes); break;
   }

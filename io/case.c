@@ -67,6 +67,17 @@
  *   gpu:                     optional
  *     graphs: auto           auto | on | off (on, off: any boolean): replay each step as a
  *                            CUDA graph (CUDA backend; auto: on); the same results either way
+ *   rebalance:               optional; cells move between ranks from measured compute times
+ *     every: 100             steps between decisions; integer >= 1
+ *     threshold: 0.05        imbalance (max/mean - 1 of the ranks' compute times) above which
+ *                            a rebalance is considered; a number in [0, 100]
+ *     window: EVERY          steps the figures are measured over; 1 <= window <= every
+ *     enabled: BOOL          default: true on several ranks, false on one
+ *   debug:                   optional; for tests and benchmarks only
+ *     slowdown:              emulates a slower rank: its compute is repeated
+ *       rank: R              required; an integer >= 0 below the rank count
+ *       factor: F            required; its compute takes F times as long, F in [1, 1000]
+ *       steps: [a, b]        required; from step a to step b (included), 1 <= a <= b
  *
  * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
  * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else
@@ -466,7 +477,7 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   static const char *const keys[] = {"name",     "model",  "method", "backend",  "precision",
                                      "grid",     "params", "initial", "source",   "exact",
                                      "boundary", "time",   "decomposition", "output", "comm",
-                                     "gpu"};
+                                     "gpu",      "rebalance", "debug"};
   tsr_case *c = v->c;
   tsr_vkeys(v, "", root, keys, (int)(sizeof keys / sizeof *keys));
   read_name(v, tsr_yaml_find(root, "name"));
@@ -494,6 +505,8 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   tsr_case_read_output(v, tsr_yaml_find(root, "output"));
   tsr_case_read_comm(v, tsr_yaml_find(root, "comm"));
   tsr_case_read_gpu(v, tsr_yaml_find(root, "gpu"));
+  tsr_case_read_rebalance(v, tsr_yaml_find(root, "rebalance"));
+  tsr_case_read_debug(v, tsr_yaml_find(root, "debug"));
 }
 
 /* A case with its provenance filled in and every default set; NULL when out of memory. */
@@ -516,6 +529,9 @@ static tsr_case *case_new(const char *name, const char *text, int noverride,
   c->hash = h;
   c->output.keep = 3;
   c->comm.timeout = 300.0;
+  c->rebalance.every = 100;
+  c->rebalance.threshold = 0.05;
+  c->rebalance.enabled = -1;
   c->output.checkpoint_async = 1;
   c->model = TSR_MODEL_HEAT; /* meaningful only once ncomp > 0 */
   for (int a = 0; a < 3; ++a) {
@@ -604,7 +620,7 @@ tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, t
  * numbers (bitwise invariance across decompositions and backends, DESIGN.md). */
 static int layout_override(const char *o) {
   static const char *const pre[] = {"decomposition.", "output.", "backend=", "comm.",
-                                    "gpu."};
+                                    "gpu.", "rebalance.", "debug."};
   for (size_t i = 0; i < sizeof pre / sizeof pre[0]; ++i)
     if (strncmp(o, pre[i], strlen(pre[i])) == 0) return 1;
   return 0;

@@ -126,6 +126,23 @@ typedef struct {
     tsr_graphs_mode graphs;  /* CUDA graphs of whole steps (solver/graph.h); auto: on with the
                                 CUDA backend */
   } gpu;
+
+  struct {                   /* the rebalancer (decomp/rebalance.h) */
+    int every;               /* steps between decisions; default 100 */
+    double threshold;        /* imbalance (max/mean - 1 of compute times) to act on; 0.05 */
+    int window;              /* steps the figures are measured over, <= every; default every */
+    int enabled;             /* 1, 0, or -1 when not given: tsr_rebalance_enabled decides (on
+                                with several ranks, off on one) */
+  } rebalance;
+
+  struct {                   /* for tests and benchmarks only */
+    int slowdown;            /* 1 when debug.slowdown is given */
+    int slowdown_rank;       /* the rank whose compute is repeated */
+    double slowdown_factor;  /* its compute takes this many times as long (>= 1) */
+    long slowdown_steps[2];  /* from step a to step b, both included */
+    tsr_loc slowdown_loc;    /* where debug.slowdown.rank was given (the rank is checked against
+                                the rank count when the run starts) */
+  } debug;
 } tsr_case;
 
 /* Reads and validates the case file at path with the overrides applied in order. On success
@@ -142,6 +159,10 @@ tsr_err tsr_case_load_string(const char *name, const char *text, int noverride,
  * are neither the model's nor used by any expression (likely typos). Errors: TSR_ERR_INPUT. */
 tsr_err tsr_case_check_expressions(const tsr_case *c);
 
+/* Checks what the case says against the run's rank count: debug.slowdown.rank must be one
+ * of the ranks. Errors: TSR_ERR_INPUT, the message at the key's FILE:LINE:COL (or --set). */
+tsr_err tsr_case_check_ranks(const tsr_case *c, int nranks);
+
 /* Value of the parameter called name (model params always exist). Returns 0 if absent. */
 double tsr_case_param(const tsr_case *c, const char *name);
 
@@ -155,7 +176,8 @@ extern const char *const tsr_case_face_names[TSR_NFACE];
 
 /* Hash of what determines the solution, for checkpoints: as c->hash but leaving out the
  * --set overrides of keys that only say how a run is laid out or where it writes
- * (decomposition.*, output.*, backend, comm.*, gpu.*), so a restart may use other ranks or partitioner.
+ * (decomposition.*, output.*, backend, comm.*, gpu.*, rebalance.*, debug.*), so a restart may
+ * use other ranks or partitioner.
  * Edits to those keys inside the file still change it. */
 uint64_t tsr_case_restart_hash(const tsr_case *c);
 

@@ -1,6 +1,6 @@
 /* Case sections read after model and grid: initial, source, exact (component -> expression),
  * boundary (faces, their types, values and the periodicity they imply), time, decomposition,
- * output, comm and gpu. The schema is documented at the top of io/case.c. */
+ * output, comm, gpu, rebalance and debug. The schema is documented at the top of io/case.c. */
 #define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp, stat */
 #include <math.h>
 #include <stdint.h>
@@ -491,4 +491,106 @@ void tsr_case_read_gpu(tsr_vctx *v, const tsr_yaml_entry *e) {
   else
     tsr_vat(v, n, "gpu.graphs: expected auto, on or off, got '%s'",
             n && n->kind == TSR_YAML_SCALAR ? n->text : "a list or map");
+}
+
+void tsr_case_read_rebalance(tsr_vctx *v, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"every", "threshold", "window", "enabled"};
+  tsr_case *c = v->c;
+  const tsr_yaml_node *o = e && tsr_vmap(v, "rebalance", e->value) ? e->value : NULL;
+  if (o) tsr_vkeys(v, "rebalance", o, keys, 4);
+  const tsr_yaml_entry *x;
+  long n;
+  if ((x = tsr_yaml_find(o, "every")) && tsr_vint(v, "rebalance.every", x->value, &n)) {
+    if (n >= 1 && n <= INT32_MAX) c->rebalance.every = (int)n;
+    else tsr_vat(v, x->value, "rebalance.every: must be >= 1 steps, got %ld", n);
+  }
+  double d;
+  if ((x = tsr_yaml_find(o, "threshold")) &&
+      tsr_vnumber(v, "rebalance.threshold", x->value, &d)) {
+    if (d >= 0.0 && d <= 100.0) c->rebalance.threshold = d;
+    else tsr_vat(v, x->value, "rebalance.threshold: expected an imbalance in [0, 100] (0.05 "
+                 "acts when the slowest rank takes 5%% longer than the mean), got %g", d);
+  }
+  c->rebalance.window = c->rebalance.every;
+  if ((x = tsr_yaml_find(o, "window")) && tsr_vint(v, "rebalance.window", x->value, &n)) {
+    /* the figures of one decision must come from steps on one partition */
+    if (n >= 1 && n <= c->rebalance.every) c->rebalance.window = (int)n;
+    else tsr_vat(v, x->value, "rebalance.window: must be from 1 to rebalance.every (%d) steps, "
+                 "got %ld", c->rebalance.every, n);
+  }
+  int on;
+  if ((x = tsr_yaml_find(o, "enabled")) && tsr_vbool(v, "rebalance.enabled", x->value, &on))
+    c->rebalance.enabled = on;
+}
+
+/* debug.slowdown: {rank, factor, steps: [a, b]}, every key required. */
+static void read_slowdown(tsr_vctx *v, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"rank", "factor", "steps"};
+  tsr_case *c = v->c;
+  const tsr_yaml_node *o = e->value;
+  if (!o || o->kind != TSR_YAML_MAP) {
+    tsr_vat(v, o, "debug.slowdown: expected a map such as {rank: 1, factor: 2, steps: [10, "
+            "200]}");
+    return;
+  }
+  tsr_vkeys(v, "debug.slowdown", o, keys, 3);
+  const tsr_yaml_entry *re = tsr_yaml_find(o, "rank"), *fe = tsr_yaml_find(o, "factor"),
+                       *se = tsr_yaml_find(o, "steps");
+  for (int i = 0; i < 3; ++i)
+    if (!tsr_yaml_find(o, keys[i]))
+      tsr_vkey(v, e, "debug.slowdown: missing '%s'; give rank, factor and steps: [a, b]",
+               keys[i]);
+  int ok = re && fe && se;
+  long r = 0, a = 0, b = 0;
+  double f = 1.0;
+  if (re && tsr_vint(v, "debug.slowdown.rank", re->value, &r)) {
+    if (r < 0 || r > INT32_MAX) ok = 0, tsr_vat(v, re->value, "debug.slowdown.rank: must be a "
+                                                 "rank (>= 0), got %ld", r);
+  } else {
+    ok = 0;
+  }
+  if (fe && tsr_vnumber(v, "debug.slowdown.factor", fe->value, &f)) {
+    if (!(f >= 1.0 && f <= 1000.0))
+      ok = 0, tsr_vat(v, fe->value, "debug.slowdown.factor: expected a factor in [1, 1000] "
+                      "(2: the rank's compute takes twice as long), got %g", f);
+  } else {
+    ok = 0;
+  }
+  const tsr_yaml_node *sn = se ? se->value : NULL;
+  if (se && sn && sn->kind == TSR_YAML_SEQ && sn->n == 2) {
+    if (!tsr_vint(v, "debug.slowdown.steps[0]", sn->items[0], &a) ||
+        !tsr_vint(v, "debug.slowdown.steps[1]", sn->items[1], &b))
+      ok = 0;
+    else if (a < 1 || b < a)
+      ok = 0, tsr_vat(v, sn, "debug.slowdown.steps: expected [a, b] with 1 <= a <= b, got "
+                      "[%ld, %ld]", a, b);
+  } else if (se) {
+    ok = 0;
+    tsr_vat(v, sn, "debug.slowdown.steps: expected [a, b], the first and last step slowed");
+  }
+  if (!ok) return;
+  c->debug.slowdown = 1;
+  c->debug.slowdown_rank = (int)r;
+  c->debug.slowdown_factor = f;
+  c->debug.slowdown_steps[0] = a;
+  c->debug.slowdown_steps[1] = b;
+  c->debug.slowdown_loc = (tsr_loc){re->value->file, re->value->line, re->value->col};
+}
+
+void tsr_case_read_debug(tsr_vctx *v, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"slowdown"};
+  const tsr_yaml_node *o = e && tsr_vmap(v, "debug", e->value) ? e->value : NULL;
+  if (o) tsr_vkeys(v, "debug", o, keys, 1);
+  const tsr_yaml_entry *x = tsr_yaml_find(o, "slowdown");
+  if (x) read_slowdown(v, x);
+}
+
+tsr_err tsr_case_check_ranks(const tsr_case *c, int nranks) {
+  if (!c->debug.slowdown || c->debug.slowdown_rank < nranks) return TSR_OK;
+  char at[256];
+  tsr_case_loc_str(&c->debug.slowdown_loc, at, sizeof at);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                     "%s: debug.slowdown.rank: rank %d, but the run has %d rank%s (0 to %d); "
+                     "give one of them", at, c->debug.slowdown_rank, nranks,
+                     nranks == 1 ? "" : "s", nranks - 1);
 }

@@ -89,5 +89,7 @@ void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_comm(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_gpu(tsr_vctx *v, const tsr_yaml_entry *e);
+void tsr_case_read_rebalance(tsr_vctx *v, const tsr_yaml_entry *e);
+void tsr_case_read_debug(tsr_vctx *v, const tsr_yaml_entry *e);
 
 #endif

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "decomp/rebalance.h"
 #include "io/json.h"
 #include "solver/graph.h"
 #include "solver/run_internal.h"
@@ -103,11 +104,26 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   return TSR_OK;
 }
 
+/* The plan's rebalance line, and the debug slowdown when one is asked for. */
+static void print_rebalance(const tsr_case *c, int nranks, FILE *out) {
+  if (tsr_rebalance_enabled(c->rebalance.enabled, nranks))
+    fprintf(out, "rebalance: on, every %d steps over the last %d, threshold %.4g\n",
+            c->rebalance.every, c->rebalance.window, c->rebalance.threshold);
+  else
+    fprintf(out, "rebalance: off (%s)\n", c->rebalance.enabled == 0 ? "rebalance.enabled" :
+            "one rank");
+  if (c->debug.slowdown)
+    fprintf(out, "debug.slowdown: rank %d computes %.4g times as long from step %ld to %ld "
+            "(for tests and benchmarks)\n", c->debug.slowdown_rank, c->debug.slowdown_factor,
+            c->debug.slowdown_steps[0], c->debug.slowdown_steps[1]);
+}
+
 tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
   tsr_part_opts po = tsr_run_part_opts(c);
   TSR_CHECK(!c->decomp.nweights || c->decomp.nweights == nranks, TSR_ERR_INPUT,
             "%s: decomposition.weights: %d weights given for %d ranks; give one per rank",
             c->path, c->decomp.nweights, nranks);
+  TSR_CALL(tsr_case_check_ranks(c, nranks));
   tsr_layout L = {0};
   TSR_CALL(tsr_partition(c->dim, c->cells, c->periodic, nranks, &po, &L));
   tsr_scheme_plan sp = tsr_integrate_plan(c->time.scheme);
@@ -157,6 +173,7 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
   }
   if (!err)
     fprintf(out, "imbalance (max/mean cells): %.4f\n", (double)maxc * nranks / (double)total);
+  if (!err) print_rebalance(c, nranks, out);
   tsr_layout_free(&L);
   return err;
 }

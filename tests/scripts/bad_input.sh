@@ -115,4 +115,14 @@ expect_fail "blow-up" 1 "non-finite" 'model: heat
 grid: {cells: [16, 16]}
 initial: {u: "sin(pi*x)*sin(pi*y)"}
 time: {dt: 0.01, steps: 200}' run @CASE@ --out @OUT@
+expect_fail "rebalance key typo" 1 "did you mean 'rebalance.every'" "$good
+rebalance: {evry: 5}" run @CASE@ --out @OUT@
+expect_fail "rebalance window beyond every" 1 "rebalance.window: must be from 1 to" "$good
+rebalance: {every: 10, window: 20}" run @CASE@ --out @OUT@
+expect_fail "rebalance threshold override" 1 "--set rebalance.threshold=-1" "$good" run @CASE@ \
+  --out @OUT@ --set rebalance.threshold=-1
+expect_fail "slowdown steps" 1 "debug.slowdown.steps: expected [a, b]" "$good
+debug: {slowdown: {rank: 0, factor: 2, steps: [5]}}" run @CASE@ --out @OUT@
+expect_fail "slowdown rank beyond the ranks (check)" 1 ":5:26: debug.slowdown.rank: rank 3, but the run has 2 ranks" "$good
+debug: {slowdown: {rank: 3, factor: 2, steps: [1, 5]}}" check @CASE@ --ranks 2
 finish

@@ -268,8 +268,8 @@ static const bad_case bad[] = {
      {"c.yaml:1:1: unknown key 'modle' (did you mean 'model'?)"}},
     {MODEL "grid: {cells: [16, 16], hj: [2, 2]}\n" INIT TIME, {0},
      {"c.yaml:2:25: unknown key 'grid.hj' (did you mean 'grid.hi'?)"}},
-    {MODEL GRID INIT TIME "rebalance: {every: 5}\n", {0},
-     {"c.yaml:5:1: unknown key 'rebalance'; valid keys at the top level: name, model"}},
+    {MODEL GRID INIT TIME "balancing: {every: 5}\n", {0},
+     {"c.yaml:5:1: unknown key 'balancing'; valid keys at the top level: name, model"}},
     {MODEL GRID "initial: {u: 0, w: 1}\n" TIME, {0}, {"c.yaml:3:17: initial: unknown component 'w'"}},
     /* types */
     {MODEL GRID INIT "time: {end: abc}\n", {0}, {"c.yaml:4:13: time.end: expected a number, got 'abc'"}},
@@ -458,12 +458,108 @@ static void test_bad_inputs(void **state) {
   assert_true(nbad >= 25);
 }
 
+/* rebalance: defaults (every 100, threshold 0.05, window = every, enabled not given), given
+ * values, and --set of them or of debug.* leaves the restart hash alone (they never change the
+ * bits of a result) */
+static void test_rebalance_section(void **state) {
+  (void)state;
+  static const char text[] = MODEL GRID INIT TIME;
+  tsr_case *c = load_ok("c.yaml", text, 0, NULL);
+  assert_int_equal(c->rebalance.every, 100);
+  assert_true(c->rebalance.threshold == 0.05);
+  assert_int_equal(c->rebalance.window, 100);
+  assert_int_equal(c->rebalance.enabled, -1);
+  assert_int_equal(c->debug.slowdown, 0);
+  uint64_t h = tsr_case_restart_hash(c);
+  tsr_case_destroy(&c);
+  c = load_ok("c.yaml", MODEL GRID INIT TIME "rebalance: {every: 20, threshold: 0.1, "
+              "enabled: off}\n", 0, NULL);
+  assert_int_equal(c->rebalance.every, 20);
+  assert_int_equal(c->rebalance.window, 20);
+  assert_true(c->rebalance.threshold == 0.1);
+  assert_int_equal(c->rebalance.enabled, 0);
+  tsr_case_destroy(&c);
+  char *set[] = {"rebalance.every=50", "rebalance.window=10", "rebalance.enabled=yes",
+                 "debug.slowdown={rank: 3, factor: 2.5, steps: [10, 40]}"};
+  c = load_ok("c.yaml", text, 4, set);
+  assert_int_equal(c->rebalance.every, 50);
+  assert_int_equal(c->rebalance.window, 10);
+  assert_int_equal(c->rebalance.enabled, 1);
+  assert_int_equal(c->debug.slowdown, 1);
+  assert_int_equal(c->debug.slowdown_rank, 3);
+  assert_true(c->debug.slowdown_factor == 2.5);
+  assert_int_equal(c->debug.slowdown_steps[0], 10);
+  assert_int_equal(c->debug.slowdown_steps[1], 40);
+  assert_int_equal(c->debug.slowdown_loc.line, 0); /* an override */
+  assert_true(tsr_case_restart_hash(c) == h);
+  tsr_case_destroy(&c);
+  c = load_ok("c.yaml", MODEL GRID INIT TIME "debug:\n  slowdown: {rank: 1, factor: 2, "
+              "steps: [5, 5]}\n", 0, NULL);
+  assert_int_equal(c->debug.slowdown_rank, 1);
+  assert_int_equal(c->debug.slowdown_loc.line, 6);
+  assert_int_equal(c->debug.slowdown_loc.col, 20);
+  tsr_case_destroy(&c);
+}
+
+static const bad_case bad_rebalance[] = {
+    {MODEL GRID INIT TIME "rebalance: {evry: 5}\n", {0},
+     {"c.yaml:5:13: unknown key 'rebalance.evry' (did you mean 'rebalance.every'?)"}},
+    {MODEL GRID INIT TIME "rebalance: {every: 0}\n", {0},
+     {"c.yaml:5:20: rebalance.every: must be >= 1 steps, got 0"}},
+    {MODEL GRID INIT TIME "rebalance: {threshold: -0.1}\n", {0},
+     {"c.yaml:5:24: rebalance.threshold: expected an imbalance in [0, 100]"}},
+    {MODEL GRID INIT TIME "rebalance: {every: 10, window: 20}\n", {0},
+     {"c.yaml:5:32: rebalance.window: must be from 1 to rebalance.every (10) steps, got 20"}},
+    {MODEL GRID INIT TIME "rebalance: {enabled: sometimes}\n", {0},
+     {"c.yaml:5:22: rebalance.enabled: expected true or false, got 'sometimes'"}},
+    {MODEL GRID INIT TIME "rebalance: 5\n", {0}, {"c.yaml:5:12: rebalance: expected a map"}},
+    {MODEL GRID INIT TIME, {"rebalance.threshold=high"},
+     {"--set rebalance.threshold=high: rebalance.threshold: expected a number, got 'high'"}},
+    {MODEL GRID INIT TIME "debug: {slowdwn: {rank: 0}}\n", {0},
+     {"c.yaml:5:9: unknown key 'debug.slowdwn' (did you mean 'debug.slowdown'?)"}},
+    {MODEL GRID INIT TIME "debug: {slowdown: {rank: 1, factor: 2}}\n", {0},
+     {"c.yaml:5:9: debug.slowdown: missing 'steps'"}},
+    {MODEL GRID INIT TIME "debug: {slowdown: {rank: -1, factor: 2, steps: [1, 2]}}\n", {0},
+     {"c.yaml:5:26: debug.slowdown.rank: must be a rank (>= 0), got -1"}},
+    {MODEL GRID INIT TIME "debug: {slowdown: {rank: 0, factor: 0.5, steps: [1, 2]}}\n", {0},
+     {"c.yaml:5:37: debug.slowdown.factor: expected a factor in [1, 1000]"}},
+    {MODEL GRID INIT TIME "debug: {slowdown: {rank: 0, factor: 2, steps: [9, 2]}}\n", {0},
+     {"c.yaml:5:47: debug.slowdown.steps: expected [a, b] with 1 <= a <= b, got [9, 2]"}},
+    {MODEL GRID INIT TIME "debug: {slowdown: {rank: 0, factor: 2, steps: 7}}\n", {0},
+     {"c.yaml:5:47: debug.slowdown.steps: expected [a, b]"}},
+    {MODEL GRID INIT TIME "debug: {slowdown: {rank: 0, factor: 2, stesp: [1, 2]}}\n", {0},
+     {"unknown key 'debug.slowdown.stesp' (did you mean 'debug.slowdown.steps'?)",
+      "debug.slowdown: missing 'steps'"}},
+    {MODEL GRID INIT TIME, {"debug.slowdown.rank=x"},
+     {"--set debug.slowdown.rank=x: debug.slowdown: missing 'factor'",
+      "debug.slowdown.rank: expected an integer, got 'x'"}},
+};
+
+static void test_bad_rebalance(void **state) {
+  (void)state;
+  int nbad = (int)(sizeof bad_rebalance / sizeof *bad_rebalance);
+  for (int i = 0; i < nbad; ++i) {
+    const bad_case *b = &bad_rebalance[i];
+    int n = 0;
+    while (n < 3 && b->set[n]) ++n;
+    tsr_case *c = (tsr_case *)&c; /* must come back NULL */
+    tsr_err err = tsr_case_load_string("c.yaml", b->yaml, n, (char *const *)b->set, &c);
+    const char *msg = tsr_err_message();
+    int ok = err == TSR_ERR_INPUT && c == NULL;
+    for (int k = 0; k < 3 && b->want[k]; ++k) ok = ok && strstr(msg, b->want[k]);
+    if (!ok)
+      fail_msg("bad rebalance input #%d (code %d)\n--- case:\n%s--- message:\n%s\n--- "
+               "wanted:\n%s", i, (int)err, b->yaml, msg, b->want[0]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_full_case), cmocka_unit_test(test_3d_case),
       cmocka_unit_test(test_overrides), cmocka_unit_test(test_load_file),
       cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_comm_timeout),
       cmocka_unit_test(test_gpu_graphs), cmocka_unit_test(test_record_comment),
+      cmocka_unit_test(test_rebalance_section), cmocka_unit_test(test_bad_rebalance),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,380 @@
+/* The rebalancer's policy: cost maps, cost-weighted RCB (plain RCB when nothing is uneven),
+ * slow ranks, costly cells, the decision and its reasons, determinism, the way back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decomp/rebalance.h"
+
+static const int shapes[][4] = {
+    {2, 64, 64, 1}, {2, 60, 60, 1}, {2, 17, 23, 1}, {2, 100, 7, 1}, {2, 31, 97, 1},
+    {3, 17, 23, 9}, {3, 16, 16, 16}, {3, 40, 9, 13}, {3, 8, 64, 8},
+};
+#define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
+
+static void assert_same_boxes(const tsr_layout *a, const tsr_layout *b) {
+  assert_int_equal(a->nbox, b->nbox);
+  for (int r = 0; r < a->nbox; ++r) {
+    assert_int_equal(a->owner[r], b->owner[r]);
+    assert_true(tsr_box_equal(&a->boxes[r], &b->boxes[r]));
+  }
+}
+
+static void assert_cover(const tsr_layout *L, int w) {
+  int64_t sum = 0;
+  for (int b = 0; b < L->nbox; ++b) {
+    assert_true(tsr_box_contains(&L->global, &L->boxes[b]));
+    for (int d = 0; d < L->dim; ++d) assert_true(tsr_box_len(&L->boxes[b], d) >= w);
+    sum += tsr_box_cells(&L->boxes[b]);
+    for (int c = b + 1; c < L->nbox; ++c) {
+      tsr_box i = tsr_box_intersect(&L->boxes[b], &L->boxes[c]);
+      assert_true(tsr_box_empty(&i));
+    }
+  }
+  assert_true(sum == tsr_box_cells(&L->global));
+}
+
+static void uniform_map(int dim, const int cells[3], int max_blocks, int64_t per_cell,
+                        tsr_rebalance_costmap *m) {
+  assert_int_equal(tsr_rebalance_costmap_init(dim, cells, max_blocks, m), TSR_OK);
+  tsr_box g = tsr_box_make(dim, cells);
+  tsr_rebalance_costmap_add_uniform(m, &g, per_cell);
+}
+
+/* Block sizes keep the map small; coarse blocks still sum to the grid's work. */
+static void test_costmap_blocks(void **state) {
+  (void)state;
+  tsr_rebalance_costmap m;
+  int big[3] = {1024, 512, 512};
+  uniform_map(3, big, 0, 1, &m);
+  assert_true(m.nblock <= TSR_REBALANCE_MAX_BLOCKS);
+  assert_int_equal(m.bs[0], 16);
+  tsr_box g = tsr_box_make(3, big);
+  assert_true(tsr_rebalance_costmap_box_cost(&m, &g) == (double)tsr_box_cells(&g));
+  tsr_rebalance_costmap_free(&m);
+  int small[3] = {64, 48, 1};
+  uniform_map(2, small, 0, 1, &m);
+  assert_int_equal(m.bs[0], 1);
+  assert_int_equal(m.nblock, 64 * 48);
+  tsr_rebalance_costmap_free(&m);
+  /* 100 x 7 under 64 blocks: blocks of 4 (25 x 2 = 50), not 3 (34 x 3 = 102) */
+  int odd[3] = {100, 7, 1};
+  uniform_map(2, odd, 64, 1, &m);
+  assert_int_equal(m.bs[0], 4);
+  assert_int_equal(m.nb[1], 2);
+  tsr_rebalance_costmap_free(&m);
+}
+
+/* Per-cell counts land in the same blocks as the uniform add. */
+static void test_costmap_cells(void **state) {
+  (void)state;
+  int cells[3] = {30, 20, 10};
+  tsr_rebalance_costmap a, b;
+  assert_int_equal(tsr_rebalance_costmap_init(3, cells, 200, &a), TSR_OK);
+  assert_int_equal(tsr_rebalance_costmap_init(3, cells, 200, &b), TSR_OK);
+  assert_true(a.bs[0] > 1);
+  tsr_box box = {{3, 5, 1}, {29, 17, 9}};
+  int64_t n = tsr_box_cells(&box);
+  uint32_t *w = malloc((size_t)n * sizeof *w);
+  for (int64_t i = 0; i < n; ++i) w[i] = 3;
+  tsr_rebalance_costmap_add_cells(&a, &box, w);
+  tsr_rebalance_costmap_add_uniform(&b, &box, 3);
+  assert_memory_equal(a.cost, b.cost, (size_t)a.nblock * sizeof *a.cost);
+  tsr_box g = tsr_box_make(3, cells);
+  assert_true(tsr_rebalance_costmap_box_cost(&a, &g) == 3.0 * n);
+  tsr_rebalance_costmap_clear(&a);
+  assert_true(tsr_rebalance_costmap_box_cost(&a, &g) == 0.0);
+  free(w);
+  tsr_rebalance_costmap_free(&a);
+  tsr_rebalance_costmap_free(&b);
+}
+
+/* Uniform cost, equal ranks: exactly tsr_partition's RCB boxes, for coarse maps too. */
+static void test_uniform_is_plain_rcb(void **state) {
+  (void)state;
+  for (int s = 0; s < NSHAPES; ++s) {
+    int dim = shapes[s][0], cells[3] = {shapes[s][1], shapes[s][2], shapes[s][3]};
+    for (int mb = 0; mb < 2; ++mb) {
+      tsr_rebalance_costmap m;
+      uniform_map(dim, cells, mb ? 37 : 0, 5, &m);
+      for (int n = 1; n <= 13; ++n)
+        for (int w = 1; w <= 2; ++w) {
+          tsr_part_opts o = {TSR_PART_RCB, w, {1, 1, 1}, NULL};
+          tsr_layout P, R;
+          if (tsr_partition(dim, cells, NULL, n, &o, &P) != TSR_OK) {
+            assert_int_equal(tsr_rebalance_partition(&m, NULL, n, NULL, w, &R), TSR_ERR_INPUT);
+            continue;
+          }
+          assert_int_equal(tsr_rebalance_partition(&m, NULL, n, NULL, w, &R), TSR_OK);
+          assert_same_boxes(&P, &R);
+          tsr_layout_free(&P);
+          tsr_layout_free(&R);
+        }
+      tsr_rebalance_costmap_free(&m);
+    }
+  }
+}
+
+/* Figures of a run on layout L: rank r's work is the map's cost of its box, its time that
+ * work over its rate. */
+static void measure(const tsr_layout *L, const tsr_rebalance_costmap *m, const double *rate,
+                    double *time, int64_t *work) {
+  for (int r = 0; r < L->nbox; ++r) {
+    double c = tsr_rebalance_costmap_box_cost(m, &L->boxes[tsr_layout_box_of(L, r)]);
+    work[r] = (int64_t)c;
+    time[r] = c / rate[r];
+  }
+}
+
+static const tsr_rebalance_opts opts = {0.05, 100, 1, 0.0, 16};
+
+/* A rank twice as slow gets about half the cells of the others, and the predicted times are
+ * even; the log line says so. */
+static void test_slow_rank(void **state) {
+  (void)state;
+  int cells[3] = {128, 128, 1};
+  tsr_rebalance_costmap m;
+  uniform_map(2, cells, 0, 1, &m);
+  tsr_layout L, N;
+  assert_int_equal(tsr_partition(2, cells, NULL, 4, NULL, &L), TSR_OK);
+  double rate[4] = {1e6, 0.5e6, 1e6, 1e6}, time[4];
+  int64_t work[4];
+  measure(&L, &m, rate, time, work);
+  tsr_rebalance_measure me = {4, 10, time, work, &m};
+  tsr_rebalance_decision d;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_OK);
+  assert_int_equal(d.rebalance, 1);
+  assert_int_equal(d.reason, TSR_REBALANCE_YES);
+  assert_true(fabs(d.imbalance - (2.0 * 4 / 5 - 1.0)) < 1e-12); /* times 1, 2, 1, 1 */
+  assert_true(d.predicted < 0.02);
+  assert_true(d.predicted_step_time < d.step_time);
+  assert_true(d.saving > d.migration_cost);
+  assert_int_equal(d.migration_measured, 0);
+  assert_cover(&N, 1);
+  double others = 0.0;
+  for (int r = 0; r < 4; ++r)
+    if (r != 1) others += tsr_box_cells(&N.boxes[r]) / 3.0;
+  double ratio = tsr_box_cells(&N.boxes[1]) / others;
+  assert_true(ratio > 0.47 && ratio < 0.53);
+  char line[256];
+  tsr_rebalance_describe(&d, line, sizeof line);
+  assert_non_null(strstr(line, "cells moved"));
+  tsr_layout_free(&N);
+  tsr_layout_free(&L);
+  tsr_rebalance_costmap_free(&m);
+}
+
+/* Cells ten times as costly in a band across x: the cuts follow the cost, and every rank's
+ * predicted time is equal within the cost of the heaviest one-cell-thick slab (a cut falls on
+ * a cell; inside a block the cost is interpolated). */
+static void test_hot_band(void **state) {
+  (void)state;
+  int cells[3] = {128, 64, 1};
+  tsr_rebalance_costmap m;
+  uniform_map(2, cells, 512, 1, &m); /* blocks of 4 x 4 */
+  assert_int_equal(m.bs[0], 4);
+  tsr_box band = {{42, 0, 0}, {58, 64, 1}};
+  tsr_rebalance_costmap_add_uniform(&m, &band, 9);
+  for (int n = 2; n <= 8; ++n) {
+    tsr_layout P, R;
+    assert_int_equal(tsr_partition(2, cells, NULL, n, NULL, &P), TSR_OK);
+    assert_int_equal(tsr_rebalance_partition(&m, NULL, n, NULL, 1, &R), TSR_OK);
+    assert_cover(&R, 1);
+    double lo = INFINITY, hi = 0.0, plain = 0.0, sum = 0.0;
+    for (int r = 0; r < n; ++r) {
+      double c = tsr_rebalance_costmap_box_cost(&m, &R.boxes[r]);
+      double p = tsr_rebalance_costmap_box_cost(&m, &P.boxes[r]);
+      lo = c < lo ? c : lo;
+      hi = c > hi ? c : hi;
+      plain = p > plain ? p : plain;
+      sum += c;
+    }
+    double slab = 10.0 * 64; /* a column of the band: the heaviest slab either way */
+    assert_true(hi - lo <= slab);
+    assert_true(hi <= plain); /* never worse than cutting by cells */
+    if (plain * n / sum - 1.0 > 0.2) assert_true(hi < plain);
+    assert_true(hi * n / sum - 1.0 < 0.1);
+    tsr_layout_free(&P);
+    tsr_layout_free(&R);
+  }
+  tsr_rebalance_costmap_free(&m);
+}
+
+/* Times within the threshold: nothing moves; an imbalance that a window cannot repay: nothing
+ * moves either; no time at all: no data. */
+static void test_decision_reasons(void **state) {
+  (void)state;
+  int cells[3] = {64, 64, 1};
+  tsr_rebalance_costmap m;
+  uniform_map(2, cells, 0, 1, &m);
+  tsr_layout L, N;
+  assert_int_equal(tsr_partition(2, cells, NULL, 2, NULL, &L), TSR_OK);
+  double rate[2] = {1e6, 0.96e6}, time[2];
+  int64_t work[2];
+  measure(&L, &m, rate, time, work);
+  tsr_rebalance_measure me = {2, 5, time, work, &m};
+  tsr_rebalance_decision d;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_OK);
+  assert_int_equal(d.rebalance, 0);
+  assert_int_equal(d.reason, TSR_REBALANCE_BALANCED);
+  assert_true(d.imbalance > 0.0 && d.imbalance <= 0.05);
+  assert_int_equal(N.nbox, 0);
+  assert_null(N.boxes);
+  char line[256];
+  assert_non_null(strstr(tsr_rebalance_describe(&d, line, sizeof line), "not rebalanced"));
+
+  rate[1] = 0.5e6;
+  measure(&L, &m, rate, time, work);
+  tsr_rebalance_opts once = opts;
+  once.window = 1;
+  /* the last migration took 1 s for 1 kB: this one cannot pay within one step */
+  tsr_rebalance_state st = {1, 1.0, 1000};
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &once, &st, &N, &d), TSR_OK);
+  assert_int_equal(d.reason, TSR_REBALANCE_NO_GAIN);
+  assert_int_equal(d.migration_measured, 1);
+  assert_true(fabs(d.migration_cost - d.bytes_moved / 1000.0) < 1e-9);
+  assert_int_equal(N.nbox, 0);
+  /* the same with a fast migration measured: it pays */
+  tsr_rebalance_note_migration(&st, 1e-6, 1000000);
+  assert_int_equal(st.migrations, 2);
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, &st, &N, &d), TSR_OK);
+  assert_int_equal(d.reason, TSR_REBALANCE_YES);
+  tsr_layout_free(&N);
+
+  time[0] = time[1] = 0.0;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_OK);
+  assert_int_equal(d.reason, TSR_REBALANCE_NO_DATA);
+  assert_int_equal(d.rebalance, 0);
+
+  time[0] = -1.0;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_ERR_INPUT);
+  me.nranks = 3;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_ERR_INPUT);
+  double bad[2] = {1.0, -2.0};
+  assert_int_equal(tsr_rebalance_partition(&m, NULL, 2, bad, 1, &N), TSR_ERR_INPUT);
+  tsr_layout_free(&L);
+  tsr_rebalance_costmap_free(&m);
+}
+
+/* The same figures twice give the same decision and the same boxes, bit for bit. */
+static void test_deterministic(void **state) {
+  (void)state;
+  int cells[3] = {40, 36, 28};
+  tsr_rebalance_costmap m;
+  uniform_map(3, cells, 1000, 1, &m);
+  tsr_box hot = {{5, 3, 0}, {17, 30, 28}};
+  tsr_rebalance_costmap_add_uniform(&m, &hot, 6);
+  tsr_layout L, A, B;
+  assert_int_equal(tsr_partition(3, cells, NULL, 7, NULL, &L), TSR_OK);
+  double rate[7] = {1.0, 0.7, 1.3, 1.0, 0.9, 2.0, 1.1}, time[7];
+  int64_t work[7];
+  measure(&L, &m, rate, time, work);
+  tsr_rebalance_measure me = {7, 3, time, work, &m};
+  tsr_rebalance_decision da, db;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &A, &da), TSR_OK);
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &B, &db), TSR_OK);
+  assert_int_equal(da.rebalance, 1);
+  assert_memory_equal(&da, &db, sizeof da);
+  assert_memory_equal(A.boxes, B.boxes, 7 * sizeof *A.boxes);
+  assert_cover(&A, 1);
+  assert_true(da.predicted < da.imbalance / 4);
+  tsr_layout_free(&A);
+  tsr_layout_free(&B);
+  tsr_layout_free(&L);
+  tsr_rebalance_costmap_free(&m);
+}
+
+/* Cells moved: a cut that shifts by 8 rows of 64 cells moves 512 cells; boxes traded move
+ * all; a decision counts the cells and the busiest rank's bytes. */
+static void test_cells_moved(void **state) {
+  (void)state;
+  int cells[3] = {64, 64, 1};
+  tsr_layout L, N;
+  assert_int_equal(tsr_partition(2, cells, NULL, 2, NULL, &L), TSR_OK);
+  /* x counts at half: the cut is across y at 32 */
+  assert_int_equal(L.boxes[0].hi[1], 32);
+  assert_int_equal(tsr_layout_copy(&L, &N), TSR_OK);
+  N.boxes[0].hi[1] = N.boxes[1].lo[1] = 40;
+  assert_int_equal(tsr_rebalance_cells_moved(&L, &N), 512);
+  assert_int_equal(tsr_rebalance_cells_moved(&L, &L), 0);
+  /* the ranks trade boxes: everything moves */
+  N.boxes[0] = L.boxes[1];
+  N.boxes[1] = L.boxes[0];
+  assert_int_equal(tsr_rebalance_cells_moved(&L, &N), 64 * 64);
+  tsr_layout_free(&N);
+
+  tsr_rebalance_costmap m;
+  uniform_map(2, cells, 0, 1, &m);
+  double rate[2] = {1.0, 3.0}, time[2];
+  int64_t work[2];
+  measure(&L, &m, rate, time, work);
+  tsr_rebalance_measure me = {2, 1, time, work, &m};
+  tsr_rebalance_decision d;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_OK);
+  assert_int_equal(d.rebalance, 1);
+  /* rank 0 keeps a quarter of the grid: rows [0, 16) */
+  assert_int_equal(N.boxes[0].hi[1], 16);
+  assert_int_equal(d.cells_moved, 16 * 64);
+  assert_int_equal(d.bytes_moved, 16 * 64 * opts.bytes_per_cell); /* rank 0 sends them all */
+  assert_true(fabs(d.migration_cost - d.bytes_moved / TSR_REBALANCE_BANDWIDTH) < 1e-15);
+  tsr_layout_free(&N);
+  tsr_layout_free(&L);
+  tsr_rebalance_costmap_free(&m);
+}
+
+/* A slowdown, a rebalance, then equal speeds again: the next decision returns to the plain
+ * RCB boxes exactly, and once there, equal speeds move nothing. */
+static void test_goes_back(void **state) {
+  (void)state;
+  int cells[3] = {96, 80, 1};
+  tsr_rebalance_costmap m;
+  uniform_map(2, cells, 0, 1, &m);
+  tsr_layout P, S, B, X;
+  assert_int_equal(tsr_partition(2, cells, NULL, 4, NULL, &P), TSR_OK);
+  double slow[4] = {1e6, 1e6, 1e6, 0.4e6}, even[4] = {1e6, 1e6, 1e6, 1e6}, time[4];
+  int64_t work[4];
+  measure(&P, &m, slow, time, work);
+  tsr_rebalance_measure me = {4, 20, time, work, &m};
+  tsr_rebalance_decision d;
+  assert_int_equal(tsr_rebalance_decide(&P, &me, &opts, NULL, &S, &d), TSR_OK);
+  assert_int_equal(d.rebalance, 1);
+  assert_true(tsr_box_cells(&S.boxes[3]) < tsr_box_cells(&P.boxes[3]) / 2);
+  /* equal speeds, measured with a little noise on the rebalanced boxes */
+  even[1] *= 1.01;
+  measure(&S, &m, even, time, work);
+  assert_int_equal(tsr_rebalance_decide(&S, &me, &opts, NULL, &B, &d), TSR_OK);
+  assert_int_equal(d.rebalance, 1);
+  assert_same_boxes(&P, &B);
+  measure(&B, &m, even, time, work);
+  assert_int_equal(tsr_rebalance_decide(&B, &me, &opts, NULL, &X, &d), TSR_OK);
+  assert_int_equal(d.rebalance, 0);
+  tsr_layout_free(&P);
+  tsr_layout_free(&S);
+  tsr_layout_free(&B);
+  tsr_rebalance_costmap_free(&m);
+}
+
+static void test_enabled_default(void **state) {
+  (void)state;
+  assert_int_equal(tsr_rebalance_enabled(-1, 1), 0);
+  assert_int_equal(tsr_rebalance_enabled(-1, 2), 1);
+  assert_int_equal(tsr_rebalance_enabled(0, 8), 0);
+  assert_int_equal(tsr_rebalance_enabled(1, 1), 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_costmap_blocks),     cmocka_unit_test(test_costmap_cells),
+      cmocka_unit_test(test_uniform_is_plain_rcb), cmocka_unit_test(test_slow_rank),
+      cmocka_unit_test(test_hot_band),           cmocka_unit_test(test_decision_reasons),
+      cmocka_unit_test(test_deterministic),      cmocka_unit_test(test_cells_moved),
+      cmocka_unit_test(test_goes_back),          cmocka_unit_test(test_enabled_default),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
