@@ -54,6 +54,14 @@ TSR_HD static inline double tsr_ignition_react(double u0, double d, const tsr_ce
   return u;
 }
 
+/* The pointwise right-hand side kappa lap(u) + (1 - u) g(u), without sub-steps: for methods
+ * that take the PDE itself (an implicit method's Jacobian, a PINN's residual). */
+TSR_HD static inline void tsr_ignition_rhs_point(const double *u, const tsr_cell_coef *k,
+                                                 double *r) {
+  r[0] = k->p[0] * tsr_cell_lap(u, k) + (1.0 - u[0]) * tsr_ignition_g(u[0], k);
+}
+
+/* The explicit stages' right-hand side: the mean rate of the sub-stepped step (above). */
 TSR_HD static inline void tsr_ignition_rhs(const double *u, const tsr_cell_coef *k, double *r) {
   double d = k->p[0] * tsr_cell_lap(u, k);
   int n;

@@ -30,10 +30,18 @@ static tsr_cell_coef coef(double A, double delta, double nmax, double dt) {
   return k;
 }
 
-/* du/dt = d + (1 - u) g(u) by classic RK4 in n equal steps: the reference. */
+/* du/dt = d + (1 - u) g(u) by classic RK4 in n equal steps: the reference. The rate is the
+ * model's pointwise right-hand side at a flat cell (no diffusion) plus d. */
+static double rate(double v, double d, const tsr_cell_coef *k) {
+  double w[9] = {v, v, v, v, v, v, v, v, v}, r;
+  tsr_cell_coef kw = *k;
+  kw.sy = 3;
+  tsr_ignition_rhs_point(w + 4, &kw, &r);
+  return d + r;
+}
 static double reference(double u, double d, const tsr_cell_coef *k, int n) {
   const double h = k->dt / n;
-#define F(v) (d + (1.0 - (v)) * tsr_ignition_g((v), k))
+#define F(v) rate((v), d, k)
   for (int i = 0; i < n; ++i) {
     double k1 = F(u), k2 = F(u + 0.5 * h * k1), k3 = F(u + 0.5 * h * k2), k4 = F(u + h * k3);
     u += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
