@@ -11,9 +11,9 @@
  * d = kappa lap(u) frozen at the stage's input, in sub-steps: each sub-step is as long as lets
  * u change by at most delta at its current rate |d + (1 - u) g| (so a cell heated past theta
  * during the step sees its reaction start), the last one takes what is left, and the nmax-th
- * takes the rest of the step. A sub-step is linearly
- * implicit in (1 - u), u' = (u + h d + h g) / (1 + h g) with g = A s^2, so even the long last
- * one cannot overshoot the burnt state. The stage then sees the mean rate (u(dt) - u) / dt,
+ * takes the rest of the step. A sub-step is linearly implicit in (1 - u),
+ * u' = (u + h d + h g) / (1 + h g) with g = A s^2, so however long it is the reaction never
+ * carries u past the burnt state. The stage then sees the mean rate (u(dt) - u) / dt,
  * which keeps diffusion explicit (dt: auto is its limit) and absorbs the reaction's stiffness
  * in the sub-steps: cold and burnt cells take one, cells in the front tens.
  *

@@ -114,6 +114,7 @@ static tsr_err emu_typed(const tsr_stage_desc *s, const tsr_box *rg, tsr_field *
   case 2: em<2, 2>(s->kind, dim, hs, sh, a); break;
   case 3: em<3, 2>(s->kind, dim, hs, sh, a); break;
   case 4: em<4, 1>(s->kind, dim, hs, sh, a); break;
+  case TSR_MODEL_IGNITION: em<TSR_MODEL_IGNITION, 1>(s->kind, dim, hs, sh, a); break;
   }
   return TSR_OK;
 }
