@@ -7,7 +7,7 @@
  *   name: STRING             optional; [A-Za-z0-9_.-] only; default: the file's stem
  *                            (cases/heat2d.yaml -> heat2d)
  *   model: NAME              required; heat | advection_diffusion | wave | gray_scott |
- *                            allen_cahn (kernels/models.c)
+ *                            allen_cahn | ignition (kernels/models.c)
  *   method: explicit         optional; implicit, pinn, parareal: not in this version
  *   backend: auto | host | cuda  optional, default auto (cuda when GPUs are visible)
  *   precision: double | single   optional, default double. single stores fields, halos and
@@ -230,7 +230,7 @@ static tsr_err apply_override(tsr_vctx *v, tsr_yaml_node *root, const char *ovr)
 /* ---- sections ----------------------------------------------------------------------- */
 
 static const char *const model_names[TSR_MODEL_COUNT] = {
-    "heat", "advection_diffusion", "wave", "gray_scott", "allen_cahn"};
+    "heat", "advection_diffusion", "wave", "gray_scott", "allen_cahn", "ignition"};
 
 static void read_model(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
   char list[256];
@@ -440,6 +440,11 @@ static void read_params(tsr_vctx *v, const tsr_yaml_entry *e) {
       if (s->min_open ? !(x > s->min) : !(x >= s->min))
         tsr_vat(v, pe->value, "%s: must be %s %g, got %g (%s)", key, s->min_open ? ">" : ">=",
                 s->min, x, s->doc);
+      else if (s->has_max && (s->max_open ? !(x < s->max) : !(x <= s->max)))
+        tsr_vat(v, pe->value, "%s: must be %s %g, got %g (%s)", key, s->max_open ? "<" : "<=",
+                s->max, x, s->doc);
+      else if (s->integer && x != (double)(long long)x)
+        tsr_vat(v, pe->value, "%s: must be a whole number, got %g (%s)", key, x, s->doc);
       loc = (tsr_loc){pe->value->file, pe->value->line, pe->value->col};
     }
     add_param(v, s->name, x, loc);

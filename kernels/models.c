@@ -26,6 +26,20 @@ const tsr_model_info tsr_models[TSR_MODEL_COUNT] = {
          1, 0},
     [TSR_MODEL_ALLEN_CAHN] = {"allen_cahn", "du/dt = eps^2 lap(u) + u - u^3 + s_u", 1, {"u"}, 1,
                               {{"eps", 0.01, 0.0, 1, "interface width"}}, 1, 0},
+    /* kernels/models/ignition.h: the reaction is sub-stepped per cell, delta and nmax set how */
+    [TSR_MODEL_IGNITION] =
+        {"ignition",
+         "du/dt = kappa lap(u) + A (1 - u) s^2, s = max(0, (u - theta) / (1 - theta)) + s_u; "
+         "the reaction sub-stepped per cell",
+         1,
+         {"u"},
+         5,
+         {{"kappa", 1e-3, 0.0, 1, "diffusivity"},
+          {"A", 1e3, 0.0, 0, "reaction rate"},
+          {"theta", 0.1, 0.0, 0, "ignition threshold: no reaction below it", 1, 1.0, 1, 0},
+          {"delta", 0.01, 0.0, 1, "largest progress of u per reaction sub-step", 1, 1.0, 0, 0},
+          {"nmax", 1000, 1.0, 0, "most reaction sub-steps per cell and stage", 1, 1e5, 0, 1}},
+         1, 0, 1},
 };
 
 const tsr_model_info *tsr_model_find(const char *name) {
@@ -65,6 +79,9 @@ double tsr_model_dt_limit(tsr_model_id id, const double *p, const double h[3], i
     double dif = diffusion_limit(p[0] * p[0], h, dim);
     return dif < 0.5 ? dif : 0.5; /* f'(u) = 1 - 3u^2 lies in [-2, 1] for |u| <= 1 */
   }
+  /* the reaction is sub-stepped inside each cell (kernels/models/ignition.h), so only
+   * diffusion limits the step */
+  case TSR_MODEL_IGNITION: return diffusion_limit(p[0], h, dim);
   case TSR_MODEL_COUNT: break;
   }
   return HUGE_VAL;

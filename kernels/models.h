@@ -17,6 +17,7 @@ typedef enum {
   TSR_MODEL_WAVE,
   TSR_MODEL_GRAY_SCOTT,
   TSR_MODEL_ALLEN_CAHN,
+  TSR_MODEL_IGNITION,
   TSR_MODEL_COUNT
 } tsr_model_id;
 
@@ -26,6 +27,10 @@ typedef struct {
   double min;        /* smallest accepted value */
   int min_open;      /* 1: the value must be > min; 0: >= min */
   const char *doc;   /* one line for the README and messages */
+  int has_max;       /* 1: the value must also be < max (max_open) or <= max */
+  double max;
+  int max_open;
+  int integer;       /* 1: the value must be a whole number (a count) */
 } tsr_param_spec;
 
 typedef struct {
@@ -37,6 +42,7 @@ typedef struct {
   tsr_param_spec param[TSR_MAX_MODEL_PARAMS];
   int ghost;                   /* stencil radius = ghost width */
   int transcendental;          /* 1 when the per-cell update calls libm (GPU vs host tolerance) */
+  int varies;                  /* 1 when a cell's work depends on its state (tsr_model_work) */
 } tsr_model_info;
 
 /* The table, indexed by tsr_model_id. */

@@ -451,6 +451,7 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
   a->src = src ? static_cast<const T *>(src->data) : nullptr;
   a->out = static_cast<T *>(out->data);
   a->coef = s->coef;
+  a->coef.dt = s->dt; /* as tsr_stage_host sets it: models that integrate over the step read it */
   a->dt = s->dt;
   a->origin = tsr_field_at(in, 0, rg->lo[0], rg->lo[1], rg->lo[2]);
   a->sy = in->sy;
@@ -507,6 +508,9 @@ tsr_err stage_typed(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field 
     break;
   case TSR_MODEL_ALLEN_CAHN:
     launch_model<TSR_MODEL_ALLEN_CAHN, 1>(s->kind, dim, has_src, sh, a, stream);
+    break;
+  case TSR_MODEL_IGNITION:
+    launch_model<TSR_MODEL_IGNITION, 1>(s->kind, dim, has_src, sh, a, stream);
     break;
   default: break;
   }

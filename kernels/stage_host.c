@@ -18,6 +18,7 @@ void tsr_stage_coef_init(tsr_cell_coef *k, int model, const double *p, const dou
   case TSR_MODEL_WAVE: k->q[0] = p[0] * p[0]; break;
   case TSR_MODEL_GRAY_SCOTT: k->q[0] = p[2] + p[3]; break;
   case TSR_MODEL_ALLEN_CAHN: k->q[0] = p[0] * p[0]; break;
+  case TSR_MODEL_IGNITION: k->q[0] = 1.0 / (1.0 - p[2]); break;
   default: break;
   }
 }
@@ -94,6 +95,7 @@ region_dim(int model, int ncomp, int kind, int dim, int prec, const tsr_stage_de
   tsr_cell_coef k = s->coef;
   k.dim = dim; /* a constant here, so the 3D terms of the stencil fold away in 2D */
   const double dt = s->dt;
+  k.dt = dt;
   /* an orphaned worksharing loop: the parallel region is opened by tsr_stage_host, around the
    * dispatch, so that each (model, kind, dim) instantiation is compiled with its constants */
 #pragma omp for collapse(2) schedule(static)
@@ -142,6 +144,7 @@ void tsr_stage_host(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field 
   case TSR_MODEL_WAVE: TSR_KINDS(TSR_MODEL_WAVE, 2); break;
   case TSR_MODEL_GRAY_SCOTT: TSR_KINDS(TSR_MODEL_GRAY_SCOTT, 2); break;
   case TSR_MODEL_ALLEN_CAHN: TSR_KINDS(TSR_MODEL_ALLEN_CAHN, 1); break;
+  case TSR_MODEL_IGNITION: TSR_KINDS(TSR_MODEL_IGNITION, 1); break;
   default: break;
   }
 }

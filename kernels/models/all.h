@@ -7,6 +7,7 @@
 #include "kernels/models/allen_cahn.h"
 #include "kernels/models/gray_scott.h"
 #include "kernels/models/heat.h"
+#include "kernels/models/ignition.h"
 #include "kernels/models/wave.h"
 
 /* Right-hand side of model m at the cell u points to (component 0), into r[0..ncomp-1].
@@ -18,7 +19,18 @@ TSR_HD static inline void tsr_model_rhs(int m, const double *u, const tsr_cell_c
   case TSR_MODEL_WAVE: tsr_wave_rhs(u, k, r); break;
   case TSR_MODEL_GRAY_SCOTT: tsr_gray_scott_rhs(u, k, r); break;
   case TSR_MODEL_ALLEN_CAHN: tsr_allen_cahn_rhs(u, k, r); break;
+  case TSR_MODEL_IGNITION: tsr_ignition_rhs(u, k, r); break;
   default: break;
+  }
+}
+
+/* The work of one right-hand side of model m at the cell u points to, in units of the cheapest
+ * cell's (tsr_models[m].varies says whether it can be other than 1): what the rebalancer's cost
+ * map sums. Pure: the same cell, parameters and k->dt give the same count everywhere. */
+TSR_HD static inline int tsr_model_work(int m, const double *u, const tsr_cell_coef *k) {
+  switch (m) {
+  case TSR_MODEL_IGNITION: return tsr_ignition_work(u, k);
+  default: return 1;
   }
 }
 

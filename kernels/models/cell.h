@@ -23,6 +23,8 @@ typedef struct {
   double ih2x[3];      /* 1 / (2 h) per axis, for centred first derivatives */
   double p[8];         /* the model's parameters, in tsr_models[model].param order */
   double q[4];         /* derived constants (e.g. c^2, eps^2, F + k) computed once on the host */
+  double dt;           /* the stage's step, set by the stage launchers: a model that integrates
+                        * a term over the step (ignition's sub-stepped reaction) reads it */
 } tsr_cell_coef;
 
 /* Second-order Laplacian at p (2*dim + 1 points). */

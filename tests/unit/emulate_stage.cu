@@ -114,6 +114,7 @@ static tsr_err emu_typed(const tsr_stage_desc *s, const tsr_box *rg, tsr_field *
   case 2: em<2, 2>(s->kind, dim, hs, sh, a); break;
   case 3: em<3, 2>(s->kind, dim, hs, sh, a); break;
   case 4: em<4, 1>(s->kind, dim, hs, sh, a); break;
+  case TSR_MODEL_IGNITION: em<TSR_MODEL_IGNITION, 1>(s->kind, dim, hs, sh, a); break;
   }
   return TSR_OK;
 }
@@ -158,6 +159,8 @@ int main() {
     for (int q = 0; q < 10; ++q) tsr_field_create_as(dim, &box, 1, ncomp, TSR_MEM_HOST, prec, &f[q]);
     tsr_field *in = f[0], *base = f[1], *acc = f[2], *src = f[3], *out = f[4], *acc2 = f[5], *out2 = f[6], *acc0 = f[7];
     double p[8]; for (int q = 0; q < tsr_models[model].nparam; ++q) p[q] = 0.3 + 0.17 * q;
+    /* ignition's sub-steps (tens here, some cut at nmax) need a fast rate and nmax >= 1 */
+    if (model == TSR_MODEL_IGNITION) { p[1] = 400; p[2] = 0.6; p[3] = 0.01; p[4] = 50; }
     double hx[3] = {0.11, 0.13, 0.17};
     tsr_stage_desc d = {model, ncomp, TSR_STAGE_EULER, 0.0123, {}};
     tsr_stage_coef_init(&d.coef, model, p, hx, in);
