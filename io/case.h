@@ -189,11 +189,14 @@ typedef struct {
   char *a, *b;  /* the two values as text; "(none)" where a case has none */
   int fatal;    /* model or grid.cells (the dimension with it): a state of one case can never
                    continue as the other */
+  int stop;     /* time.end or time.steps: where the run stops, not what it computes, so a
+                   run that ended continues to a later end (README, Continuing a run) */
 } tsr_case_change;
 
 typedef struct {
   int n;        /* differing keys */
   int nfatal;   /* how many of them are fatal */
+  int nstop;    /* how many of them are stopping criteria (stop) */
   tsr_case_change *item;
 } tsr_case_changes;
 

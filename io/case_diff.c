@@ -47,8 +47,10 @@ static void cmp(differ *d, int fatal, const char *a, const char *b, const char *
   vsnprintf(key, sizeof key, fmt, ap);
   va_end(ap);
   tsr_case_change *c = &o->item[o->n++];
-  *c = (tsr_case_change){dup_or_oom(d, key), dup_or_oom(d, a), dup_or_oom(d, b), fatal};
+  int stop = !strcmp(key, "time.end") || !strcmp(key, "time.steps");
+  *c = (tsr_case_change){dup_or_oom(d, key), dup_or_oom(d, a), dup_or_oom(d, b), fatal, stop};
   o->nfatal += fatal;
+  o->nstop += stop;
 }
 
 /* The shortest text that reads back as v. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "io/output_internal.h"
 
@@ -140,16 +141,12 @@ void tsr_checkpoint_prune(const char *dir, int keep) {
   prune_parts(dir, kept, nkept);
 }
 
-tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta *meta,
-                             int io, int threads, double dt, const char *case_text,
-                             uint64_t case_hash, int keep,
-                             const tsr_box *owned, int nfield, const char *const *names,
-                             const double *const *data, const tsr_output_layout *layout,
-                             int *committed) {
-  if (committed) *committed = 0;
-  char name[64], path[PATH_MAX_], hash[17];
-  file_name(name, sizeof name, meta->step);
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+tsr_err tsr_checkpoint_write_file(MPI_Comm comm, const char *path, const tsr_grid_meta *meta,
+                                  int io, int threads, double dt, const char *case_text,
+                                  uint64_t case_hash, const tsr_box *owned, int nfield,
+                                  const char *const *names, const double *const *data,
+                                  const tsr_output_layout *layout) {
+  char hash[17];
   snprintf(hash, sizeof hash, "%016" PRIx64, case_hash);
   /* the decomposition that wrote it (lo x y z, hi x y z per rank): the datasets do not depend
    * on it, but a user or the rebalancer may want to know it */
@@ -180,6 +177,23 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                         .layout = layout};
   tsr_err werr = tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo);
   free(boxes);
+  return werr;
+}
+
+tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta *meta,
+                             int io, int threads, double dt, const char *case_text,
+                             uint64_t case_hash, int keep,
+                             const tsr_box *owned, int nfield, const char *const *names,
+                             const double *const *data, const tsr_output_layout *layout,
+                             int *committed) {
+  if (committed) *committed = 0;
+  char name[64], path[PATH_MAX_];
+  file_name(name, sizeof name, meta->step);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  tsr_err werr = tsr_checkpoint_write_file(comm, path, meta, io, threads, dt, case_text,
+                                           case_hash, owned, nfield, names, data, layout);
   if (werr) {
     /* nothing of this checkpoint is left (the temporary is removed); say what still holds */
     tsr_err_append("the previous checkpoint and '%s/latest' are unchanged: once the cause is "
@@ -242,6 +256,35 @@ int tsr_checkpoint_count(MPI_Comm comm, const char *dir) {
   return n;
 }
 
+/* A run that ended left final.h5, a checkpoint of its last step (tsr_checkpoint_write_file):
+ * it goes first among the candidates of latest when it is at least as new as the newest
+ * checkpoint, so a run continued to a later end starts where the earlier one ended. Returns 1
+ * when it was put first. Collective. */
+static int final_first(MPI_Comm comm, const char *dir, char (*cand)[64], int *ncand) {
+  int rank, there = 0;
+  MPI_Comm_rank(comm, &rank);
+  char path[PATH_MAX_];
+  snprintf(path, sizeof path, "%s/final.h5", dir);
+  int64_t newest = -1;
+  if (rank == 0) {
+    struct stat st;
+    there = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    for (int i = 0; i < *ncand; ++i)
+      if (step_of(cand[i]) > newest) newest = step_of(cand[i]);
+  }
+  MPI_Bcast(&there, 1, MPI_INT, 0, comm);
+  MPI_Bcast(&newest, 1, MPI_INT64_T, 0, comm);
+  tsr_grid_meta meta;
+  /* a final.h5 that does not read is left to the candidates' reading, which names why */
+  if (!there || (tsr_output_read_meta(comm, path, &meta) == TSR_OK && meta.step < newest) ||
+      *ncand >= MAX_CAND)
+    return 0;
+  memmove(cand[1], cand[0], (size_t)*ncand * sizeof cand[0]);
+  snprintf(cand[0], sizeof cand[0], "final.h5");
+  ++*ncand;
+  return 1;
+}
+
 tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, int nfield,
                             const char *const *names, const tsr_box *owned, double *const *data,
                             tsr_checkpoint_info *info, tsr_checkpoint_accept accept, void *arg) {
@@ -275,9 +318,11 @@ tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, in
   MPI_Bcast(&ncand, 1, MPI_INT, 0, comm);
   MPI_Bcast(&named, 1, MPI_INT, 0, comm);
   MPI_Bcast(cand, (int)sizeof cand, MPI_CHAR, 0, comm);
+  int fin = final_first(comm, dir, cand, &ncand);
   TSR_CHECK(ncand > 0, TSR_ERR_INPUT,
-            "--restart latest: no checkpoint in '%s' (no checkpoint_*.h5 there); run with "
-            "output.checkpoint_every first, or give a checkpoint file",
+            "--restart latest: no checkpoint in '%s' (no checkpoint_*.h5 there, and no final.h5 "
+            "of a run that ended); run with output.checkpoint_every first, or give a checkpoint "
+            "file",
             dir);
   char failed[4096] = "";
   for (int i = 0; i < ncand; ++i) {
@@ -287,7 +332,10 @@ tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, in
     if (err && info->refused) return err;
     if (!err) {
       if (rank == 0) {
-        if (i > 0 || !named)
+        if (fin && i == 0)
+          printf("restart: from '%s' (step %" PRId64 "), where the earlier run ended\n", path,
+                 info->step);
+        else if (i > fin || !named)
           printf("restart: %s; using the older '%s' (step %" PRId64 ")\n",
                  named ? "the checkpoint 'latest' names does not read" : "no usable 'latest'",
                  path, info->step);

@@ -50,6 +50,15 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              const double *const *data, const tsr_output_layout *layout,
                              int *committed);
 
+/* Writes one file at path with a checkpoint's datasets and attributes (as
+ * tsr_checkpoint_write, without dir/latest and the removal of old ones): final.h5, which a run
+ * continued to a later end restarts from. Collective; errors as tsr_checkpoint_write. */
+tsr_err tsr_checkpoint_write_file(MPI_Comm comm, const char *path, const tsr_grid_meta *meta,
+                                  int io, int threads, double dt, const char *case_text,
+                                  uint64_t case_hash, const tsr_box *owned, int nfield,
+                                  const char *const *names, const double *const *data,
+                                  const tsr_output_layout *layout);
+
 /* Removes all but the newest keep (at least 1) checkpoints of dir, never the one dir/latest
  * names. Not collective: one process calls it (rank 0, after its tsr_checkpoint_write), from
  * any thread: it touches only the files. A file that will not go is left; the next call tries

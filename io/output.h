@@ -148,4 +148,12 @@ void tsr_output_chunk_counts(long long *direct, long long *shared);
  * runs (the temporary is removed, the message names the file). Once. */
 void tsr_output_inject_enospc(void);
 
+/* Notes tmp (a file written under a temporary name before it is renamed into place) as one
+ * that tsr_output_remove_tmp_files removes; every writer of io/ notes its own. Thread-safe. */
+void tsr_output_tmp_track(const char *tmp);
+
+/* Removes the temporary files of the newest writes of this process (unlink only, so it may be
+ * called from a signal handler that ends the process at once: nothing half-written stays). */
+void tsr_output_remove_tmp_files(void);
+
 #endif

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,29 @@
 
 #include "io/output.h"
 #include "io/output_internal.h"
+
+/* The newest temporary names of this process, for tsr_output_remove_tmp_files: a ring, as
+ * only the last few can still be open (one write at a time per thread, and few threads). A
+ * slot is marked ready only once its name is whole, so a handler never reads half a name. */
+#define TMP_SLOTS 16
+static char tmp_slot[TMP_SLOTS][4200];
+static volatile sig_atomic_t tmp_ready[TMP_SLOTS];
+static unsigned tmp_next;
+
+void tsr_output_tmp_track(const char *tmp) {
+  unsigned i = __atomic_fetch_add(&tmp_next, 1u, __ATOMIC_RELAXED) % TMP_SLOTS;
+  tmp_ready[i] = 0;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  snprintf(tmp_slot[i], sizeof tmp_slot[i], "%s", tmp);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  tmp_ready[i] = strlen(tmp) < sizeof tmp_slot[i];
+}
+
+void tsr_output_remove_tmp_files(void) {
+  /* a name already renamed into place, or removed, is gone: unlink fails harmlessly */
+  for (int i = 0; i < TMP_SLOTS; ++i)
+    if (tmp_ready[i]) unlink(tmp_slot[i]);
+}
 
 char *tsr_output_tmp_name(const char *path) {
   size_t n = strlen(path);
@@ -20,6 +44,7 @@ char *tsr_output_tmp_name(const char *path) {
   }
   memcpy(tmp, path, n);
   memcpy(tmp + n, ".tmp", 5);
+  tsr_output_tmp_track(tmp);
   return tmp;
 }
 

@@ -51,6 +51,7 @@ struct tsr_ckpt_writer {
   /* this rank's figures */
   int count;
   double stall, stall_max, wait, copy, write, final_wait;
+  double longest;        /* the longest single write */
 };
 
 /* Bytes of a field's whole allocation. */
@@ -116,6 +117,7 @@ static tsr_err join(tsr_ckpt_writer *w) {
     w->running = 0;
   }
   w->write += w->seconds;
+  if (w->seconds > w->longest) w->longest = w->seconds;
   w->seconds = 0;
   if (!w->err) return TSR_OK;
   tsr_err err = w->err;
@@ -231,6 +233,8 @@ tsr_err tsr_ckpt_writer_wait(tsr_ckpt_writer *w) {
   w->final_wait += MPI_Wtime() - t0;
   return tsr_run_agree(w->x->comm, err);
 }
+
+double tsr_ckpt_writer_longest(const tsr_ckpt_writer *w) { return w ? w->longest : 0.0; }
 
 void tsr_ckpt_writer_report(const tsr_ckpt_writer *w, tsr_run_result *res) {
   enum { N = 8 };

@@ -40,6 +40,10 @@ tsr_err tsr_ckpt_writer_save(tsr_ckpt_writer *w, struct tsr_run_ctx *x, int64_t 
  * rank. Collective over the run's communicator. w NULL (a run without checkpoints): TSR_OK. */
 tsr_err tsr_ckpt_writer_wait(tsr_ckpt_writer *w);
 
+/* The longest single write of this rank so far, in seconds (0 before the first; w NULL: 0).
+ * Not collective. */
+double tsr_ckpt_writer_longest(const tsr_ckpt_writer *w);
+
 /* Fills res->ckpt_* with this run's figures, the slowest rank's. Collective. */
 void tsr_ckpt_writer_report(const tsr_ckpt_writer *w, tsr_run_result *res);
 

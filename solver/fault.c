@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,10 @@
 
 #include "io/output.h"
 
-#define FORM "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph"
+#define FORM "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph|signal|signal2"
 
 static const char *const kind_names[] = {"none", "exit", "hang", "corrupt", "enospc",
-                                           "graph"};
+                                           "graph", "signal", "signal2"};
 
 const char *tsr_fault_kind_name(tsr_fault_kind k) {
   return (unsigned)k < sizeof kind_names / sizeof *kind_names ? kind_names[k] : "?";
@@ -63,12 +64,12 @@ tsr_err tsr_fault_parse(const char *spec, tsr_fault *f) {
       f->rank = (int)v;
     } else if (!strcmp(key, "step")) {
       if (seen_step++) return bad(spec, "step is given twice", NULL);
-      if (!parse_int(val, 1, INT64_MAX, &v))
-        return bad(spec, "step must be an integer >= 1, got", val);
+      if (!parse_int(val, 0, INT64_MAX, &v))
+        return bad(spec, "step must be an integer >= 1 (0 with kind=signal), got", val);
       f->step = (int64_t)v;
     } else if (!strcmp(key, "kind")) {
       if (seen_kind++) return bad(spec, "kind is given twice", NULL);
-      for (int k = TSR_FAULT_EXIT; k <= TSR_FAULT_GRAPH; ++k)
+      for (int k = TSR_FAULT_EXIT; k <= TSR_FAULT_SIGNAL2; ++k)
         if (!strcmp(val, kind_names[k])) f->kind = (tsr_fault_kind)k;
       if (f->kind == TSR_FAULT_NONE) return bad(spec, "unknown kind", val);
     } else {
@@ -77,6 +78,9 @@ tsr_err tsr_fault_parse(const char *spec, tsr_fault *f) {
   }
   if (!seen_step) return bad(spec, "step=S is missing", NULL);
   if (!seen_kind) return bad(spec, "kind=K is missing", NULL);
+  if (f->step == 0 && f->kind != TSR_FAULT_SIGNAL && f->kind != TSR_FAULT_SIGNAL2)
+    return bad(spec, "step must be >= 1 (step=0, before the first step, is for kind=signal)",
+               NULL);
   return TSR_OK;
 }
 
@@ -188,6 +192,20 @@ void tsr_fault_after_step(const tsr_fault *f, int rank, int64_t step, const char
     fprintf(stderr, "%s rank %d exits after step %" PRId64 "\n", say, rank, step);
     fflush(stderr);
     _exit(1);
+  }
+  if (f->kind == TSR_FAULT_SIGNAL) { /* what a batch system sends before its time limit */
+    fprintf(stderr, "%s rank %d sends itself SIGTERM after step %" PRId64 "\n", say, rank, step);
+    fflush(stderr);
+    raise(SIGTERM);
+    return;
+  }
+  if (f->kind == TSR_FAULT_SIGNAL2) { /* a user who presses Ctrl-C twice */
+    fprintf(stderr, "%s rank %d sends itself SIGTERM twice after step %" PRId64 "\n", say,
+            rank, step);
+    fflush(stderr);
+    raise(SIGTERM);
+    raise(SIGTERM);
+    return;
   }
   if (f->kind == TSR_FAULT_HANG) {
     fprintf(stderr, "%s rank %d hangs after step %" PRId64 "\n", say, rank, step);

@@ -17,8 +17,11 @@ typedef enum {
   TSR_FAULT_HANG,    /* rank R sleeps forever after step S, outside MPI */
   TSR_FAULT_CORRUPT, /* after the checkpoint of step S, rank R damages it and _exit(1)s */
   TSR_FAULT_ENOSPC,  /* the checkpoint of step S meets a full disk (ENOSPC from the kernel) */
-  TSR_FAULT_GRAPH    /* rank R's capture of the step to S into a CUDA graph fails (CUDA
+  TSR_FAULT_GRAPH,   /* rank R's capture of the step to S into a CUDA graph fails (CUDA
                         backend with gpu.graphs: the run falls back to plain launches) */
+  TSR_FAULT_SIGNAL,  /* rank R sends itself SIGTERM after step S (0: before the first step):
+                        the run stops with a checkpoint (solver/stop.h) */
+  TSR_FAULT_SIGNAL2  /* the same twice: the second ends the process at once */
 } tsr_fault_kind;
 
 typedef struct {
@@ -27,7 +30,7 @@ typedef struct {
   int64_t step; /* >= 1 */
 } tsr_fault;
 
-/* Parses "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph" (keys in any order; rank defaults to
+/* Parses "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph|signal|signal2" (keys in any order; rank defaults to
  * 0; step and kind required) into *f. Errors: TSR_ERR_INPUT with a message that names the
  * part that is wrong and shows the expected form. */
 tsr_err tsr_fault_parse(const char *spec, tsr_fault *f);

@@ -9,6 +9,7 @@
 #include "solver/fault.h"
 #include "solver/info.h"
 #include "solver/run.h"
+#include "solver/stop.h"
 #include "solver/supervise.h"
 #include "tsr_version.h"
 
@@ -16,7 +17,8 @@ enum { EXIT_RUN_FAILED = 1, EXIT_BAD_INPUT = 2 };
 
 static const char usage[] =
     "usage: tessera run CASE.yaml [--set KEY=VALUE]... [--out DIR] [--backend B]\n"
-    "                   [--restart latest|FILE [--restart-force]] [--inject-fault SPEC]\n"
+    "                   [--restart latest|FILE [--restart-force]] [--walltime T]\n"
+    "                   [--inject-fault SPEC]\n"
     "       tessera check CASE.yaml [--ranks N] [--set KEY=VALUE]...\n"
     "       tessera info\n"
     "       tessera probe\n"
@@ -35,7 +37,7 @@ static const char usage[] =
     "  probe   count the GPUs that work on every node of the launch (one line per node and\n"
     "          a total); tessera supervise runs it through the launcher before relaunching.\n"
     "  supervise  run LAUNCH COMMAND (e.g. mpirun -np 4 tessera run case.yaml) and, when it\n"
-    "          fails (exit code other than 0 and 2), relaunch it with --restart latest, up to\n"
+    "          fails (exit code other than 0, 2 and 4), relaunch it with --restart latest, up to\n"
     "          N times (default 3), on fewer ranks when GPUs were lost; see README.md.\n"
     "\n"
     "options:\n"
@@ -51,11 +53,18 @@ static const char usage[] =
     "                   otherwise it is refused with the keys that differ\n"
     "  --restart-force  (run) restart even from a checkpoint of a case whose keys differ\n"
     "                   (a warning lists them); never across another grid or model\n"
+    "  --walltime T     (run) stop cleanly before T ([D-]HH:MM:SS, MM:SS or seconds from the\n"
+    "                   start): a checkpoint is written at a step agreed by every rank, with\n"
+    "                   a margin measured from the run's own checkpoint writes, and the run\n"
+    "                   exits with status 4; SIGTERM, SIGINT and SIGUSR1 do the same (a\n"
+    "                   second signal ends it at once). Continue with --restart latest\n"
     "  --ranks N        (check) the rank count to plan for\n"
-    "  --inject-fault rank=R,step=S,kind=exit|hang|corrupt|enospc|graph\n"
+    "  --inject-fault rank=R,step=S,kind=exit|hang|corrupt|enospc|graph|signal|signal2\n"
     "                   (run; FOR TESTS ONLY) make rank R fail after step S: exit, hang,\n"
     "                   damage the checkpoint of step S and exit, or meet a full disk writing\n"
-    "                   it; or fail to capture the step to S into a CUDA graph. Fires only in\n"
+    "                   it; or fail to capture the step to S into a CUDA graph; or send itself\n"
+    "                   SIGTERM (signal2: twice) after step S (0: before the first). Fires\n"
+    "                   only in\n"
     "                   a first launch (TESSERA_ATTEMPT unset or 1)\n"
     "  -h, --help       this text\n"
     "  --version        print the version\n"
@@ -63,7 +72,7 @@ static const char usage[] =
     "The case-file reference is in README.md.\n";
 
 typedef struct {
-  const char *command, *case_path, *out_dir, *restart, *fault;
+  const char *command, *case_path, *out_dir, *restart, *fault, *walltime;
   int ranks;
   int restart_force;
   int nset;
@@ -111,7 +120,15 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       if (a[14] == '=') o->fault = a + 15;
       else if (i + 1 < argc) o->fault = argv[++i];
       if (!o->fault || !*o->fault)
-        return say(rank, EXIT_BAD_INPUT, "option --inject-fault needs a value: rank=R,step=S,kind=exit|hang|corrupt|enospc|graph%s%s", "", "");
+        return say(rank, EXIT_BAD_INPUT, "option --inject-fault needs a value: rank=R,step=S,kind=exit|hang|corrupt|enospc|graph|signal|signal2%s%s", "", "");
+    } else if (!strcmp(a, "--walltime") || !strncmp(a, "--walltime=", 11)) {
+      if (a[10] == '=') o->walltime = a + 11;
+      else if (i + 1 < argc) o->walltime = argv[++i];
+      double sec;
+      if (!o->walltime || tsr_stop_parse_walltime(o->walltime, &sec))
+        return say(rank, EXIT_BAD_INPUT, "--walltime: expected [D-]HH:MM:SS, MM:SS or seconds "
+                   "(the job's time limit, e.g. 01:30:00), got '%s'%s",
+                   o->walltime ? o->walltime : "", "");
     } else if (!strcmp(a, "--set") || !strcmp(a, "--out") || !strcmp(a, "--ranks")) {
       if (i + 1 >= argc)
         return say(rank, EXIT_BAD_INPUT, "option %s needs a value (see tessera --help)%s", a, "");
@@ -148,7 +165,8 @@ static int parse(int argc, char **argv, int rank, cli *o) {
   if (!strcmp(o->command, "info") || !strcmp(o->command, "probe")) {
     if (o->case_path)
       return say(rank, EXIT_BAD_INPUT, "%s takes no case file, got '%s'", o->command, o->case_path);
-    if (o->nset || o->out_dir || o->ranks || o->restart || o->restart_force || o->fault)
+    if (o->nset || o->out_dir || o->ranks || o->restart || o->restart_force || o->fault ||
+        o->walltime)
       return say(rank, EXIT_BAD_INPUT, "%s takes no options (--set, --out, --ranks belong to run and check)%s", o->command, "");
     return -1;
   }
@@ -161,6 +179,8 @@ static int parse(int argc, char **argv, int rank, cli *o) {
   if (o->restart_force && !o->restart)
     return say(rank, EXIT_BAD_INPUT, "--restart-force goes with --restart latest|FILE (it lets a "
                "restart continue a checkpoint of a case that differs)%s%s", "", "");
+  if (o->walltime && strcmp(o->command, "run"))
+    return say(rank, EXIT_BAD_INPUT, "--walltime is an option of run%s%s", "", "");
   if (o->fault && strcmp(o->command, "run"))
     return say(rank, EXIT_BAD_INPUT, "--inject-fault is an option of run%s%s", "", "");
   if (o->out_dir && !*o->out_dir)
@@ -183,6 +203,9 @@ int main(int argc, char **argv) {
    * where the library gives less, those fall back (MPI_Query_thread tells them) */
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  /* from here a signal asks for a clean stop (solver/stop.h): the library's own handlers, if
+   * any, are installed by now */
+  tsr_stop_install();
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -214,9 +237,14 @@ int main(int argc, char **argv) {
       ro.restart_force = o.restart_force;
       ro.fault = o.fault ? &fault : NULL;
       tsr_run_result res;
+      double limit = 0.0;
+      if (o.walltime) tsr_stop_parse_walltime(o.walltime, &limit);
+      tsr_stop_set_walltime(limit);
       err = tsr_run(c, MPI_COMM_WORLD, &ro, &res);
       if (err) {
         code = fail(rank, err);
+      } else if (res.stopped) {
+        code = TSR_STOP_EXIT_CODE;
       } else {
         if (rank == 0)
           printf("done: %lld steps to t=%.6g in %.3f s (%.4g cells/s) on %d rank%s; output in %s\n",

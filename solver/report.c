@@ -26,6 +26,7 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   char path[4200], tmp[4300];
   snprintf(path, sizeof path, "%s/report.json", x->out_dir);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  tsr_output_tmp_track(tmp);
   FILE *fp = fopen(tmp, "w");
   TSR_CHECK(fp, TSR_ERR_IO, "cannot write '%s'; check that the output directory is writable", tmp);
   tsr_json j;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "solver/graph.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
+#include "solver/stop.h"
 #include "solver/supervise.h"
 #include "solver/watchdog.h"
 
@@ -257,6 +259,7 @@ static tsr_err prepare_outdir(tsr_run_ctx *x) {
 
 static void ctx_free(tsr_run_ctx *x) {
   tsr_ckpt_writer_destroy(&x->ckpt); /* first: it joins its thread and uses the backend */
+  tsr_stop_end(&x->stop);
   tsr_graph_destroy(&x->graph);
   if (x->be_ready) x->be->teardown(x);
   tsr_field_destroy(&x->exact);
@@ -412,6 +415,27 @@ static tsr_err start_snapshots(tsr_run_ctx *x) {
   return x->opts.restart || !x->snap ? TSR_OK : write_snapshot(x, 0, 0.0);
 }
 
+/* A run continued to another end (time.end, time.steps) keeps the dt it started with, so
+ * that its steps are the ones a run to the new end with that dt makes: with time.end the
+ * count is the first that reaches the end (its last step may end up to a dt past it). */
+static tsr_err continue_with_dt(tsr_run_ctx *x, double dt) {
+  const tsr_case *c = x->c;
+  int64_t n = c->time.steps;
+  if (!c->time.has_steps) {
+    double v = ceil(c->time.end / dt * (1.0 - 1e-12));
+    TSR_CHECK(v >= 1.0 && v < 4.6e18, TSR_ERR_INPUT,
+              "%s: time.end = %g with the checkpoint's dt = %g needs %.3g steps", c->path,
+              c->time.end, dt, v);
+    n = (int64_t)v;
+  }
+  x->dt = dt;
+  x->desc.dt = dt;
+  x->nsteps = n;
+  /* a CUDA graph keeps the dt it was made with */
+  tsr_graph_destroy(&x->graph);
+  return tsr_graph_create(x, &x->graph);
+}
+
 /* U from a checkpoint (any decomposition) instead of the initial conditions; the loop then
  * starts at its step. */
 static tsr_err restart(tsr_run_ctx *x) {
@@ -426,6 +450,7 @@ static tsr_err restart(tsr_run_ctx *x) {
   tsr_err err = tsr_checkpoint_load(x->comm, x->opts.restart, x->out_dir, c->ncomp,
                                     tsr_models[c->model].comp, &x->box, data, &info,
                                     tsr_run_restart_accept, x);
+  if (!err && info.dt != x->dt && x->restart_same) err = continue_with_dt(x, info.dt);
   if (!err && (info.step < 0 || info.step > x->nsteps))
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                       "checkpoint %s is at step %lld, past this run's %lld steps", info.path,
@@ -463,9 +488,18 @@ static tsr_err write_final(tsr_run_ctx *x, double t) {
   tsr_grid_meta meta = grid_meta(c, t, x->nsteps);
   char path[4200];
   snprintf(path, sizeof path, "%s/final.h5", x->out_dir);
-  tsr_output_opts oo = {.force_serial = c->output.io == TSR_OUTPUT_IO_SERIAL};
-  err = tsr_output_write_fields(x->comm, path, &meta, &x->box, c->ncomp,
-                                tsr_models[c->model].comp, data, &oo);
+  /* a checkpoint's datasets and attributes, so that a run continued to a later end starts
+   * from it (--restart latest); one file, never parts */
+  int io = c->output.io == TSR_OUTPUT_IO_SERIAL || !tsr_output_parallel_available()
+               ? TSR_OUTPUT_IO_SERIAL : TSR_OUTPUT_IO_AUTO;
+  char *record = tsr_case_record(c);
+  err = record ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for the case text");
+  err = tsr_run_agree(x->comm, err);
+  if (!err)
+    err = tsr_checkpoint_write_file(x->comm, path, &meta, io, omp_get_max_threads(), x->dt,
+                                    record, tsr_case_restart_hash(c), &x->box, c->ncomp,
+                                    tsr_models[c->model].comp, data, NULL);
+  free(record);
   free(buf);
   TSR_CALL(err);
   if (x->rank == 0) {
@@ -496,7 +530,14 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   TSR_CALL(monitor(x, t, &nm));
   monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
-  for (int64_t step = first; step < x->nsteps; ++step) {
+  /* a signal (or a wall time spent) stops the run after step `done`, with a checkpoint there;
+   * one that came during set-up stops it before its first step */
+  int why = 0;
+  int64_t done = x->nsteps;
+  if (first == 0) tsr_fault_after_step(x->opts.fault, x->rank, 0, x->out_dir);
+  if (x->opts.write_output) TSR_CALL(tsr_run_stop_poll(x, 1, &why));
+  if (why) done = first;
+  for (int64_t step = first; step < x->nsteps && !why; ++step) {
     TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
     tsr_field *tmp = x->slot[TSR_SLOT_U];
     x->slot[TSR_SLOT_U] = x->slot[x->scheme.result];
@@ -528,21 +569,28 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
         tsr_schedule_due(&c->output.checkpoint_every, step + 1, x->dt)) {
       tsr_fault_before_checkpoint(x->opts.fault, step + 1);
       TSR_CALL(tsr_ckpt_writer_save(x->ckpt, x, step + 1, t));
+      x->ckpt_step = step + 1;
       tsr_watchdog_beat(step + 1);
     }
     if (fault_now) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
     tsr_fault_after_step(x->opts.fault, x->rank, step + 1, x->out_dir);
+    if (x->opts.write_output && step + 1 < x->nsteps) {
+      TSR_CALL(tsr_run_stop_poll(x, 0, &why));
+      if (why) done = step + 1;
+    }
   }
   TSR_CALL(x->be->sync(x));
   TSR_CALL(tsr_graph_finish(x->graph, res));
   /* the last checkpoint's write is the run's cost too, and final.h5 must not overlap it */
   if (x->ckpt) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
+  if (why) TSR_CALL(tsr_run_stop_checkpoint(x, done, t, why));
   tsr_progress_finish(&pg);
+  res->stopped = why;
   res->wall = MPI_Wtime() - start;
-  res->steps = x->nsteps;
+  res->steps = done;
   res->t_final = t;
   res->dt = x->dt;
-  res->cells_per_s = res->wall > 0 ? cells * (double)(x->nsteps - first) / res->wall : 0.0;
+  res->cells_per_s = res->wall > 0 ? cells * (double)(done - first) / res->wall : 0.0;
   res->has_exact = nm.has_exact;
   if (x->ckpt) tsr_ckpt_writer_report(x->ckpt, res);
   for (int q = 0; q < c->ncomp; ++q) {
@@ -629,7 +677,8 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   TSR_CALL(tsr_run_agree(x->comm, err));
   err = loop(x, res);
   TSR_CALL(err);
-  if (!x->opts.write_output) return TSR_OK;
+  /* stopped early: the checkpoint holds the state; final.h5 and the report are the end's */
+  if (!x->opts.write_output || res->stopped) return TSR_OK;
   tsr_watchdog_beat(res->steps);
   TSR_CALL(write_final(x, res->t_final));
   double pmax[PH_COUNT], pmean[PH_COUNT];
@@ -646,6 +695,7 @@ tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_
   x.opts = opts ? *opts : tsr_run_opts_default();
   x.out_dir = x.opts.out_dir ? x.opts.out_dir : c->output.dir;
   x.comm = comm;
+  x.stop.comm = MPI_COMM_NULL;
   x.be = &tsr_backend_host;
   MPI_Comm_rank(comm, &x.rank);
   MPI_Comm_size(comm, &x.size);

@@ -26,6 +26,9 @@ typedef struct {
 } tsr_run_opts;
 
 typedef struct {
+  int stopped;                      /* the run stopped early with a checkpoint of its last
+                                       step: the signal, or TSR_STOP_WALLTIME (solver/stop.h);
+                                       0 when it ran to its end */
   int64_t steps;
   double t_final;
   double dt;

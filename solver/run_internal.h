@@ -11,6 +11,7 @@
 #include "solver/boundary.h"
 #include "solver/integrate.h"
 #include "solver/run.h"
+#include "solver/stop.h"
 
 enum { PH_SETUP, PH_INIT, PH_COMPUTE, PH_HALO_WAIT, PH_BOUNDARY, PH_SOURCE, PH_MONITOR,
        PH_OUTPUT, PH_COUNT };
@@ -55,6 +56,12 @@ typedef struct tsr_run_ctx {
   tsr_snapshot_series *snap; /* output.snapshot_every: the series being written, else NULL */
   struct tsr_ckpt_writer *ckpt; /* checkpoints (solver/ckpt_writer.h), NULL when none */
   struct tsr_graph *graph; /* CUDA graphs of whole steps (solver/graph.h), NULL when none */
+  tsr_stop stop;         /* signals and the wall time (solver/stop.h); comm NULL until polled */
+  int restart_same;      /* the checkpoint read has this case's solution (its own, or a run of it
+                            that ended earlier): its dt goes on (tsr_run_restart_accept) */
+  int64_t ckpt_step;     /* the step of the last checkpoint this run saved (0: none yet) */
+  double stop_last;      /* MPI_Wtime of the last stop poll, and the longest gap between two */
+  double stop_gap;
   const double *tdev;   /* while a step is captured: device array of its stage times */
   int stage;            /* the stage being issued (its index in tdev) */
 } tsr_run_ctx;
@@ -72,5 +79,14 @@ tsr_err tsr_run_restart_accept(const tsr_checkpoint_info *info, void *arg);
 /* Writes report.json into the output directory (rank 0 only). */
 tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const double *phase_max,
                          const double *phase_mean);
+
+/* Whether the run stops now (solver/stop.h; solver/run_stop.c): now = 1 decides on the spot
+ * (before the first step), else from the poll posted a step ago. Collective. */
+tsr_err tsr_run_stop_poll(tsr_run_ctx *x, int now, int *why);
+
+/* The stop at step `step` (time t): waits for the checkpoint in flight, writes one of this
+ * step unless that was it, and rank 0 says why the run stopped and how to continue.
+ * Collective. Errors: those of the checkpoint writer. */
+tsr_err tsr_run_stop_checkpoint(tsr_run_ctx *x, int64_t step, double t, int why);
 
 #endif

@@ -1,5 +1,6 @@
 /* Whether a checkpoint may continue this run's case: same grid always; the same case unless
- * --restart-force, and the same model even then (solver/run_internal.h). */
+ * --restart-force, and the same model even then; a later end (time.end, time.steps) and keys
+ * that do not change the solution are the same case (solver/run_internal.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdio.h>
@@ -56,20 +57,26 @@ static tsr_err compare_cases(tsr_run_ctx *x, const tsr_checkpoint_info *info, co
                 info->path);
     tsr_case_changes_append(&d, "checkpoint", "this case", MAX_LISTED);
     err = TSR_ERR_INPUT;
-  } else if (!force && d.n) {
+  } else if (!force && d.n > d.nstop) {
     tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                 "checkpoint %s was written by a different case; these keys differ:", info->path);
     tsr_case_changes_append(&d, "checkpoint", "this case", MAX_LISTED);
     tsr_err_append("pass --restart-force to continue anyway, or restart with the case file and "
                    "--set options that wrote it");
     err = TSR_ERR_INPUT;
-  } else if (!force) {
-    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                      "checkpoint %s was written by a case whose text differs from this one's "
-                      "(hash %s, this case %s) although no key that determines the solution "
-                      "differs (comments, layout, or name, backend, decomposition or output keys "
-                      "in the file); pass --restart-force to continue anyway",
-                      info->path, info->case_hash, mine);
+  } else if (d.n == d.nstop) {
+    /* the same solution: a later end (a run continued), or edits of keys that say how and
+     * where it runs (comments, name, output.*, decomposition.*) */
+    x->restart_same = 1;
+    if (x->rank == 0) {
+      if (d.n == 0)
+        printf("restart: the case text differs from the checkpoint's, but no key that "
+               "determines the solution does\n");
+      for (int i = 0; i < d.n; ++i)
+        printf("restart: continuing with %s = %s (the checkpoint's run had %s)\n",
+               d.item[i].key, d.item[i].b, d.item[i].a);
+      fflush(stdout);
+    }
   } else if (x->rank == 0) {
     fprintf(stderr, "tessera: warning: --restart-force: continuing from %s, written by a "
             "different case%s\n", info->path, d.n ? "; these keys differ:" : " (no key that "
@@ -100,6 +107,10 @@ tsr_err tsr_run_restart_accept(const tsr_checkpoint_info *info, void *arg) {
   }
   char mine[17];
   snprintf(mine, sizeof mine, "%016" PRIx64, tsr_case_restart_hash(c));
-  if (strcmp(info->case_hash, mine) == 0) return TSR_OK;
+  x->restart_same = 0;
+  if (strcmp(info->case_hash, mine) == 0) {
+    x->restart_same = 1;
+    return TSR_OK;
+  }
   return tsr_run_agree(x->comm, compare_cases(x, info, mine));
 }

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "solver/supervise.h"
+#include "solver/stop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -153,6 +154,7 @@ static void default_signals(void) {
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   signal(SIGHUP, SIG_DFL);
+  signal(SIGUSR1, SIG_DFL);
 }
 
 /* How long a probe may take (TESSERA_PROBE_TIMEOUT seconds, default 120): starting every rank
@@ -444,6 +446,9 @@ int tsr_supervise_main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
+  /* a batch system's "stop soon" (sbatch --signal=USR1@T): the run checkpoints and ends with
+   * exit status 4, which ends supervision */
+  sigaction(SIGUSR1, &sa, NULL);
   tsr_supervise_gpus g0 = {0}, left = {0};
   int gpus0 = count_gpus(cmd, n, &g0, 1);
 
@@ -475,6 +480,12 @@ int tsr_supervise_main(int argc, char **argv) {
     else if (WIFSIGNALED(status))
       snprintf(what, sizeof what, "the command was killed by signal %d", WTERMSIG(status));
     else snprintf(what, sizeof what, "no reason given on its standard error");
+    if (code == TSR_STOP_EXIT_CODE) {
+      fprintf(stderr, SAY "attempt %d/%d: exit code %d, the run stopped on a signal or its wall "
+              "time with a checkpoint written; not relaunching: continue it with --restart "
+              "latest\n", attempt, total, code);
+      break;
+    }
     if (code == 2) {
       fprintf(stderr, SAY "attempt %d/%d: exit code 2, bad input (%s); not relaunching: fix "
               "the case or the command line\n", attempt, total, what);

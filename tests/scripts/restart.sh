@@ -93,8 +93,16 @@ refused "other case: what to do" "pass --restart-force to continue anyway" 1 "$w
 refused "other --set refused" "params.a: checkpoint 0.3, this case 0.4" 1 "$work/heat2d.yaml" \
   --out "$work/other" --restart "$f" --set params.a=0.4
 # latest does not fall back past a checkpoint of another case: an older one is no better
-refused "other case, latest" "checkpoint $out/checkpoint_00000009.h5 was written by a different case; these keys differ:" \
+# (the newest here is final.h5 of the restart above, a checkpoint of its step 12)
+refused "other case, latest" "checkpoint $out/final.h5 was written by a different case; these keys differ:" \
   1 "$work/other.yaml" --out "$out" --restart latest
+# a comment, the name or an output key edited in the file: the same case, said and continued
+{ cat "$work/heat2d.yaml"; echo "# run again"; } | sed 's/keep: 3/keep: 2/' >"$work/edited.yaml"
+if log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/edited.yaml" --out "$work/edited" --restart "$f" 2>&1); then
+  echo "$log" | grep -q "the case text differs from the checkpoint's, but no key that determines the solution does" &&
+    pass "edited comment and output.keep: continues, said" || failure "edited: message"
+  same "edited: = uninterrupted" "$work/heat2d-ref/final.h5" "$work/edited/final.h5"
+else echo "$log" | tail -3; failure "edited comment: refused"; fi
 # --restart-force continues, and rank 0 warns with the keys (a param that leaves dt alone: a
 # run goes on with the dt it started with, and kappa would change dt: auto)
 sed 's/a: 0.3/a: 0.5/' "$work/heat2d.yaml" >"$work/forced.yaml"

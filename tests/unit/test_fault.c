@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "solver/fault.h"
+#include "solver/stop.h"
 #include "solver/supervise.h"
 
 static void test_fault_parse(void **state) {
@@ -36,6 +37,27 @@ static void test_fault_parse(void **state) {
   assert_int_equal(tsr_fault_parse("rank=1,step=2,kind=graph", &f), TSR_OK);
   assert_int_equal(f.kind, TSR_FAULT_GRAPH);
   assert_string_equal(tsr_fault_kind_name(TSR_FAULT_GRAPH), "graph");
+  assert_int_equal(tsr_fault_parse("rank=1,step=0,kind=signal", &f), TSR_OK);
+  assert_int_equal(f.kind, TSR_FAULT_SIGNAL);
+  assert_int_equal(f.step, 0);
+}
+
+/* --walltime's forms (solver/stop.h) */
+static void test_walltime_parse(void **state) {
+  (void)state;
+  double s = 0;
+  assert_int_equal(tsr_stop_parse_walltime("01:30:00", &s), 0);
+  assert_true(s == 5400.0);
+  assert_int_equal(tsr_stop_parse_walltime("2-00:00:10", &s), 0);
+  assert_true(s == 172810.0);
+  assert_int_equal(tsr_stop_parse_walltime("05:30", &s), 0);
+  assert_true(s == 330.0);
+  assert_int_equal(tsr_stop_parse_walltime("90", &s), 0);
+  assert_true(s == 90.0);
+  static const char *const bad[] = {"", "0", "1:2:3:4", "01:61:00", "00:00:75", "1h", "-5",
+                                    "1-", "01::00", " 10"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i)
+    if (tsr_stop_parse_walltime(bad[i], &s) == 0) fail_msg("'%s' parsed as %g s", bad[i], s);
 }
 
 static void test_fault_parse_bad(void **state) {
@@ -47,10 +69,10 @@ static void test_fault_parse_bad(void **state) {
       {"rank=1,step=5", "kind=K is missing"},
       {"rank=1,kind=exit", "step=S is missing"},
       {"rank=1,step=5,kind=explode", "unknown kind 'explode'"},
-      {"rank=1,step=0,kind=exit", "step must be an integer >= 1, got '0'"},
+      {"rank=1,step=0,kind=exit", "step=0, before the first step, is for kind=signal"},
       {"rank=-1,step=2,kind=exit", "rank must be an integer >= 0, got '-1'"},
       {"rank=x,step=2,kind=exit", "rank must be an integer >= 0, got 'x'"},
-      {"rank=1,step=2.5,kind=exit", "step must be an integer >= 1, got '2.5'"},
+      {"rank=1,step=2.5,kind=exit", "step must be an integer >= 1 (0 with kind=signal), got '2.5'"},
       {"rank=1,step=2,kind=exit,when=now", "unknown key 'when'"},
       {"rank=1,step=2,kind=exit,step=3", "step is given twice"},
       {"rank=1,step=2,exit", "expected KEY=VALUE, got 'exit'"},
@@ -256,8 +278,9 @@ static void test_supervise_gpus_lost(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_fault_parse),      cmocka_unit_test(test_fault_parse_bad),
-      cmocka_unit_test(test_fault_check),      cmocka_unit_test(test_fault_armed),
+      cmocka_unit_test(test_fault_parse),      cmocka_unit_test(test_walltime_parse),
+      cmocka_unit_test(test_fault_parse_bad),  cmocka_unit_test(test_fault_check),
+      cmocka_unit_test(test_fault_armed),
       cmocka_unit_test(test_supervise_parse),  cmocka_unit_test(test_supervise_ranks),
       cmocka_unit_test(test_supervise_argv),   cmocka_unit_test(test_supervise_shrink),
       cmocka_unit_test(test_supervise_probe_argv), cmocka_unit_test(test_supervise_gpus_parse),

@@ -1,0 +1,58 @@
+/* The step loop's side of stopping early (solver/stop.h): when to stop, and the checkpoint
+ * and message of the stop (solver/run_internal.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "solver/ckpt_writer.h"
+#include "solver/run_internal.h"
+#include "solver/watchdog.h"
+
+/* Before the first checkpoint has been timed, a write is assumed to go at 200 MB/s (a slow
+ * shared file system) plus half a second to open, sync and rename. */
+#define EST_BYTES_PER_S 2.0e8
+
+tsr_err tsr_run_stop_poll(tsr_run_ctx *x, int now, int *why) {
+  if (x->stop.comm == MPI_COMM_NULL) {
+    TSR_CALL(tsr_run_agree(x->comm, tsr_stop_begin(&x->stop, x->comm)));
+    x->stop_last = MPI_Wtime();
+  }
+  double t = MPI_Wtime();
+  if (!now && t - x->stop_last > x->stop_gap) x->stop_gap = t - x->stop_last;
+  x->stop_last = t;
+  if (x->rank == 0) {
+    double bytes = (double)tsr_box_cells(&x->layout.global) * x->c->ncomp *
+                   (x->c->precision == TSR_PRECISION_SINGLE ? 4.0 : 8.0);
+    tsr_stop_margin(&x->stop, tsr_ckpt_writer_longest(x->ckpt), bytes / EST_BYTES_PER_S + 0.5,
+                    x->stop_gap);
+  }
+  tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
+  tsr_err err = tsr_stop_poll(&x->stop, now, why);
+  tsr_watchdog_waiting(0);
+  return err;
+}
+
+tsr_err tsr_run_stop_checkpoint(tsr_run_ctx *x, int64_t step, double t, int why) {
+  double t0 = MPI_Wtime();
+  if (!x->ckpt) TSR_CALL(tsr_ckpt_writer_create(x, &x->ckpt));
+  /* the write is waited for: the process is about to end, and latest must name it first */
+  if (x->ckpt_step != step || step == 0) {
+    TSR_CALL(tsr_ckpt_writer_save(x->ckpt, x, step, t));
+    x->ckpt_step = step;
+  }
+  TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
+  tsr_watchdog_beat(step);
+  if (x->rank != 0) return TSR_OK;
+  const tsr_case *c = x->c;
+  char path[4200];
+  tsr_checkpoint_path(path, sizeof path, x->out_dir, step);
+  fprintf(stderr, "tessera: stopped by %s after step %" PRId64 " of %" PRId64 " (t = %.9g): "
+          "checkpoint '%s' written in %.2f s, and 'latest' names it\n", tsr_stop_reason(why),
+          step, x->nsteps, t, path, MPI_Wtime() - t0);
+  fprintf(stderr, "tessera: continue with the same launch and: tessera run %s", c->path);
+  for (int i = 0; i < c->noverride; ++i) fprintf(stderr, " --set '%s'", c->overrides[i]);
+  if (x->opts.out_dir) fprintf(stderr, " --out '%s'", x->opts.out_dir);
+  fprintf(stderr, " --restart latest\n");
+  fflush(stderr);
+  return TSR_OK;
+}
