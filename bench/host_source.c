@@ -89,7 +89,7 @@ static int run(int n, int reps, result *r) {
     fprintf(stderr, "host_source: out of memory\n");
     return 1;
   }
-  tsr_expr_grid g;
+  tsr_expr_points g;
   for (int a = 0; a < 3; ++a) {
     g.n[a] = n;
     g.coord[a] = xyz + (size_t)a * n;

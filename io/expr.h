@@ -60,7 +60,7 @@ typedef struct {
   int n[3];
   const double *coord[3];
   ptrdiff_t stride[3];
-} tsr_expr_grid;
+} tsr_expr_points;
 
 /* Evaluates over a grid, bit for bit what tsr_expr_eval gives at each point: it walks the
  * same syntax tree with the same operations in the same order and the same libm wrappers
@@ -73,7 +73,7 @@ typedef struct {
  * Scratch: each subexpression that does not vary along every axis gets an array over its
  * own axes (at most a plane), each other one an x row per thread, freed before return.
  * Errors: TSR_ERR_MEMORY; TSR_ERR_INTERNAL for NULL arguments. n[d] <= 0: nothing done. */
-tsr_err tsr_expr_eval_grid(const tsr_expr *e, const tsr_expr_grid *g, double t, double *out);
+tsr_err tsr_expr_eval_grid(const tsr_expr *e, const tsr_expr_points *g, double t, double *out);
 
 /* 1 when the expression mentions name (a variable, param, pi or a function), else 0. */
 int tsr_expr_uses(const tsr_expr *e, const char *name);

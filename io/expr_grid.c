@@ -100,7 +100,7 @@ static void precompute(const tsr_expr *e, const gnode *g, const int *n, int i, d
       }
 }
 
-tsr_err tsr_expr_eval_grid(const tsr_expr *e, const tsr_expr_grid *grid, double t,
+tsr_err tsr_expr_eval_grid(const tsr_expr *e, const tsr_expr_points *grid, double t,
                            double *out) {
   TSR_CHECK(e && grid && out, TSR_ERR_INTERNAL, "tsr_expr_eval_grid: NULL argument");
   const int *n = grid->n;

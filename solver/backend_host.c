@@ -28,7 +28,7 @@ static tsr_err prepare(tsr_run_ctx *x) {
  * into a single one (upload rounds). Same bits as muparser point by point. */
 static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t) {
   const tsr_box *b = &x->box;
-  tsr_expr_grid g;
+  tsr_expr_points g;
   double *c = x->coords;
   for (int d = 0; d < 3; ++d) {
     g.n[d] = tsr_box_len(b, d);

@@ -111,7 +111,7 @@ static void evaluate(tsr_bc *bc, face_bc *fb, double t) {
   xyz[d] = d < c->dim ? (fi->side == 0 ? c->lo[d] : c->hi[d]) : 0.0;
   size_t n = (size_t)fi->n1 * fi->n2;
   double *tc = malloc(((size_t)fi->n1 + (size_t)fi->n2) * sizeof *tc);
-  tsr_expr_grid g;
+  tsr_expr_points g;
   g.n[d] = 1, g.coord[d] = &xyz[d], g.stride[d] = 0;
   g.n[fi->t1] = fi->n1, g.coord[fi->t1] = tc, g.stride[fi->t1] = 1;
   g.n[fi->t2] = fi->n2, g.coord[fi->t2] = tc + fi->n1, g.stride[fi->t2] = fi->n1;

@@ -377,7 +377,7 @@ static int same_bits(double a, double b) {
 /* Evaluates e over g with nthreads threads and compares every point with tsr_expr_eval;
  * returns the number of finite values. The output array has guard values around the
  * points, which must stay untouched. */
-static size_t check_grid(tsr_expr *e, const char *text, const tsr_expr_grid *g, double t,
+static size_t check_grid(tsr_expr *e, const char *text, const tsr_expr_points *g, double t,
                          int nthreads) {
   size_t span = 1, finite = 0;
   for (int d = 0; d < 3; d++) span += (size_t)(g->n[d] - 1) * (size_t)g->stride[d];
@@ -410,7 +410,7 @@ static size_t check_grid(tsr_expr *e, const char *text, const tsr_expr_grid *g, 
 /* A grid of sizes n with random coordinates in [lo, hi]; layout 0: x fastest, 1: x slowest
  * (x is not contiguous in the output), 2: x fastest with padded rows and planes. */
 typedef struct {
-  tsr_expr_grid g;
+  tsr_expr_points g;
   double c[3][160];
 } test_grid;
 
@@ -564,7 +564,7 @@ static void check_case_expr(const tsr_case *c, const tsr_case_expr *ce, int face
   tsr_expr *e = NULL;
   if (tsr_case_compile(c, ce, &e)) fail_msg("%s: %s", ce->key, tsr_err_message());
   static double coords[3][512];
-  tsr_expr_grid g;
+  tsr_expr_points g;
   for (int d = 0; d < 3; d++) {
     g.n[d] = d < c->dim ? c->cells[d] : 1;
     if (g.n[d] > 512) g.n[d] = 512;
@@ -620,7 +620,7 @@ static void test_grid_misuse(void **state) {
   (void)state;
   tsr_expr *e = compile_ok("x + y");
   double x = 1.0, out[2] = {7.0, 7.0};
-  tsr_expr_grid g = {{0, 1, 1}, {&x, &x, &x}, {1, 1, 1}};
+  tsr_expr_points g = {{0, 1, 1}, {&x, &x, &x}, {1, 1, 1}};
   assert_int_equal(tsr_expr_eval_grid(e, &g, 0.0, out), TSR_OK); /* empty: writes nothing */
   assert_true(out[0] == 7.0);
   g.n[0] = 1;
