@@ -49,6 +49,9 @@ tsr_err tsr_run_stop_checkpoint(tsr_run_ctx *x, int64_t step, double t, int why)
   fprintf(stderr, "tessera: stopped by %s after step %" PRId64 " of %" PRId64 " (t = %.9g): "
           "checkpoint '%s' written in %.2f s, and 'latest' names it\n", tsr_stop_reason(why),
           step, x->nsteps, t, path, MPI_Wtime() - t0);
+  if (why == TSR_STOP_WALLTIME)
+    fprintf(stderr, "tessera: %.2f s of the %.0f s --walltime spent, this checkpoint's write "
+            "included\n", tsr_stop_elapsed(), tsr_stop_walltime());
   fprintf(stderr, "tessera: continue with the same launch and: tessera run %s", c->path);
   for (int i = 0; i < c->noverride; ++i) fprintf(stderr, " --set '%s'", c->overrides[i]);
   if (x->opts.out_dir) fprintf(stderr, " --out '%s'", x->opts.out_dir);

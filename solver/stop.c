@@ -42,6 +42,10 @@ void tsr_stop_set_walltime(double seconds) { walltime = seconds; }
 
 int tsr_stop_signal(void) { return first_signal; }
 
+double tsr_stop_elapsed(void) { return MPI_Wtime() - started; }
+
+double tsr_stop_walltime(void) { return walltime; }
+
 static int read_uint(const char **p, long *v) {
   char *end;
   if (**p < '0' || **p > '9') return -1;

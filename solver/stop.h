@@ -32,6 +32,10 @@ void tsr_stop_set_walltime(double seconds);
  * *seconds > 0, or -1 for text of another form. */
 int tsr_stop_parse_walltime(const char *text, double *seconds);
 
+/* Seconds since tsr_stop_install, and the wall-time limit (0: none). */
+double tsr_stop_elapsed(void);
+double tsr_stop_walltime(void);
+
 /* The first signal this process received (0: none). Async-signal-safe. */
 int tsr_stop_signal(void);
 
