@@ -350,7 +350,13 @@ tsr_err tsr_rebalance_decide(const tsr_layout *cur, const tsr_rebalance_measure 
   d->cells_moved = tsr_rebalance_cells_moved(cur, &L);
   d->bytes_moved = busiest_cells(cur, &L, n) * o->bytes_per_cell;
   if (state && state->migrations > 0 && state->last_bytes > 0 && state->last_seconds > 0.0) {
-    d->migration_cost = state->last_seconds * ((double)d->bytes_moved / state->last_bytes);
+    /* a migration costs a fixed part (rebuilding the exchange, the graphs) and its bytes: the
+     * last one's time, scaled down for fewer bytes, or plus the extra bytes at its rate (at
+     * least the estimate's) for more */
+    double b = (double)d->bytes_moved, b1 = (double)state->last_bytes, t1 = state->last_seconds;
+    double bw = o->bandwidth > 0.0 ? o->bandwidth : TSR_REBALANCE_BANDWIDTH;
+    if (b1 / t1 > bw) bw = b1 / t1;
+    d->migration_cost = b <= b1 ? t1 * (b / b1) : t1 + (b - b1) / bw;
     d->migration_measured = 1;
   } else {
     double bw = o->bandwidth > 0.0 ? o->bandwidth : TSR_REBALANCE_BANDWIDTH;
@@ -391,6 +397,11 @@ const char *tsr_rebalance_describe(const tsr_rebalance_decision *d, char *buf, s
     snprintf(buf + w, size - (size_t)w,
              "%lld cells moved, saving %.3g s over the window against a migration of %.3g s "
              "(%s)", (long long)d->cells_moved, d->saving, d->migration_cost,
+             d->migration_measured ? "as measured" : "estimated");
+  else if (d->reason == TSR_REBALANCE_NO_GAIN)
+    snprintf(buf + w, size - (size_t)w,
+             "not rebalanced: the predicted saving, %.3g s over the window, does not repay a "
+             "migration of %.3g s (%s)", d->saving, d->migration_cost,
              d->migration_measured ? "as measured" : "estimated");
   else
     snprintf(buf + w, size - (size_t)w, "not rebalanced: %s", tsr_rebalance_reason_text(d->reason));

@@ -118,7 +118,9 @@ typedef struct {
   double step_time;          /* measured: the slowest rank's compute time per step */
   double predicted_step_time;/* predicted for the new boxes */
   double saving;             /* (step_time - predicted_step_time) * window, seconds */
-  double migration_cost;     /* seconds: measured rate of the last migration, else estimated */
+  double migration_cost;     /* seconds: from the last migration (its time scaled down for
+                                fewer bytes, plus the extra bytes at its rate or at least
+                                opts.bandwidth for more), else bytes over opts.bandwidth */
   int migration_measured;    /* 1 when migration_cost comes from a measured migration */
   int64_t cells_moved;       /* cells whose owner changes */
   int64_t bytes_moved;       /* the busiest rank's bytes sent + received */

@@ -145,7 +145,8 @@ tsr_err tsr_checkpoint_write_file(MPI_Comm comm, const char *path, const tsr_gri
                                   int io, int threads, double dt, const char *case_text,
                                   uint64_t case_hash, const tsr_box *owned, int nfield,
                                   const char *const *names, const double *const *data,
-                                  const tsr_output_layout *layout) {
+                                  const tsr_output_layout *layout,
+                                  const tsr_rebalance_state *rebal) {
   char hash[17];
   snprintf(hash, sizeof hash, "%016" PRIx64, case_hash);
   /* the decomposition that wrote it (lo x y z, hi x y z per rank): the datasets do not depend
@@ -166,14 +167,17 @@ tsr_err tsr_checkpoint_write_file(MPI_Comm comm, const char *path, const tsr_gri
     return merr;
   }
   MPI_Allgather(mine, 6, MPI_INT64_T, boxes, 6, MPI_INT64_T, comm);
+  int64_t counts[2] = {rebal ? rebal->migrations : 0, rebal ? rebal->last_bytes : 0};
   tsr_output_attr attrs[] = {{.name = "dt", .num = dt},
                              {.name = "case_text", .str = case_text ? case_text : ""},
                              {.name = "case_hash", .str = hash},
-                             {.name = "boxes", .ints = boxes, .nint = 6 * size}};
+                             {.name = "boxes", .ints = boxes, .nint = 6 * size},
+                             {.name = "rebalance_counts", .ints = counts, .nint = 2},
+                             {.name = "rebalance_seconds", .num = rebal ? rebal->last_seconds : 0}};
   int parts = io == TSR_OUTPUT_IO_PARTS ||
               (io == TSR_OUTPUT_IO_AUTO && !tsr_output_parallel_available());
   tsr_output_opts oo = {.force_serial = io == TSR_OUTPUT_IO_SERIAL, .parts = parts,
-                        .checksum = 1, .threads = threads, .nattr = 4, .attrs = attrs,
+                        .checksum = 1, .threads = threads, .nattr = rebal ? 6 : 4, .attrs = attrs,
                         .layout = layout};
   tsr_err werr = tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo);
   free(boxes);
@@ -185,7 +189,7 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
                              const double *const *data, const tsr_output_layout *layout,
-                             int *committed) {
+                             const tsr_rebalance_state *rebal, int *committed) {
   if (committed) *committed = 0;
   char name[64], path[PATH_MAX_];
   file_name(name, sizeof name, meta->step);
@@ -193,7 +197,8 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
   int rank;
   MPI_Comm_rank(comm, &rank);
   tsr_err werr = tsr_checkpoint_write_file(comm, path, meta, io, threads, dt, case_text,
-                                           case_hash, owned, nfield, names, data, layout);
+                                           case_hash, owned, nfield, names, data, layout,
+                                           rebal);
   if (werr) {
     /* nothing of this checkpoint is left (the temporary is removed); say what still holds */
     tsr_err_append("the previous checkpoint and '%s/latest' are unchanged: once the cause is "
@@ -358,4 +363,36 @@ tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, in
 
 tsr_err tsr_checkpoint_case_text(MPI_Comm comm, const char *path, char **text) {
   return tsr_output_read_text(comm, path, "case_text", text);
+}
+
+tsr_err tsr_checkpoint_read_layout(MPI_Comm comm, const char *path, int nranks, tsr_box *boxes,
+                                   int *found, tsr_rebalance_state *state, int *has_state) {
+  *found = *has_state = 0;
+  memset(state, 0, sizeof *state);
+  int64_t *v = malloc((size_t)6 * (size_t)nranks * sizeof *v + 1);
+  int n = 0;
+  tsr_err err = v ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                         "out of memory reading '%s'", path);
+  err = tsr_output_agree(comm, err);
+  if (!err) err = tsr_output_read_ints(comm, path, "boxes", v, 6 * nranks, &n);
+  if (!err && n == 6 * nranks) {
+    for (int r = 0; r < nranks; ++r)
+      for (int d = 0; d < 3; ++d) {
+        boxes[r].lo[d] = (int)v[6 * r + d];
+        boxes[r].hi[d] = (int)v[6 * r + 3 + d];
+      }
+    *found = 1;
+  }
+  int64_t counts[2];
+  if (!err) err = tsr_output_read_ints(comm, path, "rebalance_counts", counts, 2, &n);
+  if (!err && n == 2) {
+    double sec = 0.0;
+    err = tsr_output_read_attr(comm, path, "rebalance_seconds", NULL, 0, &sec);
+    state->migrations = (int)counts[0];
+    state->last_bytes = counts[1];
+    state->last_seconds = sec;
+    *has_state = !err;
+  }
+  free(v);
+  return err;
 }

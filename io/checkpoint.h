@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "decomp/box.h"
+#include "decomp/rebalance.h"
 #include "io/error.h"
 #include "io/output.h"
 
@@ -48,16 +49,20 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
                              const double *const *data, const tsr_output_layout *layout,
-                             int *committed);
+                             const tsr_rebalance_state *rebal, int *committed);
 
 /* Writes one file at path with a checkpoint's datasets and attributes (as
  * tsr_checkpoint_write, without dir/latest and the removal of old ones): final.h5, which a run
- * continued to a later end restarts from. Collective; errors as tsr_checkpoint_write. */
+ * continued to a later end restarts from. rebal (NULL: none) is recorded as the root
+ * attributes rebalance_counts (int64: migrations, last_bytes) and rebalance_seconds, so that
+ * a restart on the same ranks goes on with its rebalanced boxes. Collective; errors as
+ * tsr_checkpoint_write. */
 tsr_err tsr_checkpoint_write_file(MPI_Comm comm, const char *path, const tsr_grid_meta *meta,
                                   int io, int threads, double dt, const char *case_text,
                                   uint64_t case_hash, const tsr_box *owned, int nfield,
                                   const char *const *names, const double *const *data,
-                                  const tsr_output_layout *layout);
+                                  const tsr_output_layout *layout,
+                                  const tsr_rebalance_state *rebal);
 
 /* Removes all but the newest keep (at least 1) checkpoints of dir, never the one dir/latest
  * names. Not collective: one process calls it (rank 0, after its tsr_checkpoint_write), from
@@ -95,5 +100,12 @@ tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, in
  * tsr_case_record), in a new string the caller frees, the same on every rank. Collective.
  * Errors: TSR_ERR_INPUT (no such file or attribute), TSR_ERR_HDF5, TSR_ERR_MEMORY. */
 tsr_err tsr_checkpoint_case_text(MPI_Comm comm, const char *path, char **text);
+
+/* The decomposition a checkpoint was written on (root attribute boxes) when it has nranks boxes:
+ * boxes[r] the box of rank r and *found 1; else *found 0. *has_state: 1 when it records the
+ * rebalancer's state, then in *state. Collective. Errors: TSR_ERR_INPUT (no such file, an
+ * attribute of the wrong size), TSR_ERR_HDF5. */
+tsr_err tsr_checkpoint_read_layout(MPI_Comm comm, const char *path, int nranks, tsr_box *boxes,
+                                   int *found, tsr_rebalance_state *state, int *has_state);
 
 #endif

@@ -772,6 +772,38 @@ tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, 
   return TSR_OK;
 }
 
+tsr_err tsr_output_read_ints(MPI_Comm comm, const char *path, const char *name, int64_t *vals,
+                             int max, int *n) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  tsr_err err = TSR_OK;
+  *n = 0;
+  if (rank == 0) {
+    tsr_io_lock();
+    quiet_state q = h5_quiet();
+    hid_t file = -1;
+    err = open_for_attrs(path, &file);
+    if (!err && H5Aexists(file, name) > 0) {
+      hid_t a = H5Aopen(file, name, H5P_DEFAULT), sp = a < 0 ? -1 : H5Aget_space(a);
+      hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+      if (np < 0) err = H5_FAIL("read an attribute", path);
+      else if (np > max) *n = -1;
+      else if (H5Aread(a, H5T_NATIVE_INT64, vals) < 0) err = H5_FAIL("read an attribute", path);
+      else *n = (int)np;
+      if (sp >= 0) H5Sclose(sp);
+      if (a >= 0) H5Aclose(a);
+    }
+    if (file >= 0) H5Fclose(file);
+    h5_restore(q);
+    tsr_io_unlock();
+  }
+  err = agree(comm, err);
+  if (err) return err;
+  MPI_Bcast(n, 1, MPI_INT, 0, comm);
+  if (*n > 0) MPI_Bcast(vals, *n, MPI_INT64_T, 0, comm);
+  return TSR_OK;
+}
+
 tsr_err tsr_output_read_text(MPI_Comm comm, const char *path, const char *name, char **out) {
   int rank;
   MPI_Comm_rank(comm, &rank);

@@ -115,6 +115,12 @@ tsr_err tsr_output_read_field(MPI_Comm comm, const char *path, const char *name,
 tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, char *str,
                              size_t n, double *num);
 
+/* The int64 root attribute name of the fields file at path into vals (at most max values):
+ * *n gets how many it has, 0 when it has no such attribute (not an error), -1 when it has
+ * more than max. Collective: rank 0 reads. Errors: TSR_ERR_INPUT (missing file), TSR_ERR_HDF5. */
+tsr_err tsr_output_read_ints(MPI_Comm comm, const char *path, const char *name, int64_t *vals,
+                             int max, int *n);
+
 /* As tsr_output_read_attr for a string attribute of any length: *out is a new string (the
  * caller frees it), the same on every rank. Collective. Errors: as tsr_output_read_attr,
  * TSR_ERR_MEMORY. */

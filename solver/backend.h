@@ -6,6 +6,9 @@
 #ifndef TSR_BACKEND_H
 #define TSR_BACKEND_H
 
+#include <stdint.h>
+
+#include "decomp/migrate.h"
 #include "io/error.h"
 #include "io/expr.h"
 #include "kernels/field.h"
@@ -62,6 +65,22 @@ typedef struct tsr_backend_ops {
   tsr_err (*stage_create)(struct tsr_run_ctx *x, size_t bytes, void **stage, void **host);
   tsr_err (*stage_copy)(struct tsr_run_ctx *x, void *stage, const tsr_field *f, size_t bytes);
   void (*stage_destroy)(struct tsr_run_ctx *x, void **stage);
+  /* The rebalancer (solver/run_rebalance.c). time_mark: optional (NULL: the driver times the
+   * compute with the host's clock, as on CPU ranks); records the start (end 0) or the end
+   * (end 1) of a timed stretch of compute on the compute stream (shell 0) or on the stream
+   * that runs the shell stages (shell 1). time_read: waits for the stretches marked since the
+   * last read and returns their summed seconds. */
+  tsr_err (*time_mark)(struct tsr_run_ctx *x, int shell, int end);
+  tsr_err (*time_read)(struct tsr_run_ctx *x, double *seconds);
+  /* The work count of each owned cell of u in a stage (kernels/work.h) into host memory
+   * (tsr_box_cells(&x->box) values, x fastest); u's ghosts must be valid. */
+  tsr_err (*work)(struct tsr_run_ctx *x, const tsr_field *u, uint32_t *work);
+  /* Moves the owned cells of src to the plan's new box (decomp/migrate.h); collective. */
+  tsr_err (*migrate)(struct tsr_run_ctx *x, const tsr_migrate_plan *plan,
+                     const tsr_field *src, tsr_field **dst);
+  /* After x->box, x->plan and x->bc changed (a migration): rebuilds the halo exchange and
+   * whatever else the backend keeps per box. Collective. */
+  tsr_err (*relayout)(struct tsr_run_ctx *x);
 } tsr_backend_ops;
 
 extern const tsr_backend_ops tsr_backend_host;

@@ -13,6 +13,7 @@
 #include "kernels/boundary.h"
 #include "kernels/cuda_util.h"
 #include "kernels/expr_cuda.h"
+#include "kernels/work.h"
 #include "io/case_expr.h"
 #include "solver/backend.h"
 #include "solver/device.h"
@@ -32,6 +33,16 @@ typedef struct {
   int nexpr;
   tsr_expr *expr[3 * TSR_MAX_COMP + TSR_NFACE * TSR_MAX_COMP]; /* index in lib -> expression */
   tsr_expr_grid grid;
+  /* Every face of the global box, so that a rank whose box comes to touch another face after
+   * a migration has its expressions compiled: face_expr[f][q] is the index in lib of face f's
+   * component q (-1: the value is 0). */
+  tsr_bc *bc_all;
+  int face_expr[TSR_NFACE][TSR_MAX_COMP];
+  /* The rebalancer's timing: pairs of events, marked on the compute or the comm stream */
+  cudaEvent_t *ev;
+  int nev, cap_ev;
+  int32_t *dwork;          /* device: the work count of each owned cell */
+  int64_t dwork_cells;
 } cuda_state;
 
 static cuda_state *st(tsr_run_ctx *x) { return (cuda_state *)x->be_state; }
@@ -59,6 +70,10 @@ static void teardown(tsr_run_ctx *x) {
   if (!s) return;
   if (s->compute) cudaStreamSynchronize(s->compute);
   for (int f = 0; f < TSR_NFACE; ++f) cudaFree(s->face[f]);
+  for (int i = 0; i < s->cap_ev; ++i) cudaEventDestroy(s->ev[i]);
+  free(s->ev);
+  cudaFree(s->dwork);
+  tsr_bc_destroy(&s->bc_all);
   tsr_expr_cuda_destroy(&s->lib);
   tsr_gpu_watch_nccl(NULL);
   if (s->have_nccl) tsr_nccl_destroy(&s->nccl);
@@ -90,8 +105,16 @@ static tsr_err prepare(tsr_run_ctx *x) {
     add_expr(s, x->src_expr[q]);
     add_expr(s, x->exact_expr[q]);
   }
-  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i)
-    for (int q = 0; q < c->ncomp; ++q) add_expr(s, tsr_bc_expr(x->bc, i, q));
+  TSR_CALL(tsr_bc_create(c, &x->layout.global, x->ghost, &s->bc_all));
+  for (int i = 0; i < tsr_bc_nfaces(s->bc_all); ++i)
+    for (int q = 0; q < c->ncomp; ++q) add_expr(s, tsr_bc_expr(s->bc_all, i, q));
+  for (int f = 0; f < TSR_NFACE; ++f)
+    for (int q = 0; q < TSR_MAX_COMP; ++q) s->face_expr[f][q] = -1;
+  for (int i = 0; i < tsr_bc_nfaces(s->bc_all); ++i) {
+    const tsr_bc_face *fc = tsr_bc_face_info(s->bc_all, i);
+    for (int q = 0; q < c->ncomp; ++q)
+      s->face_expr[2 * fc->axis + fc->side][q] = expr_index(s, tsr_bc_expr(s->bc_all, i, q));
+  }
   s->grid = tsr_expr_grid_make(c->dim, c->lo, c->hi, c->cells);
   tsr_expr_env env = tsr_case_env(c);
   return tsr_expr_cuda_build(s->nexpr, (const tsr_expr *const *)s->expr, &env, &s->lib);
@@ -124,7 +147,7 @@ static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
     }
     if (!s->face_valid[i] || (tsr_bc_face_timed(x->bc, i) && s->face_at[i] != t)) {
       int idx[TSR_MAX_COMP];
-      for (int q = 0; q < x->c->ncomp; ++q) idx[q] = expr_index(s, tsr_bc_expr(x->bc, i, q));
+      for (int q = 0; q < x->c->ncomp; ++q) idx[q] = s->face_expr[2 * fc->axis + fc->side][q];
       TSR_CALL(tsr_expr_cuda_eval_face(s->lib, idx, x->c->ncomp, fc, &x->box, &s->grid, t,
                                        stage_time(x), s->face[i], s->compute));
       s->face_valid[i] = 1;
@@ -291,9 +314,79 @@ static void stage_destroy(tsr_run_ctx *x, void **stage) {
   *stage = NULL;
 }
 
+/* The rebalancer's timing: events in pairs, the kernels between them being this rank's
+ * compute (not its waits: the compute stream waits for the exchange before the first mark of
+ * a pair is reached, and the shell's pair brackets only the shell stages after the unpack). */
+static tsr_err time_mark(tsr_run_ctx *x, int shell, int end) {
+  cuda_state *s = st(x);
+  if (s->nev == s->cap_ev) {
+    int cap = s->cap_ev ? 2 * s->cap_ev : 64;
+    cudaEvent_t *ev = realloc(s->ev, (size_t)cap * sizeof *ev);
+    TSR_CHECK(ev, TSR_ERR_MEMORY, "out of memory for %d timing events", cap);
+    s->ev = ev;
+    for (; s->cap_ev < cap; ++s->cap_ev) TSR_CUDA(cudaEventCreate(&s->ev[s->cap_ev]));
+  }
+  (void)end; /* pairs alternate: an even index starts one */
+  TSR_CUDA(cudaEventRecord(s->ev[s->nev++], shell ? s->comm : s->compute));
+  return TSR_OK;
+}
+
+static tsr_err time_read(tsr_run_ctx *x, double *seconds) {
+  cuda_state *s = st(x);
+  double sum = 0.0;
+  for (int i = 0; i + 1 < s->nev; i += 2) {
+    float ms = 0.0f;
+    TSR_CUDA(cudaEventSynchronize(s->ev[i + 1]));
+    TSR_CUDA(cudaEventElapsedTime(&ms, s->ev[i], s->ev[i + 1]));
+    sum += 1e-3 * ms;
+  }
+  s->nev = 0;
+  *seconds = sum;
+  return TSR_OK;
+}
+
+static tsr_err work(tsr_run_ctx *x, const tsr_field *u, uint32_t *w) {
+  cuda_state *s = st(x);
+  int64_t n = tsr_box_cells(&x->box);
+  if (s->dwork_cells < n) {
+    cudaFree(s->dwork);
+    s->dwork = NULL;
+    s->dwork_cells = 0;
+    TSR_CUDA(cudaMalloc((void **)&s->dwork, (size_t)n * sizeof *s->dwork));
+    s->dwork_cells = n;
+  }
+  TSR_CALL(tsr_work_cuda(&x->desc, &x->box, u, s->dwork, s->compute));
+  TSR_CUDA(cudaMemcpyAsync(w, s->dwork, (size_t)n * sizeof *s->dwork, cudaMemcpyDeviceToHost,
+                           s->compute));
+  return tsr_gpu_wait(s->compute, s->nccl, "the wait for the work counts");
+}
+
+static tsr_err migrate(tsr_run_ctx *x, const tsr_migrate_plan *plan, const tsr_field *src,
+                       tsr_field **dst) {
+  return tsr_migrate_field_nccl(plan, st(x)->nccl, st(x)->compute, src, dst);
+}
+
+/* A new box: the exchange's buffers and the per-face boundary values follow it. */
+static tsr_err relayout(tsr_run_ctx *x) {
+  cuda_state *s = st(x);
+  TSR_CALL(sync(x));
+  tsr_halo_destroy(&x->halo);
+  for (int f = 0; f < TSR_NFACE; ++f) {
+    cudaFree(s->face[f]);
+    s->face[f] = NULL;
+    s->face_valid[f] = 0;
+  }
+  cudaFree(s->dwork);
+  s->dwork = NULL;
+  s->dwork_cells = 0;
+  return tsr_halo_create_nccl(&x->plan, s->nccl, x->c->ncomp, s->comm, &x->halo);
+}
+
 const tsr_backend_ops tsr_backend_cuda = {
     .name = "cuda", .mem = TSR_MEM_DEVICE, .setup = setup, .teardown = teardown,
     .prepare = prepare, .eval = eval, .boundary = boundary, .halo_begin = halo_begin,
     .halo_end = halo_end, .stage = stage, .stage_shell = stage_shell, .join = join,
     .upload = upload, .download = download, .norms = norms, .sync = sync,
-    .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy};
+    .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy,
+    .time_mark = time_mark, .time_read = time_read, .work = work, .migrate = migrate,
+    .relayout = relayout};

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/work.h"
 #include "solver/backend.h"
 #include "solver/run_internal.h"
 
@@ -153,9 +154,29 @@ static void stage_destroy(tsr_run_ctx *x, void **stage) {
   *stage = NULL;
 }
 
+static tsr_err work(tsr_run_ctx *x, const tsr_field *u, uint32_t *w) {
+  return tsr_work_host(&x->desc, &x->box, u, (int32_t *)w, NULL);
+}
+
+static tsr_err migrate(tsr_run_ctx *x, const tsr_migrate_plan *plan, const tsr_field *src,
+                       tsr_field **dst) {
+  return tsr_migrate_field(plan, x->comm, src, dst);
+}
+
+/* The exchange and the per-box scratch arrays follow the new box. */
+static tsr_err relayout(tsr_run_ctx *x) {
+  tsr_halo_destroy(&x->halo);
+  free(x->scratch);
+  free(x->coords);
+  x->scratch = x->coords = NULL;
+  TSR_CALL(setup(x));
+  return prepare(x);
+}
+
 const tsr_backend_ops tsr_backend_host = {
     .name = "host", .mem = TSR_MEM_HOST, .setup = setup, .teardown = teardown,
     .prepare = prepare, .eval = eval, .boundary = boundary, .halo_begin = halo_begin,
     .halo_end = halo_end, .stage = stage, .upload = upload, .download = download,
     .norms = norms, .sync = sync,
-    .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy};
+    .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy,
+    .work = work, .migrate = migrate, .relayout = relayout};

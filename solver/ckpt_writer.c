@@ -41,6 +41,8 @@ struct tsr_ckpt_writer {
    * rest after pthread_join; the thread writes err, msg and seconds. */
   tsr_grid_meta meta;
   char path[4200];
+  tsr_rebalance_state rebal; /* the rebalancer's state at the step (has_rebal) */
+  int has_rebal;
   pthread_t thread;
   int running;
   tsr_err stage_err;     /* this rank's staging failed (its message is in msg) */
@@ -97,7 +99,7 @@ static void write_staged(tsr_ckpt_writer *w) {
     err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.io,
                                w->threads, x->dt, w->case_text, w->case_hash, 0, &w->shape.box,
                                c->ncomp, tsr_models[c->model].comp, NULL, &w->layout,
-                               &w->committed);
+                               w->has_rebal ? &w->rebal : NULL, &w->committed);
   if (!err && x->rank == 0) prune_later(w);
   w->err = err;
   snprintf(w->msg, sizeof w->msg, "%s", err ? tsr_err_message() : "");
@@ -131,6 +133,25 @@ static tsr_err join(tsr_ckpt_writer *w) {
                      "checkpoint '%s' was not written (%s write), so 'latest' still names the "
                      "one before it: %s",
                      w->path, w->async ? "background" : "synchronous", w->msg);
+}
+
+/* Staging memory for U's whole allocation, and where its owned cells lie in it. */
+static tsr_err stage_setup(tsr_ckpt_writer *w, tsr_run_ctx *x) {
+  tsr_err err = TSR_OK;
+  w->shape = *x->slot[TSR_SLOT_U];
+  w->shape.data = NULL;
+  w->raw_bytes = field_bytes(&w->shape);
+  err = x->be->stage_create(x, w->raw_bytes, &w->stage, &w->raw);
+  if (!err) {
+    const tsr_field *f = &w->shape;
+    const tsr_box *b = &f->box;
+    size_t vsize = tsr_prec_size(f->prec);
+    for (int q = 0; q < f->ncomp; ++q)
+      w->base[q] = (const unsigned char *)w->raw +
+                   (size_t)tsr_field_at(f, q, b->lo[0], b->lo[1], b->lo[2]) * vsize;
+    w->layout = (tsr_output_layout){w->base, f->prec == TSR_PREC_SINGLE, f->sy, f->sz};
+  }
+  return err;
 }
 
 tsr_err tsr_ckpt_writer_create(tsr_run_ctx *x, tsr_ckpt_writer **wp) {
@@ -169,19 +190,7 @@ tsr_err tsr_ckpt_writer_create(tsr_run_ctx *x, tsr_ckpt_writer **wp) {
                     "one thread; give each rank more cores (e.g. mpirun --bind-to none)\n");
     said_cores = 1;
   }
-  w->shape = *x->slot[TSR_SLOT_U];
-  w->shape.data = NULL;
-  w->raw_bytes = field_bytes(&w->shape);
-  if (!err) err = x->be->stage_create(x, w->raw_bytes, &w->stage, &w->raw);
-  if (!err) {
-    const tsr_field *f = &w->shape;
-    const tsr_box *b = &f->box;
-    size_t vsize = tsr_prec_size(f->prec);
-    for (int q = 0; q < f->ncomp; ++q)
-      w->base[q] = (const unsigned char *)w->raw +
-                   (size_t)tsr_field_at(f, q, b->lo[0], b->lo[1], b->lo[2]) * vsize;
-    w->layout = (tsr_output_layout){w->base, f->prec == TSR_PREC_SINGLE, f->sy, f->sz};
-  }
+  if (!err) err = stage_setup(w, x);
   if (!err && !(w->case_text = tsr_case_record(x->c)))
     err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for the case text");
   w->case_hash = tsr_case_restart_hash(x->c);
@@ -204,6 +213,9 @@ tsr_err tsr_ckpt_writer_save(tsr_ckpt_writer *w, tsr_run_ctx *x, int64_t step, d
                             {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t,
                             step, c->precision == TSR_PRECISION_SINGLE};
   tsr_checkpoint_path(w->path, sizeof w->path, x->out_dir, step);
+  const tsr_rebalance_state *rs = tsr_run_rebalance_state(x);
+  w->has_rebal = rs != NULL;
+  if (rs) w->rebal = *rs;
   err = TSR_OK;
   if (!w->async) {
     write_staged(w);
@@ -232,6 +244,13 @@ tsr_err tsr_ckpt_writer_wait(tsr_ckpt_writer *w) {
   join_pruner(w); /* the files on disk are final when the run ends */
   w->final_wait += MPI_Wtime() - t0;
   return tsr_run_agree(w->x->comm, err);
+}
+
+tsr_err tsr_ckpt_writer_relayout(tsr_ckpt_writer *w) {
+  if (!w) return TSR_OK;
+  TSR_CALL(tsr_ckpt_writer_wait(w));
+  w->x->be->stage_destroy(w->x, &w->stage);
+  return tsr_run_agree(w->x->comm, stage_setup(w, w->x));
 }
 
 double tsr_ckpt_writer_longest(const tsr_ckpt_writer *w) { return w ? w->longest : 0.0; }

@@ -40,6 +40,10 @@ tsr_err tsr_ckpt_writer_save(tsr_ckpt_writer *w, struct tsr_run_ctx *x, int64_t 
  * rank. Collective over the run's communicator. w NULL (a run without checkpoints): TSR_OK. */
 tsr_err tsr_ckpt_writer_wait(tsr_ckpt_writer *w);
 
+/* After a migration changed x's box: waits for the write in flight, then stages U's new
+ * allocation. Collective. Errors: as tsr_ckpt_writer_create. w NULL: TSR_OK. */
+tsr_err tsr_ckpt_writer_relayout(tsr_ckpt_writer *w);
+
 /* The longest single write of this rank so far, in seconds (0 before the first; w NULL: 0).
  * Not collective. */
 double tsr_ckpt_writer_longest(const tsr_ckpt_writer *w);

@@ -80,6 +80,7 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
     tsr_json_number(&j, "file_field_bytes", res->ckpt_file_bytes);
     tsr_json_object_end(&j);
   }
+  tsr_run_rebalance_report(x, &j);
   tsr_json_object_begin(&j, "fields");
   for (int q = 0; q < c->ncomp; ++q) {
     tsr_json_object_begin(&j, tsr_models[c->model].comp[q]);

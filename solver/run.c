@@ -55,7 +55,7 @@ tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err) {
  * ghost layers some peer (or a periodic image) fills. Faces on the physical boundary get their
  * ghosts from tsr_bc before the exchange starts, so their cells stay in the interior. The
  * stencils are stars (no diagonal neighbours), so only the face-adjacent ghost slabs count. */
-static void split_shell(tsr_run_ctx *x) {
+void tsr_run_split_shell(tsr_run_ctx *x) {
   const tsr_box *b = &x->box;
   int dim = x->c->dim, g = x->ghost, exchanged[6] = {0};
   for (int f = 0; f < 2 * dim; ++f) {
@@ -125,17 +125,22 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   tsr_stage_desc d = x->desc;
   d.kind = sp->stage[s].kind;
   double t2 = MPI_Wtime();
-  TSR_CALL(be->stage(x, &d, &x->interior, in, x->slot[TSR_SLOT_U], x->acc, x->src, out));
+  tsr_field *base = x->slot[TSR_SLOT_U];
+  if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 0, 0, &d, &x->interior, in, base, x->src));
+  TSR_CALL(be->stage(x, &d, &x->interior, in, base, x->acc, x->src, out));
+  if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 0, 1, &d, &x->interior, in, base, x->src));
   double t3 = MPI_Wtime();
   tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
   tsr_err err = be->halo_end(x, in);
   tsr_watchdog_waiting(0);
   TSR_CALL(err);
   double t4 = MPI_Wtime();
-  for (int i = 0; i < x->nshell; ++i)
-    TSR_CALL((be->stage_shell ? be->stage_shell : be->stage)(x, &d, &x->shell[i], in,
-                                                             x->slot[TSR_SLOT_U], x->acc,
-                                                             x->src, out));
+  for (int i = 0; i < x->nshell; ++i) {
+    if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 1, 0, &d, &x->shell[i], in, base, x->src));
+    TSR_CALL((be->stage_shell ? be->stage_shell : be->stage)(x, &d, &x->shell[i], in, base,
+                                                             x->acc, x->src, out));
+    if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 1, 1, &d, &x->shell[i], in, base, x->src));
+  }
   if (be->join) TSR_CALL(be->join(x));
   double t5 = MPI_Wtime();
   /* on an asynchronous backend these are the host's issue times, and the step loop's total
@@ -261,6 +266,7 @@ static void ctx_free(tsr_run_ctx *x) {
   tsr_ckpt_writer_destroy(&x->ckpt); /* first: it joins its thread and uses the backend */
   tsr_stop_end(&x->stop);
   tsr_graph_destroy(&x->graph);
+  tsr_run_rebalance_free(x);
   if (x->be_ready) x->be->teardown(x);
   tsr_field_destroy(&x->exact);
   tsr_snapshot_close(&x->snap);
@@ -288,6 +294,36 @@ tsr_part_opts tsr_run_part_opts(const tsr_case *c) {
   return po;
 }
 
+tsr_err tsr_run_box_fields(tsr_run_ctx *x, int keep_u) {
+  const tsr_case *c = x->c;
+  tsr_mem mem = x->be->mem;
+  const tsr_prec prec = c->precision == TSR_PRECISION_SINGLE ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
+  for (int s = 0; s < TSR_NSLOT; ++s) {
+    if (keep_u && s == TSR_SLOT_U) continue;
+    tsr_field_destroy(&x->slot[s]);
+    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->slot[s]));
+  }
+  tsr_field_destroy(&x->acc);
+  if (x->scheme.uses_acc)
+    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->acc));
+  tsr_field_destroy(&x->exact);
+  int any_exact = 0, any_src = 0;
+  for (int q = 0; q < c->ncomp; ++q) {
+    any_exact |= c->exact[q].text != NULL;
+    any_src |= x->src_expr[q] != NULL;
+  }
+  if (any_exact)
+    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->exact));
+  tsr_field_destroy(&x->src);
+  x->src_valid = 0;
+  if (any_src)
+    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->src));
+  tsr_bc_destroy(&x->bc);
+  TSR_CALL(tsr_bc_create(c, &x->box, x->ghost, &x->bc));
+  tsr_stage_coef_init(&x->desc.coef, c->model, c->param_value, x->h, x->slot[TSR_SLOT_U]);
+  return TSR_OK;
+}
+
 static tsr_err setup(tsr_run_ctx *x) {
   const tsr_case *c = x->c;
   x->ghost = tsr_models[c->model].ghost;
@@ -302,45 +338,31 @@ static tsr_err setup(tsr_run_ctx *x) {
   TSR_CHECK(b >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
   x->box = x->layout.boxes[b];
   TSR_CALL(tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan));
-  split_shell(x);
+  tsr_run_split_shell(x);
   x->be_ready = 1; /* teardown also cleans up after a setup that failed half-way */
   TSR_CALL(x->be->setup(x));
   x->scheme = tsr_integrate_plan(c->time.scheme);
-  tsr_mem mem = x->be->mem;
-  const tsr_prec prec = c->precision == TSR_PRECISION_SINGLE ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
-  for (int s = 0; s < TSR_NSLOT; ++s)
-    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->slot[s]));
-  if (x->scheme.uses_acc)
-    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->acc));
-  int any_exact = 0;
-  for (int q = 0; q < c->ncomp; ++q) any_exact |= c->exact[q].text != NULL;
-  if (any_exact)
-    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->exact));
-  int any_src = 0;
   for (int q = 0; q < c->ncomp; ++q)
     if (c->source[q].text) {
       TSR_CALL(tsr_case_compile(c, &c->source[q], &x->src_expr[q]));
-      any_src = 1;
       if (tsr_expr_depends_on_time(x->src_expr[q])) x->src_timed = 1;
     }
-  if (any_src)
-    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->src));
   for (int q = 0; q < c->ncomp; ++q) {
     TSR_CALL(tsr_case_compile(c, &c->initial[q], &x->init_expr[q]));
     if (c->exact[q].text) TSR_CALL(tsr_case_compile(c, &c->exact[q], &x->exact_expr[q]));
   }
-  TSR_CALL(tsr_bc_create(c, &x->box, x->ghost, &x->bc));
   x->cellvol = 1.0;
   for (int d = 0; d < 3; ++d) {
     x->h[d] = (c->hi[d] - c->lo[d]) / c->cells[d];
     if (d < c->dim) x->cellvol *= x->h[d];
   }
+  TSR_CALL(tsr_run_box_fields(x, 0));
   TSR_CALL(tsr_integrate_time_plan(c, &x->dt, &x->nsteps, &x->dt_stable));
   x->desc.model = c->model;
   x->desc.ncomp = c->ncomp;
   x->desc.dt = x->dt;
-  tsr_stage_coef_init(&x->desc.coef, c->model, c->param_value, x->h, x->slot[0]);
   TSR_CALL(x->be->prepare(x));
+  TSR_CALL(tsr_run_rebalance_create(x));
   return tsr_graph_create(x, &x->graph);
 }
 
@@ -465,6 +487,9 @@ static tsr_err restart(tsr_run_ctx *x) {
   if (!err) err = x->be->sync(x);
   free(buf);
   x->start_step = err ? 0 : info.step;
+  /* the rebalanced boxes it was written on, where they fit this run */
+  err = tsr_run_agree(x->comm, err);
+  if (!err && x->rb) err = tsr_run_rebalance_restart(x, info.path);
   x->phase[PH_INIT] += MPI_Wtime() - t0;
   return err;
 }
@@ -498,7 +523,8 @@ static tsr_err write_final(tsr_run_ctx *x, double t) {
   if (!err)
     err = tsr_checkpoint_write_file(x->comm, path, &meta, io, omp_get_max_threads(), x->dt,
                                     record, tsr_case_restart_hash(c), &x->box, c->ncomp,
-                                    tsr_models[c->model].comp, data, NULL);
+                                    tsr_models[c->model].comp, data, NULL,
+                                    tsr_run_rebalance_state(x));
   free(record);
   free(buf);
   TSR_CALL(err);
@@ -538,10 +564,16 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   if (x->opts.write_output) TSR_CALL(tsr_run_stop_poll(x, 1, &why));
   if (why) done = first;
   for (int64_t step = first; step < x->nsteps && !why; ++step) {
-    TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
+    x->step = step;
+    if (tsr_run_rebalance_plain(x, step)) TSR_CALL(run_step(x, t));
+    else TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
     tsr_field *tmp = x->slot[TSR_SLOT_U];
     x->slot[TSR_SLOT_U] = x->slot[x->scheme.result];
     x->slot[x->scheme.result] = tmp;
+    if (x->rb) {
+      TSR_CALL(tsr_run_rebalance_after_step(x, step, line, sizeof line));
+      if (line[0]) tsr_progress_line(&pg, line);
+    }
     t = (double)(step + 1) * x->dt;
     tsr_watchdog_beat(step + 1);
     double cps = cells * (double)(step + 1 - first) / (MPI_Wtime() - start);

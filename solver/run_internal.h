@@ -2,9 +2,13 @@
 #ifndef TSR_RUN_INTERNAL_H
 #define TSR_RUN_INTERNAL_H
 
+#include <stdio.h>
+
 #include "decomp/halo.h"
+#include "decomp/rebalance.h"
 #include "io/checkpoint.h"
 #include "io/expr.h"
+#include "io/json.h"
 #include "io/snapshot.h"
 #include "kernels/stage.h"
 #include "solver/backend.h"
@@ -64,6 +68,8 @@ typedef struct tsr_run_ctx {
   double stop_gap;
   const double *tdev;   /* while a step is captured: device array of its stage times */
   int stage;            /* the stage being issued (its index in tdev) */
+  int64_t step;         /* the step being issued (the loop's; from 0) */
+  struct tsr_run_rebal *rb; /* the rebalancer (solver/run_rebalance.c), NULL when off */
 } tsr_run_ctx;
 
 /* The partitioner options the case asks for. */
@@ -88,5 +94,48 @@ tsr_err tsr_run_stop_poll(tsr_run_ctx *x, int now, int *why);
  * step unless that was it, and rank 0 says why the run stopped and how to continue.
  * Collective. Errors: those of the checkpoint writer. */
 tsr_err tsr_run_stop_checkpoint(tsr_run_ctx *x, int64_t step, double t, int why);
+
+/* The fields of the run on x->box (slots, accumulator, exact solution, source), the boundary
+ * conditions and stage coefficients that depend on the box: set-up, and again after a
+ * migration (U then arrives on its own). Skips U when keep_u. solver/run.c. */
+tsr_err tsr_run_box_fields(tsr_run_ctx *x, int keep_u);
+
+/* Splits x->box into the interior and the shell slabs from x->plan. solver/run.c. */
+void tsr_run_split_shell(tsr_run_ctx *x);
+
+/* ---- the rebalancer (solver/run_rebalance.c) ------------------------------------------ */
+
+/* Sets up x->rb when the case rebalances (rebalance.enabled, several ranks) or slows a rank
+ * down (debug.slowdown); else leaves it NULL. After set-up and the backend's prepare. */
+tsr_err tsr_run_rebalance_create(tsr_run_ctx *x);
+void tsr_run_rebalance_free(tsr_run_ctx *x);
+
+/* Whether step `step` (from 0) is issued plainly instead of as a CUDA graph: a timed step of
+ * the rebalancer's window or a step of debug.slowdown. The same on every rank. */
+int tsr_run_rebalance_plain(const tsr_run_ctx *x, int64_t step);
+
+/* Around a stage's compute on the stream of the interior (shell 0) or of the shell (1): end 0
+ * before the stage call, 1 after it, with the stage's arguments. Times the compute at the
+ * rebalancer's timed steps (device events, or the host's clock on CPU ranks) and, on the rank
+ * and steps of debug.slowdown, repeats the stage into scratch fields before the end mark. */
+tsr_err tsr_run_rebalance_mark(tsr_run_ctx *x, int shell, int end, const tsr_stage_desc *d,
+                               const tsr_box *region, const tsr_field *in, const tsr_field *base,
+                               const tsr_field *src);
+
+/* After step `step` completed (U holds the state at step + 1): at a decision step, shares the
+ * figures, decides and migrates; line gets the decision's log line (empty when there was
+ * none). Collective. */
+tsr_err tsr_run_rebalance_after_step(tsr_run_ctx *x, int64_t step, char *line, size_t size);
+
+/* After a restart on the same rank count: the checkpoint's boxes (a rebalanced partition) and
+ * the rebalancer's state, migrating U to them. Collective. */
+tsr_err tsr_run_rebalance_restart(tsr_run_ctx *x, const char *path);
+
+/* What checkpoints record of the rebalancer (NULL when it is off). */
+const tsr_rebalance_state *tsr_run_rebalance_state(const tsr_run_ctx *x);
+
+/* report.json's "rebalance" member (rank 0): the settings, and per decision that migrated the
+ * step, the ranks' compute times before and after, and the boxes. Nothing when it is off. */
+void tsr_run_rebalance_report(const tsr_run_ctx *x, tsr_json *j);
 
 #endif

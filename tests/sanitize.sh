@@ -7,5 +7,7 @@ src=$1 dir=$2
 cmake -S "$src" -B "$dir" -DTESSERA_SANITIZE=ON -DTESSERA_ENABLE_CUDA=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$dir" -j2 >/dev/null
+# two tests at a time under ASan: rebalance.sh's checks on measured times are the plain run's
+export TSR_TIMING_CHECKS=0
 ctest --test-dir "$dir" -L "unit|mpi" -LE "sanitize|paraview" -E "e2e_install|e2e_progress" \
   --output-on-failure -j2

@@ -54,7 +54,7 @@ echo "$hdr" | grep -q "DATASPACE  SIMPLE { ( 16, 18, 20 )" && [ "$(echo "$hdr" |
   echo "$hdr" | grep -q 'FILE "checkpoint_00000009.part0002.h5"' &&
   pass "checkpoint /fields/u: virtual [16][18][20], three parts" || { echo "$hdr" | head -30; failure "virtual layout"; }
 attrs=$(h5dump -A -H "$c9" | grep -o 'ATTRIBUTE "[a-z_]*"' | tr -d '"' | awk '{print $2}' | sort | paste -sd' ' -)
-[ "$attrs" = "boxes case_hash case_text cells dt hi lo parts parts_id step tessera_version time" ] &&
+[ "$attrs" = "boxes case_hash case_text cells dt hi lo parts parts_id rebalance_counts rebalance_seconds step tessera_version time" ] &&
   pass "checkpoint attributes: $attrs" || failure "checkpoint attributes: $attrs"
 # boxes: the three ranks' boxes, which tile the grid (cells 20 x 18 x 16 = 5760)
 cells=$(h5dump -a /boxes "$c9" | sed -n '/DATA {/,/}/p' | sed 's/([0-9]*)://g' | tr -d ',' |

@@ -135,7 +135,7 @@ for comp in u v; do
     { echo "$hdr" | head -20; failure "checkpoint /fields/$comp layout"; }
 done
 attrs=$(h5dump -A -H "$w" | grep -o 'ATTRIBUTE "[a-z_]*"' | tr -d '"' | awk '{print $2}' | sort | paste -sd' ' -)
-[ "$attrs" = "boxes case_hash case_text cells dt hi lo step tessera_version time" ] &&
+[ "$attrs" = "boxes case_hash case_text cells dt hi lo rebalance_counts rebalance_seconds step tessera_version time" ] &&
   pass "checkpoint attributes: $attrs" || failure "checkpoint attributes: $attrs"
 h5dump -a /case_text "$w" | grep -q "model: wave" && h5dump -a /step "$w" | grep -q "(0): 6$" &&
   h5dump -a /case_hash "$w" | grep -Eq '"[0-9a-f]{16}"' && pass "checkpoint case_text, step, case_hash" ||
