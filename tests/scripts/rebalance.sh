@@ -44,10 +44,10 @@ grid: {cells: [768, 768]}
 params: {kappa: 1.0}
 initial: {u: "sin(pi*x)*sin(pi*y) + x*y"}
 boundary: {default: {type: dirichlet, value: "x*y"}}
-time: {scheme: ssp_rk2, steps: 1000}
-rebalance: {every: 200, window: 100, threshold: 0.15}
-debug: {slowdown: {rank: 1, factor: 3, steps: [1, 500]}}
-output: {progress: lines, monitor_every: 1000}
+time: {scheme: ssp_rk2, steps: 1200}
+rebalance: {every: 200, window: 200, threshold: 0.15}
+debug: {slowdown: {rank: 1, factor: 3, steps: [1, 700]}}
+output: {progress: lines, monitor_every: 1200}
 YAML
 
 # --- one slowed rank ------------------------------------------------------------------------
@@ -61,14 +61,14 @@ print("cells after the first migration:", c)
 assert c[1] < 0.6 * others, c' "$work/slow/report.json"
   check "after rebalancing the measured imbalance is below the threshold while the slowdown lasts" '
 e = rb["events"][0]
-during = [h[1] for h in rb["history"] if 200 < h[0] <= 500]
+during = [h[1] for h in rb["history"] if 200 < h[0] <= 700]
 print("imbalance before %.3f; measured at the decisions after it while slowed:" % imb(e["compute_per_step_before"]), during)
-assert imb(e["compute_per_step_before"]) > 0.6
+assert imb(e["compute_per_step_before"]) > 0.4
 assert min(during) < rb["threshold"], during' "$work/slow/report.json"
   check "when the slowdown ends the partition moves back (rank 1 within 25% of the mean)" '
 c = [b["cells"] for b in r["boxes"]]
 print("final cells per rank:", c)
-assert any(x["step"] > 500 for x in rb["events"])
+assert any(x["step"] > 700 for x in rb["events"])
 assert c[1] > 0.75 * sum(c) / 4, c' "$work/slow/report.json"
 fi
 run_ok "the same without rebalancing" 4 "$slow" --out "$work/plain" --set rebalance.enabled=false \
@@ -97,7 +97,7 @@ else
 fi
 
 # --- no imbalance: no migration -------------------------------------------------------------
-run_ok "no slowdown" 4 "$slow" --out "$work/even" --set debug.slowdown.factor=1 \
+[ "$timing" = 1 ] && run_ok "no slowdown" 4 "$slow" --out "$work/even" --set debug.slowdown.factor=1 \
   --set rebalance.threshold=1.0 --set output.progress=none --set time.steps=700 &&
   check "an even run decides every 200 steps and never migrates (threshold 1.0)" '
 assert rb["decisions"] == 3, rb["decisions"]
