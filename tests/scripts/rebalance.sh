@@ -59,12 +59,14 @@ c = [cells(b) for b in e["boxes"]]
 others = (c[0] + c[2] + c[3]) / 3
 print("cells after the first migration:", c)
 assert c[1] < 0.6 * others, c' "$work/slow/report.json"
-  check "after rebalancing the measured imbalance is below the threshold while the slowdown lasts" '
+  check "after rebalancing the measured imbalance is below 0.25 while the slowdown lasts" '
 e = rb["events"][0]
 during = [h[1] for h in rb["history"] if 200 < h[0] <= 700]
 print("imbalance before %.3f; measured at the decisions after it while slowed:" % imb(e["compute_per_step_before"]), during)
 assert imb(e["compute_per_step_before"]) > 0.4
-assert min(during) < rb["threshold"], during' "$work/slow/report.json"
+# 0.25, not the case threshold of 0.15: on 4 ranks sharing 2 cores a balanced window measures
+# up to about 0.15 from the sharing alone (README, Rebalancing); before it was 0.6-1.0
+assert min(during) < 0.25, during' "$work/slow/report.json"
   check "when the slowdown ends the partition moves back (rank 1 within 25% of the mean)" '
 c = [b["cells"] for b in r["boxes"]]
 print("final cells per rank:", c)
