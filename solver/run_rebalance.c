@@ -54,8 +54,6 @@ struct tsr_run_rebal {
   tsr_field *slow_out, *slow_acc; /* debug.slowdown: where the repeated stages write */
 };
 
-static int64_t box_cells(const tsr_box *b) { return tsr_box_cells(b); }
-
 tsr_err tsr_run_rebalance_create(tsr_run_ctx *x) {
   const tsr_case *c = x->c;
   int on = tsr_rebalance_enabled(c->rebalance.enabled, x->size);
@@ -329,7 +327,7 @@ static int boxes_fit(const tsr_run_ctx *x, const tsr_box *boxes) {
       tsr_box i = tsr_box_intersect(b, &boxes[s]);
       if (!tsr_box_empty(&i)) return 0;
     }
-    sum += box_cells(b);
+    sum += tsr_box_cells(b);
   }
   return sum == tsr_box_cells(&x->layout.global);
 }
@@ -350,12 +348,11 @@ tsr_err tsr_run_rebalance_restart(tsr_run_ctx *x, const char *path) {
   }
   if (has_state) rb->state = st;
   tsr_layout next;
-  err = tsr_layout_copy(&x->layout, &next);
+  err = tsr_run_agree(x->comm, tsr_layout_copy(&x->layout, &next));
   if (err) {
     free(boxes);
-    return tsr_run_agree(x->comm, err);
+    return err;
   }
-  TSR_CALL(tsr_run_agree(x->comm, err));
   for (int r = 0; r < x->size; ++r) {
     next.boxes[r] = boxes[r];
     next.owner[r] = r;
