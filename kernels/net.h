@@ -1,0 +1,111 @@
+/* Multilayer perceptrons for the PINN method, with Taylor-mode derivatives carried forward
+ * and parameter gradients by reverse mode through that forward pass (DESIGN.md, PINN method).
+ *
+ * A network maps nin inputs (the space axes, then t when the case has time) to nout outputs
+ * (the solution's components) through `depth` hidden layers of `width` units with activation
+ * tanh or sin, and a linear output layer. Inputs are normalised inside the network,
+ * xhat_j = in_scale[j] * x_j + in_shift[j] (to [-1, 1] over the box), and every derivative is
+ * taken with respect to the physical x_j.
+ *
+ * Channels: each point carries K = 1 + nd1 + nd2 channels through every layer: channel 0 the
+ * value, channels 1..nd1 the first derivatives d/dx_j for j = 0..nd1-1, channels
+ * nd1+1..nd1+nd2 the diagonal second derivatives d2/dx_j2 for j = 0..nd2-1 (nd1 <= nin,
+ * nd2 <= nd1: the space axes come first, so a time-dependent case takes nd1 = nin, nd2 = the
+ * space axes). A layer is one matrix product over the channels stacked as columns
+ * (A = W Z, bias added to the value channel only), then the elementwise chain rule:
+ *   y = s(a0),  y_j = s'(a0) a_j,  y_jj = s''(a0) a_j^2 + s'(a0) a_jj.
+ *
+ * Parameters: one flat vector theta of tsr_net_nparam values. Layer l (0..depth; depth is the
+ * output layer) has n_out(l) x n_in(l) weights W_l, column-major (W_l(i, j) at
+ * woff(l) + i + j * n_out(l)), then n_out(l) biases at boff(l) = woff(l) + n_out(l) * n_in(l);
+ * woff(0) = 0 and each layer follows the previous one. n_in(0) = nin, n_out(depth) = nout,
+ * every other size is width.
+ *
+ * Point arrays (column-major, one column per point):
+ *   X  [nin x npts]                 X[j + p * nin]: input j of point p (physical units)
+ *   U  [nout x K * npts]            U[i + nout * (c * npts + p)]: component i, channel c, point p
+ *   dU [same layout as U]           dL/dU, from the loss
+ * Element type: float when opts.single, else double; memory space: the device's when
+ * opts.device (pointers from cudaMalloc, work issued on opts.stream), else the host's. Host and
+ * device give the same results up to rounding (BLAS and cuBLAS sum in their own orders);
+ * repeated calls on one backend and one machine give the same bits. */
+#ifndef TSR_NET_H
+#define TSR_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { TSR_NET_TANH = 0, TSR_NET_SIN } tsr_net_act;
+
+typedef struct {
+  int nin;          /* 1..4 */
+  int nout;         /* 1..TSR_MAX_COMP */
+  int width;        /* units per hidden layer, >= 1 */
+  int depth;        /* hidden layers, >= 1 */
+  tsr_net_act act;
+  int nd1, nd2;     /* derivative channels (above); 0 <= nd2 <= nd1 <= nin */
+} tsr_net_shape;
+
+/* K = 1 + nd1 + nd2. */
+int tsr_net_channels(const tsr_net_shape *s);
+
+/* Number of parameters (weights and biases of every layer). */
+size_t tsr_net_nparam(const tsr_net_shape *s);
+
+/* Layer l's sizes and where its weights and biases start in theta (see above). */
+void tsr_net_layer(const tsr_net_shape *s, int l, int *n_out, int *n_in, size_t *woff,
+                   size_t *boff);
+
+/* Fills theta (host, tsr_net_nparam doubles) with Glorot-normal weights (standard deviation
+ * sqrt(2 / (n_in + n_out))) and zero biases, from seed alone: tessera's own generator
+ * (splitmix64 + Box-Muller), so every machine and backend starts from the same bits. */
+void tsr_net_init(const tsr_net_shape *s, uint64_t seed, double *theta);
+
+typedef struct {
+  tsr_net_shape shape;
+  int single;              /* 1: float, 0: double (storage and arithmetic) */
+  int device;              /* 1: CUDA (cuBLAS), 0: host (BLAS) */
+  void *stream;            /* device: the cudaStream_t every call is issued on (NULL: default) */
+  int npts;                /* capacity: most points of one forward pass */
+  double in_scale[4], in_shift[4]; /* the input normalisation, per input */
+} tsr_net_opts;
+
+typedef struct tsr_net tsr_net;
+
+/* A network's workspace: what a forward pass keeps for the backward pass (pre-activations and
+ * outputs of every layer over all channels of npts points) and the BLAS handle. Owned by the
+ * caller (tsr_net_destroy). Not collective. Errors: TSR_ERR_INPUT (a shape out of range),
+ * TSR_ERR_MEMORY (host or device: the message says how many bytes), TSR_ERR_CUDA,
+ * TSR_ERR_UNSUPPORTED (device on a build without CUDA). */
+tsr_err tsr_net_create(const tsr_net_opts *o, tsr_net **out);
+
+/* Bytes of workspace tsr_net_create allocates for these options (to refuse a network too large
+ * for the memory before any allocation). */
+size_t tsr_net_workspace_bytes(const tsr_net_opts *o);
+
+/* Frees and sets *n to NULL; accepts NULL. */
+void tsr_net_destroy(tsr_net **n);
+
+/* Forward pass over npts <= capacity points: U (above) from theta and X. Keeps what the
+ * backward pass needs. Device: asynchronous on the stream; no host synchronisation, no
+ * allocation (it may be captured in a CUDA graph). Errors: TSR_ERR_INPUT (npts too large),
+ * TSR_ERR_CUDA. */
+tsr_err tsr_net_forward(tsr_net *n, const void *theta, const void *X, int npts, void *U);
+
+/* Reverse pass of the last forward pass: grad[k] = sum over U's entries of dU * dU/dtheta_k
+ * (overwritten, tsr_net_nparam values). theta must be the forward pass's. Same stream and
+ * capture rules as the forward pass. Errors: TSR_ERR_STATE (no forward pass before),
+ * TSR_ERR_CUDA. */
+tsr_err tsr_net_backward(tsr_net *n, const void *theta, const void *dU, void *grad);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
