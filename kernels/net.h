@@ -28,7 +28,11 @@
  * Element type: float when opts.single, else double; memory space: the device's when
  * opts.device (pointers from cudaMalloc, work issued on opts.stream), else the host's. Host and
  * device give the same results up to rounding (BLAS and cuBLAS sum in their own orders);
- * repeated calls on one backend and one machine give the same bits. */
+ * repeated calls on one backend and one machine give the same bits. The host backend's bits do
+ * not depend on OMP_NUM_THREADS either: tsr_net_create sets OpenBLAS to one thread (process
+ * wide; OpenMP runs the elementwise loops) unless OPENBLAS_NUM_THREADS is set, and then they
+ * repeat only for the same OPENBLAS_NUM_THREADS. Not to be called from inside an OpenMP
+ * parallel region. */
 #ifndef TSR_NET_H
 #define TSR_NET_H
 
@@ -58,13 +62,15 @@ int tsr_net_channels(const tsr_net_shape *s);
 /* Number of parameters (weights and biases of every layer). */
 size_t tsr_net_nparam(const tsr_net_shape *s);
 
-/* Layer l's sizes and where its weights and biases start in theta (see above). */
+/* Layer l's sizes and where its weights and biases start in theta (see above). Any of the
+ * outputs may be NULL. */
 void tsr_net_layer(const tsr_net_shape *s, int l, int *n_out, int *n_in, size_t *woff,
                    size_t *boff);
 
 /* Fills theta (host, tsr_net_nparam doubles) with Glorot-normal weights (standard deviation
  * sqrt(2 / (n_in + n_out))) and zero biases, from seed alone: tessera's own generator
- * (splitmix64 + Box-Muller), so every machine and backend starts from the same bits. */
+ * (splitmix64 + Box-Muller with its own log, cos and sin; the stream's order is in
+ * kernels/net.c), so every machine and backend starts from the same bits. */
 void tsr_net_init(const tsr_net_shape *s, uint64_t seed, double *theta);
 
 typedef struct {
@@ -80,22 +86,26 @@ typedef struct tsr_net tsr_net;
 
 /* A network's workspace: what a forward pass keeps for the backward pass (pre-activations and
  * outputs of every layer over all channels of npts points) and the BLAS handle. Owned by the
- * caller (tsr_net_destroy). Not collective. Errors: TSR_ERR_INPUT (a shape out of range),
+ * caller (tsr_net_destroy). Not collective. Errors: TSR_ERR_INPUT (a shape out of range, npts
+ * below 1 or beyond 2^31 entries of one product, an in_scale[j < nin] zero or not finite, an
+ * in_shift not finite; *out is NULL on every error),
  * TSR_ERR_MEMORY (host or device: the message says how many bytes), TSR_ERR_CUDA,
  * TSR_ERR_UNSUPPORTED (device on a build without CUDA). */
 tsr_err tsr_net_create(const tsr_net_opts *o, tsr_net **out);
 
-/* Bytes of workspace tsr_net_create allocates for these options (to refuse a network too large
- * for the memory before any allocation). */
+/* Bytes of workspace tsr_net_create allocates for these (valid) options (to refuse a network
+ * too large for the memory before any allocation): per hidden layer A and Z
+ * (width x K * npts each), two arrays of that size for the backward pass, the normalised
+ * inputs (nin x npts), each rounded up to 64 bytes, and a small header. */
 size_t tsr_net_workspace_bytes(const tsr_net_opts *o);
 
 /* Frees and sets *n to NULL; accepts NULL. */
 void tsr_net_destroy(tsr_net **n);
 
-/* Forward pass over npts <= capacity points: U (above) from theta and X. Keeps what the
- * backward pass needs. Device: asynchronous on the stream; no host synchronisation, no
- * allocation (it may be captured in a CUDA graph). Errors: TSR_ERR_INPUT (npts too large),
- * TSR_ERR_CUDA. */
+/* Forward pass over 0 <= npts <= capacity points: U (above) from theta and X. Keeps what the
+ * backward pass needs (a failed call leaves no forward pass to reverse). Device: asynchronous
+ * on the stream; no host synchronisation, no allocation (it may be captured in a CUDA graph).
+ * Errors: TSR_ERR_INPUT (npts negative or above the capacity), TSR_ERR_CUDA. */
 tsr_err tsr_net_forward(tsr_net *n, const void *theta, const void *X, int npts, void *U);
 
 /* Reverse pass of the last forward pass: grad[k] = sum over U's entries of dU * dU/dtheta_k

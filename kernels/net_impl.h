@@ -17,7 +17,10 @@ struct tsr_net {
 
 #ifdef TSR_HAVE_CUDA
 /* The CUDA backend behind tsr_net_create/forward/backward/destroy when o.device: same
- * contracts as those (kernels/net.h); n->o, K, nparam are set before create. */
+ * contracts as those (kernels/net.h); n->o, K, nparam are set before create. kernels/net.c
+ * checks the options, npts and the forward-before-backward order, and keeps forwarded and npts
+ * (npts set before tsr_net_cuda_forward); tsr_net_destroy calls tsr_net_cuda_destroy whenever
+ * n->dev is not NULL, also after a failed tsr_net_cuda_create. */
 tsr_err tsr_net_cuda_create(struct tsr_net *n);
 tsr_err tsr_net_cuda_forward(struct tsr_net *n, const void *theta, const void *X, int npts,
                              void *U);
