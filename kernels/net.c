@@ -137,6 +137,13 @@ static tsr_err check_opts(const tsr_net_opts *o) {
             TSR_ERR_INPUT,
             "network capacity: %d points x %d channels x %d units exceed the 2^31 entries of "
             "one BLAS product; use fewer points per pass", o->npts, K, s->width);
+  /* sizes whose counts in size_t cannot wrap: no workable network comes near */
+  const double params = ((double)s->width + 1) * (s->width * (double)s->depth + s->nin + s->nout),
+               entries = (2.0 * s->depth + 3) * s->width * K * (double)o->npts;
+  TSR_CHECK(params < 1e15 && entries < 1e17, TSR_ERR_INPUT,
+            "network size: width %d, depth %d and %d points need %.3g parameters and %.3g "
+            "workspace entries; use a smaller network", s->width, s->depth, o->npts, params,
+            entries);
   for (int j = 0; j < s->nin; ++j)
     TSR_CHECK(isfinite(o->in_scale[j]) && o->in_scale[j] != 0 && isfinite(o->in_shift[j]),
               TSR_ERR_INPUT,

@@ -513,6 +513,11 @@ static void test_misuse(void **state) {
   b = o;
   b.npts = 1 << 30; /* beyond one BLAS product's int sizes */
   expect_create_error(&b, TSR_ERR_INPUT);
+  b = o;
+  b.shape.depth = 1 << 30; /* sizes that would wrap */
+  b.shape.width = 1 << 15;
+  b.npts = 1;
+  expect_create_error(&b, TSR_ERR_INPUT);
 #ifndef TSR_HAVE_CUDA
   b = o;
   b.device = 1;
