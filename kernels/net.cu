@@ -1,0 +1,404 @@
+// The PINN network's elementwise and reduction kernels (kernels/net_cuda_internal.h); the
+// matrix products between them are cuBLAS calls in kernels/net_cuda.c.
+//
+// Elementwise kernels run a thread per (unit, point) that does all K channels, so that the
+// activation and its derivatives at a0 are computed once per point; consecutive threads take
+// consecutive units, so each channel's plane is read and written coalesced.
+//
+// Reductions over the points (bias gradients, layer 0's weight gradient) never use atomics:
+// block (chunk b, unit tile) has threads (unit u, lane g); lane g walks the chunk's points
+// g, g + G, ... in order, the G lanes of a unit are summed in a fixed tree, and the chunk's sum
+// is a partial; tsr_net_cuda_finish sums a unit's partials in a fixed tree again. The chunks
+// depend on npts and the rows alone, so a given call gives the same bits every time.
+#include <math.h>
+
+#include "kernels/cuda_util.h"
+#include "kernels/net.h"
+#include "kernels/net_cuda_internal.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxChunks = 1024;  // partials per unit at most
+constexpr int kPointsPerLane = 16; // points a lane sums before the chunks are capped
+
+__device__ __forceinline__ float tanh_(float a) { return tanhf(a); }
+__device__ __forceinline__ double tanh_(double a) { return tanh(a); }
+__device__ __forceinline__ void sincos_(float a, float *s, float *c) { sincosf(a, s, c); }
+__device__ __forceinline__ void sincos_(double a, double *s, double *c) { sincos(a, s, c); }
+
+// s(a) and its first three derivatives; the third is needed by the reverse pass only.
+template <int kAct, typename T>
+__device__ __forceinline__ void act(T a, T &s, T &s1, T &s2, T &s3) {
+  if (kAct == TSR_NET_TANH) {
+    s = tanh_(a);
+    s1 = T(1) - s * s;
+    s2 = T(-2) * s * s1;
+    s3 = T(-2) * s1 * s1 + T(4) * s * s * s1;
+  } else {
+    T c;
+    sincos_(a, &s, &c);
+    s1 = c;
+    s2 = -s;
+    s3 = -c;
+  }
+}
+
+// The unit and lane shape of the reductions: U units a block (coalesced), G lanes each.
+struct rshape {
+  int U, G, tiles;
+};
+
+__host__ __device__ inline rshape reduce_shape(int rows) {
+  rshape r;
+  r.U = rows < kThreads ? rows : kThreads;
+  r.G = 1;
+  while (2 * r.G * r.U <= kThreads) r.G *= 2;
+  r.tiles = (rows + r.U - 1) / r.U;
+  return r;
+}
+
+inline int chunks_of(int rows, int npts) {
+  rshape r = reduce_shape(rows);
+  long per = (long)r.G * kPointsPerLane;
+  long nb = ((long)npts + per - 1) / per;
+  if (nb < 1) nb = 1;
+  if (nb > kMaxChunks) nb = kMaxChunks;
+  return (int)nb;
+}
+
+inline unsigned blocks_for(size_t n) { return (unsigned)((n + kThreads - 1) / kThreads); }
+
+// Sums sh[u + U * g] over the G lanes of each unit into sh[u] (fixed tree; all threads call).
+template <typename T>
+__device__ __forceinline__ void lane_tree(T *sh, int u, int g, int U, int G) {
+  for (int s = G / 2; s > 0; s /= 2) {
+    __syncthreads();
+    if (g < s) sh[u + U * g] += sh[u + U * (g + s)];
+  }
+  __syncthreads();
+}
+
+template <int kAct, typename T>
+__global__ void layer0_fwd(tsr_net_kdims d, const T *__restrict__ theta, const T *__restrict__ X,
+                           int npts, T *__restrict__ A0, T *__restrict__ Z0) {
+  const size_t total = (size_t)d.width * npts;
+  const size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= total) return;
+  const int w = d.width;
+  const int i = (int)(e % w);
+  const size_t p = e / w;
+  const size_t cs = total; // one channel's plane
+  T a = T(0), aj[4];
+  for (int j = 0; j < d.nin; ++j) {
+    const T wij = theta[i + (size_t)j * w];
+    const T xhat = T(d.in_scale[j]) * X[j + (size_t)d.nin * p] + T(d.in_shift[j]);
+    a += wij * xhat;
+    aj[j] = wij * T(d.in_scale[j]);
+  }
+  A0[e] = a;
+  T s, s1, s2, s3;
+  act<kAct>(a + theta[(size_t)w * d.nin + i], s, s1, s2, s3);
+  Z0[e] = s;
+  for (int j = 0; j < d.nd1; ++j) Z0[e + (1 + j) * cs] = s1 * aj[j];
+  for (int j = 0; j < d.nd2; ++j) Z0[e + (1 + d.nd1 + j) * cs] = s2 * aj[j] * aj[j];
+}
+
+template <int kAct, typename T>
+__global__ void act_fwd(tsr_net_kdims d, const T *__restrict__ b, const T *__restrict__ A,
+                        int npts, T *__restrict__ Z) {
+  const size_t cs = (size_t)d.width * npts;
+  const size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= cs) return;
+  T s, s1, s2, s3, aj[4];
+  act<kAct>(A[e] + b[e % d.width], s, s1, s2, s3);
+  Z[e] = s;
+  for (int j = 0; j < d.nd1; ++j) {
+    aj[j] = A[e + (1 + j) * cs];
+    Z[e + (1 + j) * cs] = s1 * aj[j];
+  }
+  for (int j = 0; j < d.nd2; ++j) {
+    const size_t o = e + (1 + d.nd1 + j) * cs;
+    Z[o] = s2 * aj[j] * aj[j] + s1 * A[o];
+  }
+}
+
+template <typename T>
+__global__ void bias_out(int nout, const T *__restrict__ b, int npts, T *__restrict__ U) {
+  const size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e < (size_t)nout * npts) U[e] += b[e % nout];
+}
+
+// The chunk of points of block blockIdx.x: [*p0, *p1).
+__device__ __forceinline__ void chunk(int npts, int *p0, int *p1) {
+  const int per = (int)(((long)npts + gridDim.x - 1) / gridDim.x);
+  const long lo = (long)blockIdx.x * per;
+  *p0 = lo < npts ? (int)lo : npts;
+  *p1 = lo + per < npts ? (int)(lo + per) : npts;
+}
+
+template <int kAct, typename T>
+__global__ void act_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ b,
+                        const T *__restrict__ A, int npts, T *__restrict__ G,
+                        T *__restrict__ partial) {
+  __shared__ T sh[kThreads];
+  const int u = threadIdx.x % r.U, g = threadIdx.x / r.U;
+  const int i = blockIdx.y * r.U + u, w = d.width;
+  const size_t cs = (size_t)w * npts;
+  int p0, p1;
+  chunk(npts, &p0, &p1);
+  T acc = T(0);
+  if (i < w) {
+    const T bi = b[i];
+    for (int p = p0 + g; p < p1; p += r.G) {
+      const size_t e = i + (size_t)w * p;
+      T s, s1, s2, s3, aj[4], dyj[4];
+      act<kAct>(A[e] + bi, s, s1, s2, s3);
+      T da0 = G[e] * s1;
+      for (int j = 0; j < d.nd1; ++j) {
+        aj[j] = A[e + (1 + j) * cs];
+        dyj[j] = G[e + (1 + j) * cs];
+        da0 += dyj[j] * s2 * aj[j];
+      }
+      for (int j = 0; j < d.nd2; ++j) {
+        const size_t o = e + (1 + d.nd1 + j) * cs;
+        const T dyjj = G[o];
+        da0 += dyjj * (s3 * aj[j] * aj[j] + s2 * A[o]);
+        G[o] = dyjj * s1;
+        dyj[j] = dyj[j] * s1 + dyjj * T(2) * s2 * aj[j];
+      }
+      for (int j = d.nd2; j < d.nd1; ++j) dyj[j] = dyj[j] * s1;
+      for (int j = 0; j < d.nd1; ++j) G[e + (1 + j) * cs] = dyj[j];
+      G[e] = da0;
+      acc += da0;
+    }
+  }
+  sh[threadIdx.x] = acc;
+  lane_tree(sh, u, g, r.U, r.G);
+  if (g == 0 && i < w) partial[(size_t)i * gridDim.x + blockIdx.x] = sh[u];
+}
+
+template <int kAct, typename T>
+__global__ void layer0_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ theta,
+                           const T *__restrict__ X, const T *__restrict__ A0,
+                           const T *__restrict__ G, int npts, T *__restrict__ partial) {
+  __shared__ T sh[TSR_NET_MAX_SUMS * kThreads];
+  const int u = threadIdx.x % r.U, g = threadIdx.x / r.U;
+  const int i = blockIdx.y * r.U + u, w = d.width, nsum = 1 + d.nin;
+  const size_t cs = (size_t)w * npts;
+  int p0, p1;
+  chunk(npts, &p0, &p1);
+  T acc[TSR_NET_MAX_SUMS];
+  for (int k = 0; k < TSR_NET_MAX_SUMS; ++k) acc[k] = T(0);
+  if (i < w) {
+    const T bi = theta[(size_t)w * d.nin + i];
+    T aj[4], sc[4], sh_[4];
+    for (int j = 0; j < d.nin; ++j) {
+      sc[j] = T(d.in_scale[j]);
+      sh_[j] = T(d.in_shift[j]);
+      aj[j] = theta[i + (size_t)j * w] * sc[j];
+    }
+    for (int p = p0 + g; p < p1; p += r.G) {
+      const size_t e = i + (size_t)w * p;
+      T s, s1, s2, s3;
+      act<kAct>(A0[e] + bi, s, s1, s2, s3);
+      // A0's second-derivative channels are 0: their gradient reaches no parameter
+      T da0 = G[e] * s1, daj[4];
+      for (int j = 0; j < d.nd1; ++j) {
+        const T dyj = G[e + (1 + j) * cs];
+        da0 += dyj * s2 * aj[j];
+        daj[j] = dyj * s1;
+      }
+      for (int j = 0; j < d.nd2; ++j) {
+        const T dyjj = G[e + (1 + d.nd1 + j) * cs];
+        da0 += dyjj * (s3 * aj[j] * aj[j]);
+        daj[j] += dyjj * T(2) * s2 * aj[j];
+      }
+      acc[0] += da0;
+      for (int j = 0; j < d.nin; ++j) {
+        const T xhat = sc[j] * X[j + (size_t)d.nin * p] + sh_[j];
+        acc[1 + j] += j < d.nd1 ? da0 * xhat + sc[j] * daj[j] : da0 * xhat;
+      }
+    }
+  }
+  for (int k = 0; k < nsum; ++k) sh[k * kThreads + threadIdx.x] = acc[k];
+  for (int k = 0; k < nsum; ++k) lane_tree(sh + k * kThreads, u, g, r.U, r.G);
+  if (g == 0 && i < w)
+    for (int k = 0; k < nsum; ++k)
+      partial[((size_t)k * w + i) * gridDim.x + blockIdx.x] = sh[k * kThreads + u];
+}
+
+template <typename T>
+__global__ void rowsum(rshape r, int rows, const T *__restrict__ M, int npts,
+                       T *__restrict__ partial) {
+  __shared__ T sh[kThreads];
+  const int u = threadIdx.x % r.U, g = threadIdx.x / r.U;
+  const int i = blockIdx.y * r.U + u;
+  int p0, p1;
+  chunk(npts, &p0, &p1);
+  T acc = T(0);
+  if (i < rows)
+    for (int p = p0 + g; p < p1; p += r.G) acc += M[i + (size_t)rows * p];
+  sh[threadIdx.x] = acc;
+  lane_tree(sh, u, g, r.U, r.G);
+  if (g == 0 && i < rows) partial[(size_t)i * gridDim.x + blockIdx.x] = sh[u];
+}
+
+struct bases {
+  size_t v[TSR_NET_MAX_SUMS];
+};
+
+// Block k sums the nb partials of row k (= sum s, unit i) in a fixed order.
+template <typename T>
+__global__ void finish(int rows, int nb, const T *__restrict__ partial, bases base,
+                       T *__restrict__ out) {
+  __shared__ T sh[kThreads];
+  const int k = blockIdx.x;
+  T acc = T(0);
+  for (int c = threadIdx.x; c < nb; c += kThreads) acc += partial[(size_t)k * nb + c];
+  sh[threadIdx.x] = acc;
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    __syncthreads();
+    if ((int)threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+  }
+  if (threadIdx.x == 0) out[base.v[k / rows] + k % rows] = sh[0];
+}
+
+template <typename T>
+tsr_err layer0_fwd_t(const tsr_net_kdims *d, const void *theta, const void *X, int npts,
+                     void *A0, void *Z0, cudaStream_t st) {
+  const unsigned nb = blocks_for((size_t)d->width * npts);
+  if (d->act == TSR_NET_TANH)
+    layer0_fwd<TSR_NET_TANH, T><<<nb, kThreads, 0, st>>>(
+        *d, (const T *)theta, (const T *)X, npts, (T *)A0, (T *)Z0);
+  else
+    layer0_fwd<TSR_NET_SIN, T><<<nb, kThreads, 0, st>>>(
+        *d, (const T *)theta, (const T *)X, npts, (T *)A0, (T *)Z0);
+  TSR_CUDA_LAUNCHED("net layer 0 forward");
+  return TSR_OK;
+}
+
+template <typename T>
+tsr_err act_fwd_t(const tsr_net_kdims *d, const void *b, const void *A, int npts, void *Z,
+                  cudaStream_t st) {
+  const unsigned nb = blocks_for((size_t)d->width * npts);
+  if (d->act == TSR_NET_TANH)
+    act_fwd<TSR_NET_TANH, T><<<nb, kThreads, 0, st>>>(*d, (const T *)b, (const T *)A, npts,
+                                                        (T *)Z);
+  else
+    act_fwd<TSR_NET_SIN, T><<<nb, kThreads, 0, st>>>(*d, (const T *)b, (const T *)A, npts,
+                                                       (T *)Z);
+  TSR_CUDA_LAUNCHED("net activation forward");
+  return TSR_OK;
+}
+
+template <typename T>
+tsr_err act_bwd_t(const tsr_net_kdims *d, const void *b, const void *A, int npts, void *G,
+                  void *partial, cudaStream_t st) {
+  const rshape r = reduce_shape(d->width);
+  const dim3 grid((unsigned)chunks_of(d->width, npts), (unsigned)r.tiles);
+  if (d->act == TSR_NET_TANH)
+    act_bwd<TSR_NET_TANH, T><<<grid, r.U * r.G, 0, st>>>(*d, r, (const T *)b, (const T *)A, npts,
+                                                         (T *)G, (T *)partial);
+  else
+    act_bwd<TSR_NET_SIN, T><<<grid, r.U * r.G, 0, st>>>(*d, r, (const T *)b, (const T *)A, npts,
+                                                        (T *)G, (T *)partial);
+  TSR_CUDA_LAUNCHED("net activation backward");
+  return TSR_OK;
+}
+
+template <typename T>
+tsr_err layer0_bwd_t(const tsr_net_kdims *d, const void *theta, const void *X, const void *A0,
+                     const void *G, int npts, void *partial, cudaStream_t st) {
+  const rshape r = reduce_shape(d->width);
+  const dim3 grid((unsigned)chunks_of(d->width, npts), (unsigned)r.tiles);
+  if (d->act == TSR_NET_TANH)
+    layer0_bwd<TSR_NET_TANH, T><<<grid, r.U * r.G, 0, st>>>(
+        *d, r, (const T *)theta, (const T *)X, (const T *)A0, (const T *)G, npts, (T *)partial);
+  else
+    layer0_bwd<TSR_NET_SIN, T><<<grid, r.U * r.G, 0, st>>>(
+        *d, r, (const T *)theta, (const T *)X, (const T *)A0, (const T *)G, npts, (T *)partial);
+  TSR_CUDA_LAUNCHED("net layer 0 backward");
+  return TSR_OK;
+}
+
+}  // namespace
+
+extern "C" int tsr_net_cuda_chunks(int rows, int npts) { return chunks_of(rows, npts); }
+
+extern "C" tsr_err tsr_net_cuda_layer0_fwd(const tsr_net_kdims *d, const void *theta,
+                                           const void *X, int npts, void *A0, void *Z0,
+                                           cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  return d->single ? layer0_fwd_t<float>(d, theta, X, npts, A0, Z0, stream)
+                   : layer0_fwd_t<double>(d, theta, X, npts, A0, Z0, stream);
+}
+
+extern "C" tsr_err tsr_net_cuda_act_fwd(const tsr_net_kdims *d, const void *b, const void *A,
+                                        int npts, void *Z, cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  return d->single ? act_fwd_t<float>(d, b, A, npts, Z, stream)
+                   : act_fwd_t<double>(d, b, A, npts, Z, stream);
+}
+
+extern "C" tsr_err tsr_net_cuda_bias_out(const tsr_net_kdims *d, int nout, const void *b,
+                                         int npts, void *U, cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  const unsigned nb = blocks_for((size_t)nout * npts);
+  if (d->single)
+    bias_out<float><<<nb, kThreads, 0, stream>>>(nout, (const float *)b, npts, (float *)U);
+  else
+    bias_out<double><<<nb, kThreads, 0, stream>>>(nout, (const double *)b, npts, (double *)U);
+  TSR_CUDA_LAUNCHED("net output bias");
+  return TSR_OK;
+}
+
+extern "C" tsr_err tsr_net_cuda_act_bwd(const tsr_net_kdims *d, const void *b, const void *A,
+                                        int npts, void *G, void *partial, cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  return d->single ? act_bwd_t<float>(d, b, A, npts, G, partial, stream)
+                   : act_bwd_t<double>(d, b, A, npts, G, partial, stream);
+}
+
+extern "C" tsr_err tsr_net_cuda_layer0_bwd(const tsr_net_kdims *d, const void *theta,
+                                           const void *X, const void *A0, const void *G,
+                                           int npts, void *partial, cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  return d->single ? layer0_bwd_t<float>(d, theta, X, A0, G, npts, partial, stream)
+                   : layer0_bwd_t<double>(d, theta, X, A0, G, npts, partial, stream);
+}
+
+extern "C" tsr_err tsr_net_cuda_rowsum(const tsr_net_kdims *d, int rows, const void *M, int npts,
+                                       void *partial, cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  const rshape r = reduce_shape(rows);
+  const dim3 grid((unsigned)chunks_of(rows, npts), (unsigned)r.tiles);
+  if (d->single)
+    rowsum<float><<<grid, r.U * r.G, 0, stream>>>(r, rows, (const float *)M, npts,
+                                                  (float *)partial);
+  else
+    rowsum<double><<<grid, r.U * r.G, 0, stream>>>(r, rows, (const double *)M, npts,
+                                                   (double *)partial);
+  TSR_CUDA_LAUNCHED("net row sums");
+  return TSR_OK;
+}
+
+extern "C" tsr_err tsr_net_cuda_finish(const tsr_net_kdims *d, int rows, int nsums, int npts,
+                                       const void *partial, const size_t *base, void *out,
+                                       cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  TSR_CHECK(nsums >= 1 && nsums <= TSR_NET_MAX_SUMS, TSR_ERR_INTERNAL,
+            "tsr_net_cuda_finish: %d sums (1..%d)", nsums, TSR_NET_MAX_SUMS);
+  bases b = {};
+  for (int s = 0; s < nsums; ++s) b.v[s] = base[s];
+  const int nb = chunks_of(rows, npts);
+  const unsigned blocks = (unsigned)(rows * nsums);
+  if (d->single)
+    finish<float><<<blocks, kThreads, 0, stream>>>(rows, nb, (const float *)partial, b,
+                                                   (float *)out);
+  else
+    finish<double><<<blocks, kThreads, 0, stream>>>(rows, nb, (const double *)partial, b,
+                                                    (double *)out);
+  TSR_CUDA_LAUNCHED("net partial sums");
+  return TSR_OK;
+}

@@ -1,0 +1,262 @@
+/* The CUDA backend of kernels/net.h: the matrix products through cuBLAS, the elementwise chain
+ * rule and the reductions in kernels/net.cu. Everything a pass needs is allocated by create,
+ * so forward and backward only issue work on the network's stream (capturable in a graph).
+ *
+ * Device memory (one allocation, each part 256-byte aligned), per E = element size:
+ *   A_l, Z_l  for each hidden layer l:  2 * depth * width * K * npts * E  (tsr_net_workspace_bytes'
+ *             count; layer 0 stores only its value channel in A_0: its derivative channels are
+ *             constant per unit and are recomputed from W_0)
+ *   G0, G1    the reverse pass's ping-pong gradients dZ / dA:  2 * width * K * npts * E
+ *   Xc        a copy of the forward pass's X (layer 0's weight gradient needs it; the caller may
+ *             reuse X between the passes):  nin * npts * E
+ *   partials  of the deterministic reductions: (1 + nin) * max(width, nout) * (at most 1024) * E
+ * plus cuBLAS's workspace (TSR_NET_CUBLAS_WS bytes, given with cublasSetWorkspace so that no
+ * cuBLAS call allocates during capture) and the cuBLAS handle's own small state. */
+#include <cublas_v2.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/cuda_util.h"
+#include "kernels/net_cuda_internal.h"
+#include "kernels/net_impl.h"
+
+/* cuBLAS's recommended workspace for Hopper (32 MiB; 4 MiB suffices on older GPUs). */
+#define TSR_NET_CUBLAS_WS ((size_t)32 << 20)
+
+static tsr_err cublas_fail(cublasStatus_t st, const char *call, const char *file, int line) {
+  int dev = -1;
+  cudaGetDevice(&dev);
+  return tsr_err_set(TSR_ERR_CUDA, file, line, "cuBLAS error in %s: %s (%s) (device %d, %s:%d)",
+                     call, cublasGetStatusName(st), cublasGetStatusString(st), dev, file, line);
+}
+
+#define TSR_CUBLAS(call)                                                                       \
+  do {                                                                                         \
+    cublasStatus_t tsr_cb_s_ = (call);                                                         \
+    if (tsr_cb_s_ != CUBLAS_STATUS_SUCCESS)                                                    \
+      return cublas_fail(tsr_cb_s_, #call, __FILE__, __LINE__);                                \
+  } while (0)
+
+typedef struct {
+  tsr_net_kdims d;
+  cudaStream_t stream;
+  cublasHandle_t blas;
+  void *cublas_ws;
+  void *mem;        /* the one allocation below */
+  size_t bytes;     /* its size */
+  void **A, **Z;    /* per hidden layer */
+  void *G[2], *Xc, *partial;
+} dev_ws;
+
+static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+static char *at(const void *p, size_t elems, size_t esize) {
+  return (char *)p + elems * esize;
+}
+
+static void offsets(const tsr_net_shape *s, int l, size_t *woff, size_t *boff) {
+  int n_out, n_in;
+  tsr_net_layer(s, l, &n_out, &n_in, woff, boff);
+}
+
+/* C = op(A) op(B) with alpha 1 and beta 0 (C overwritten), all column-major. */
+static tsr_err gemm(dev_ws *w, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                    const void *A, int lda, const void *B, int ldb, void *C, int ldc) {
+  if (w->d.single) {
+    const float one = 1.0f, zero = 0.0f;
+    TSR_CUBLAS(cublasSgemm(w->blas, ta, tb, m, n, k, &one, (const float *)A, lda,
+                           (const float *)B, ldb, &zero, (float *)C, ldc));
+  } else {
+    const double one = 1.0, zero = 0.0;
+    TSR_CUBLAS(cublasDgemm(w->blas, ta, tb, m, n, k, &one, (const double *)A, lda,
+                           (const double *)B, ldb, &zero, (double *)C, ldc));
+  }
+  return TSR_OK;
+}
+
+void tsr_net_cuda_destroy(struct tsr_net *n) {
+  dev_ws *w = n ? (dev_ws *)n->dev : NULL;
+  if (!w) return;
+  /* work still queued on the stream reads these: let it finish first */
+  if (w->mem) cudaStreamSynchronize(w->stream);
+  if (w->blas) cublasDestroy(w->blas);
+  cudaFree(w->cublas_ws);
+  cudaFree(w->mem);
+  free(w->A);
+  free(w->Z);
+  free(w);
+  n->dev = NULL;
+}
+
+static tsr_err create_in(struct tsr_net *n, dev_ws *w) {
+  const tsr_net_opts *o = &n->o;
+  const tsr_net_shape *s = &o->shape;
+  const size_t es = o->single ? sizeof(float) : sizeof(double);
+  const size_t cap = (size_t)o->npts, K = (size_t)n->K, width = (size_t)s->width;
+  TSR_CHECK(o->npts >= 1, TSR_ERR_INPUT, "network: capacity of %d points (needs at least 1)",
+            o->npts);
+  /* cuBLAS takes the columns of a layer's array as an int */
+  TSR_CHECK(K * cap <= 2147483647u, TSR_ERR_INPUT,
+            "network: %d points x %zu channels exceed the 2^31 - 1 columns of one matrix "
+            "product: use fewer points per pass",
+            o->npts, K);
+  TSR_CHECK(s->nin >= 1 && s->nin + 1 <= TSR_NET_MAX_SUMS, TSR_ERR_INPUT,
+            "network: %d inputs (1..4)", s->nin);
+
+  w->d.single = o->single;
+  w->d.act = (int)s->act;
+  w->d.nin = s->nin;
+  w->d.nd1 = s->nd1;
+  w->d.nd2 = s->nd2;
+  w->d.K = n->K;
+  w->d.width = s->width;
+  for (int j = 0; j < 4; ++j) {
+    w->d.in_scale[j] = o->in_scale[j];
+    w->d.in_shift[j] = o->in_shift[j];
+  }
+  w->stream = (cudaStream_t)o->stream;
+
+  const size_t layer = align256(width * K * cap * es);
+  const size_t xbytes = align256((size_t)s->nin * cap * es);
+  /* the largest reduction: layer 0's (1 + nin sums a unit), or the output bias's */
+  size_t psums = (size_t)(1 + s->nin) * width * (size_t)tsr_net_cuda_chunks(s->width, o->npts);
+  const size_t pout = (size_t)s->nout * (size_t)tsr_net_cuda_chunks(s->nout, o->npts);
+  if (pout > psums) psums = pout;
+  const size_t pbytes = align256(psums * es);
+  w->bytes = (2 * (size_t)s->depth + 2) * layer + xbytes + pbytes;
+
+  w->A = calloc((size_t)s->depth, sizeof *w->A);
+  w->Z = calloc((size_t)s->depth, sizeof *w->Z);
+  TSR_CHECK(w->A && w->Z, TSR_ERR_MEMORY, "out of memory allocating the network's layer table");
+
+  cudaError_t e = cudaMalloc(&w->mem, w->bytes);
+  if (e != cudaSuccess) {
+    cudaGetLastError(); /* an out-of-memory is not sticky; clear it for the next caller */
+    w->mem = NULL;
+    return tsr_err_set(e == cudaErrorMemoryAllocation ? TSR_ERR_MEMORY : TSR_ERR_CUDA, __FILE__,
+                       __LINE__,
+                       "cannot allocate %zu bytes of device memory for the network's workspace "
+                       "(%d points, %d hidden layers of %d units, %zu channels): %s; use fewer "
+                       "points per pass or a smaller network",
+                       w->bytes, o->npts, s->depth, s->width, K, cudaGetErrorString(e));
+  }
+  char *p = (char *)w->mem;
+  for (int l = 0; l < s->depth; ++l) {
+    w->A[l] = p;
+    p += layer;
+    w->Z[l] = p;
+    p += layer;
+  }
+  w->G[0] = p;
+  p += layer;
+  w->G[1] = p;
+  p += layer;
+  w->Xc = p;
+  p += xbytes;
+  w->partial = p;
+
+  e = cudaMalloc(&w->cublas_ws, TSR_NET_CUBLAS_WS);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    w->cublas_ws = NULL;
+    return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                       "cannot allocate the %zu bytes of cuBLAS workspace for the network (after "
+                       "its %zu bytes of workspace): %s; use fewer points per pass or a smaller "
+                       "network",
+                       TSR_NET_CUBLAS_WS, w->bytes, cudaGetErrorString(e));
+  }
+  TSR_CUBLAS(cublasCreate(&w->blas));
+  /* cublasSetStream resets the workspace to cuBLAS's own pool: set the stream first */
+  TSR_CUBLAS(cublasSetStream(w->blas, w->stream));
+  TSR_CUBLAS(cublasSetWorkspace(w->blas, w->cublas_ws, TSR_NET_CUBLAS_WS));
+  /* full-precision products (no TF32), whatever the library's default becomes */
+  TSR_CUBLAS(cublasSetMathMode(w->blas, CUBLAS_DEFAULT_MATH));
+  TSR_CUBLAS(cublasSetPointerMode(w->blas, CUBLAS_POINTER_MODE_HOST));
+  return TSR_OK;
+}
+
+tsr_err tsr_net_cuda_create(struct tsr_net *n) {
+  TSR_CHECK(!n->dev, TSR_ERR_STATE, "tsr_net_cuda_create: the network already has a workspace");
+  dev_ws *w = calloc(1, sizeof *w);
+  TSR_CHECK(w, TSR_ERR_MEMORY, "out of memory allocating %zu bytes for the network", sizeof *w);
+  n->dev = w;
+  tsr_err err = create_in(n, w);
+  if (err != TSR_OK) tsr_net_cuda_destroy(n);
+  return err;
+}
+
+tsr_err tsr_net_cuda_forward(struct tsr_net *n, const void *theta, const void *X, int npts,
+                             void *U) {
+  dev_ws *w = (dev_ws *)n->dev;
+  TSR_CHECK(w, TSR_ERR_STATE, "tsr_net_forward: the network has no device workspace");
+  TSR_CHECK(npts >= 0 && npts <= n->o.npts, TSR_ERR_INPUT,
+            "tsr_net_forward: %d points, the network was created for at most %d", npts,
+            n->o.npts);
+  const tsr_net_shape *s = &n->o.shape;
+  const size_t es = n->o.single ? sizeof(float) : sizeof(double);
+  const int cols = n->K * npts, width = s->width, L = s->depth;
+  n->forwarded = 0;
+  if (npts > 0) {
+    TSR_CUDA(cudaMemcpyAsync(w->Xc, X, (size_t)s->nin * npts * es, cudaMemcpyDeviceToDevice,
+                             w->stream));
+    TSR_CALL(tsr_net_cuda_layer0_fwd(&w->d, theta, X, npts, w->A[0], w->Z[0], w->stream));
+    for (int l = 1; l < L; ++l) {
+      size_t wo, bo;
+      offsets(s, l, &wo, &bo);
+      TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_N, width, cols, width, at(theta, wo, es), width,
+                    w->Z[l - 1], width, w->A[l], width));
+      TSR_CALL(tsr_net_cuda_act_fwd(&w->d, at(theta, bo, es), w->A[l], npts, w->Z[l], w->stream));
+    }
+    size_t wo, bo;
+    offsets(s, L, &wo, &bo);
+    TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_N, s->nout, cols, width, at(theta, wo, es), s->nout,
+                  w->Z[L - 1], width, U, s->nout));
+    TSR_CALL(tsr_net_cuda_bias_out(&w->d, s->nout, at(theta, bo, es), npts, U, w->stream));
+  }
+  n->npts = npts;
+  n->forwarded = 1;
+  return TSR_OK;
+}
+
+tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *dU, void *grad) {
+  dev_ws *w = (dev_ws *)n->dev;
+  TSR_CHECK(w, TSR_ERR_STATE, "tsr_net_backward: the network has no device workspace");
+  TSR_CHECK(n->forwarded, TSR_ERR_STATE,
+            "tsr_net_backward: no forward pass before (call tsr_net_forward first)");
+  const tsr_net_shape *s = &n->o.shape;
+  const size_t es = n->o.single ? sizeof(float) : sizeof(double);
+  const int npts = n->npts, cols = n->K * npts, width = s->width, L = s->depth, nout = s->nout;
+  if (npts == 0) {
+    TSR_CUDA(cudaMemsetAsync(grad, 0, n->nparam * es, w->stream));
+    return TSR_OK;
+  }
+  size_t wo, bo;
+  offsets(s, L, &wo, &bo);
+  /* the output layer is linear: dA = dU */
+  TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_T, nout, width, cols, dU, nout, w->Z[L - 1], width,
+                at(grad, wo, es), nout));
+  TSR_CALL(tsr_net_cuda_rowsum(&w->d, nout, dU, npts, w->partial, w->stream));
+  TSR_CALL(tsr_net_cuda_finish(&w->d, nout, 1, npts, w->partial, &bo, grad, w->stream));
+  TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, nout, at(theta, wo, es), nout, dU, nout,
+                w->G[0], width));
+  int cur = 0;
+  for (int l = L - 1; l >= 1; --l) {
+    offsets(s, l, &wo, &bo);
+    TSR_CALL(tsr_net_cuda_act_bwd(&w->d, at(theta, bo, es), w->A[l], npts, w->G[cur], w->partial,
+                                  w->stream));
+    TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1, npts, w->partial, &bo, grad, w->stream));
+    TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_T, width, width, cols, w->G[cur], width, w->Z[l - 1],
+                  width, at(grad, wo, es), width));
+    TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, width, at(theta, wo, es), width,
+                  w->G[cur], width, w->G[1 - cur], width));
+    cur = 1 - cur;
+  }
+  offsets(s, 0, &wo, &bo);
+  size_t base[TSR_NET_MAX_SUMS];
+  base[0] = bo;
+  for (int j = 0; j < s->nin; ++j) base[1 + j] = wo + (size_t)j * width;
+  TSR_CALL(tsr_net_cuda_layer0_bwd(&w->d, theta, w->Xc, w->A[0], w->G[cur], npts, w->partial,
+                                   w->stream));
+  TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1 + s->nin, npts, w->partial, base, grad, w->stream));
+  return TSR_OK;
+}

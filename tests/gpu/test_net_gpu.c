@@ -1,0 +1,261 @@
+/* kernels/net on GPUs: for networks of several shapes (inputs 1..3, derivative channels,
+ * depth 1..4, widths 5..300, tanh and sin, 1 or 2 outputs) the device's forward values U and
+ * backward gradients agree with the host backend in double (max difference <= 1e-12 of the
+ * array's largest magnitude) and, in float, with the host in double (<= 1e-4); a second device
+ * run gives the same bits; a forward + backward captured in a CUDA graph and replayed gives the
+ * same bits as the uncaptured calls; and misuse is refused (backward before forward, more points
+ * than the capacity). Only the public interface kernels/net.h is used. Run on 1 and 2 ranks
+ * (label gpu; gpu2 for 2), each on the GPU of its local rank. Exits non-zero (MPI_Abort) on the
+ * first failure, printing the shape and the difference. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/net.h"
+
+static int g_rank;
+
+#include "tests/check.h"
+
+#define CU(call) CHECK((call) == cudaSuccess, "%s", #call)
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static double uniform(void) { /* [0, 1) */
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return (double)(g_rng >> 11) * 0x1.0p-53;
+}
+
+typedef struct {
+  tsr_net_shape s;
+  int npts;
+} net_case;
+
+static const char *act_name(tsr_net_act a) { return a == TSR_NET_TANH ? "tanh" : "sin"; }
+
+static void describe(const net_case *c, char *buf, size_t n) {
+  snprintf(buf, n, "nin %d nout %d width %d depth %d %s nd1 %d nd2 %d npts %d", c->s.nin,
+           c->s.nout, c->s.width, c->s.depth, act_name(c->s.act), c->s.nd1, c->s.nd2, c->npts);
+}
+
+/* A device copy of n doubles as float (single) or double. Owned by the caller (cudaFree). */
+static void *to_device(const double *h, size_t n, int single) {
+  void *d = NULL;
+  size_t es = single ? sizeof(float) : sizeof(double);
+  CU(cudaMalloc(&d, n * es + 1));
+  if (single) {
+    float *f = malloc(n * sizeof *f + 1);
+    CHECK(f, "out of memory");
+    for (size_t k = 0; k < n; ++k) f[k] = (float)h[k];
+    CU(cudaMemcpy(d, f, n * es, cudaMemcpyHostToDevice));
+    free(f);
+  } else {
+    CU(cudaMemcpy(d, h, n * es, cudaMemcpyHostToDevice));
+  }
+  return d;
+}
+
+/* n values of a device array (float or double) as doubles in h. */
+static void to_host(const void *d, size_t n, int single, double *h) {
+  if (single) {
+    float *f = malloc(n * sizeof *f + 1);
+    CHECK(f, "out of memory");
+    CU(cudaMemcpy(f, d, n * sizeof *f, cudaMemcpyDeviceToHost));
+    for (size_t k = 0; k < n; ++k) h[k] = f[k];
+    free(f);
+  } else {
+    CU(cudaMemcpy(h, d, n * sizeof *h, cudaMemcpyDeviceToHost));
+  }
+}
+
+/* max |got - want| / max |want| (max |got - want| where want is all 0); NaN counts as failure. */
+static double rel_diff(const double *got, const double *want, size_t n) {
+  double dmax = 0.0, wmax = 0.0;
+  for (size_t k = 0; k < n; ++k) {
+    double d = fabs(got[k] - want[k]);
+    if (!(d <= dmax)) dmax = d; /* NaN propagates */
+    if (fabs(want[k]) > wmax) wmax = fabs(want[k]);
+  }
+  return wmax > 0.0 ? dmax / wmax : dmax;
+}
+
+/* The same bits in two device arrays of `bytes` bytes. */
+static int same_bits(const void *a, const void *b, size_t bytes) {
+  char *ha = malloc(bytes + 1), *hb = malloc(bytes + 1);
+  CHECK(ha && hb, "out of memory");
+  CU(cudaMemcpy(ha, a, bytes, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(hb, b, bytes, cudaMemcpyDeviceToHost));
+  int same = memcmp(ha, hb, bytes) == 0;
+  free(ha);
+  free(hb);
+  return same;
+}
+
+static void run_case(const net_case *c, cudaStream_t stream) {
+  char what[160];
+  describe(c, what, sizeof what);
+  const tsr_net_shape *s = &c->s;
+  const int K = tsr_net_channels(s), npts = c->npts, cap = npts + 5;
+  const size_t np = tsr_net_nparam(s);
+  const size_t nx = (size_t)s->nin * npts, nu = (size_t)s->nout * K * npts;
+
+  tsr_net_opts o;
+  memset(&o, 0, sizeof o);
+  o.shape = *s;
+  o.npts = cap; /* one pass with fewer points than the capacity: the layout follows npts */
+  double *X = malloc(sizeof(double) * nx + 8), *dU = malloc(sizeof(double) * nu + 8);
+  double *theta = malloc(sizeof(double) * np), *Uh = malloc(sizeof(double) * nu + 8);
+  double *gh = malloc(sizeof(double) * np), *Ud = malloc(sizeof(double) * nu + 8);
+  double *gd = malloc(sizeof(double) * np);
+  CHECK(X && dU && theta && Uh && gh && Ud && gd, "out of memory");
+  for (int j = 0; j < s->nin; ++j) { /* a box [lo, hi] per axis, mapped to [-1, 1] */
+    double lo = -1.0 + 2.0 * uniform(), hi = lo + 0.25 + 3.0 * uniform();
+    o.in_scale[j] = 2.0 / (hi - lo);
+    o.in_shift[j] = -(hi + lo) / (hi - lo);
+    for (int p = 0; p < npts; ++p) X[j + (size_t)s->nin * p] = lo + (hi - lo) * uniform();
+  }
+  /* a loss's gradient carries 1/npts; a positive mean keeps the float sums from cancelling to
+   * nothing, so that 1e-4 of the largest gradient measures the products, not the noise */
+  for (size_t k = 0; k < nu; ++k) dU[k] = (0.25 + uniform()) / npts;
+  tsr_net_init(s, 1234 + (uint64_t)s->width, theta);
+  for (size_t k = 0; k < np; ++k) theta[k] *= 1.0 + 0.5 * uniform(); /* not Glorot exactly */
+  for (int l = 0; l <= s->depth; ++l) { /* nonzero biases */
+    int n_out, n_in;
+    size_t wo, bo;
+    tsr_net_layer(s, l, &n_out, &n_in, &wo, &bo);
+    for (int i = 0; i < n_out; ++i) theta[bo + i] = 0.4 * (uniform() - 0.5);
+  }
+
+  /* the host backend in double: the reference */
+  tsr_net *host = NULL;
+  CHECK(tsr_net_create(&o, &host) == TSR_OK, "host create (%s)", what);
+  CHECK(tsr_net_forward(host, theta, X, npts, Uh) == TSR_OK, "host forward (%s)", what);
+  CHECK(tsr_net_backward(host, theta, dU, gh) == TSR_OK, "host backward (%s)", what);
+  tsr_net_destroy(&host);
+  CHECK(host == NULL, "destroy sets the handle to NULL");
+
+  for (int single = 0; single <= 1; ++single) {
+    const size_t es = single ? sizeof(float) : sizeof(double);
+    const double tol = single ? 1e-4 : 1e-12;
+    o.device = 1;
+    o.single = single;
+    o.stream = stream;
+    tsr_net *dev = NULL;
+    CHECK(tsr_net_create(&o, &dev) == TSR_OK, "device create (%s, %s)", what,
+          single ? "float" : "double");
+    void *dth = to_device(theta, np, single), *dX = to_device(X, nx, single);
+    void *ddU = to_device(dU, nu, single);
+    void *dUo[3], *dg[3];
+    for (int r = 0; r < 3; ++r) {
+      CU(cudaMalloc(&dUo[r], nu * es + 1));
+      CU(cudaMalloc(&dg[r], np * es + 1));
+      CU(cudaMemset(dUo[r], 0xff, nu * es)); /* NaN: every entry must be written */
+      CU(cudaMemset(dg[r], 0xff, np * es));
+    }
+
+    /* misuse: the backward pass before any forward pass, more points than the capacity */
+    CHECK(tsr_net_backward(dev, dth, ddU, dg[0]) == TSR_ERR_STATE,
+          "backward before forward must be TSR_ERR_STATE (%s)", what);
+    CHECK(tsr_net_forward(dev, dth, dX, cap + 1, dUo[0]) == TSR_ERR_INPUT,
+          "forward over the capacity must be TSR_ERR_INPUT (%s)", what);
+
+    /* runs 0 and 1: uncaptured; the second must repeat the first's bits */
+    for (int r = 0; r < 2; ++r) {
+      CHECK(tsr_net_forward(dev, dth, dX, npts, dUo[r]) == TSR_OK, "device forward (%s)", what);
+      CHECK(tsr_net_backward(dev, dth, ddU, dg[r]) == TSR_OK, "device backward (%s)", what);
+    }
+    CU(cudaStreamSynchronize(stream));
+    to_host(dUo[0], nu, single, Ud);
+    to_host(dg[0], np, single, gd);
+    const double eu = rel_diff(Ud, Uh, nu), eg = rel_diff(gd, gh, np);
+    if (g_rank == 0)
+      printf("%-6s %s: U %.3g, grad %.3g (tolerance %g)\n", single ? "float" : "double", what,
+             eu, eg, tol);
+    CHECK(eu <= tol, "%s, %s: device U differs from the host's by %.3g of its largest value",
+          what, single ? "float" : "double", eu);
+    CHECK(eg <= tol, "%s, %s: device gradient differs from the host's by %.3g of its largest "
+          "value", what, single ? "float" : "double", eg);
+    CHECK(same_bits(dUo[0], dUo[1], nu * es), "%s, %s: a second forward pass gave other bits",
+          what, single ? "float" : "double");
+    CHECK(same_bits(dg[0], dg[1], np * es), "%s, %s: a second backward pass gave other bits",
+          what, single ? "float" : "double");
+
+    /* run 2: forward + backward captured in a graph, replayed twice */
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CU(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    tsr_err fe = tsr_net_forward(dev, dth, dX, npts, dUo[2]);
+    tsr_err be = tsr_net_backward(dev, dth, ddU, dg[2]);
+    CU(cudaStreamEndCapture(stream, &graph));
+    CHECK(fe == TSR_OK && be == TSR_OK, "%s: forward/backward under capture", what);
+    CU(cudaGraphInstantiate(&exec, graph, 0));
+    for (int r = 0; r < 2; ++r) CU(cudaGraphLaunch(exec, stream));
+    CU(cudaStreamSynchronize(stream));
+    CHECK(same_bits(dUo[0], dUo[2], nu * es), "%s, %s: the graph's forward pass gave other bits",
+          what, single ? "float" : "double");
+    CHECK(same_bits(dg[0], dg[2], np * es), "%s, %s: the graph's backward pass gave other bits",
+          what, single ? "float" : "double");
+    CU(cudaGraphExecDestroy(exec));
+    CU(cudaGraphDestroy(graph));
+
+    for (int r = 0; r < 3; ++r) {
+      CU(cudaFree(dUo[r]));
+      CU(cudaFree(dg[r]));
+    }
+    CU(cudaFree(dth));
+    CU(cudaFree(dX));
+    CU(cudaFree(ddU));
+    tsr_net_destroy(&dev);
+    CHECK(dev == NULL, "destroy sets the handle to NULL");
+  }
+  free(X);
+  free(dU);
+  free(theta);
+  free(Uh);
+  free(gh);
+  free(Ud);
+  free(gd);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm node;
+  int local_rank;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_free(&node);
+  int ngpu = 0;
+  CHECK(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0,
+        "no GPU visible: this test needs the GPU machine (ctest -L gpu)");
+  CU(cudaSetDevice(local_rank % ngpu));
+  cudaStream_t stream;
+  CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  /* {nin, nout, width, depth, act, nd1, nd2}, npts */
+  static const net_case cases[] = {
+      {{1, 1, 5, 1, TSR_NET_TANH, 1, 1}, 333},
+      {{1, 2, 7, 3, TSR_NET_SIN, 1, 0}, 1000},
+      {{2, 1, 16, 2, TSR_NET_SIN, 2, 2}, 2049},
+      {{2, 2, 64, 4, TSR_NET_TANH, 2, 0}, 1500},
+      {{3, 1, 20, 2, TSR_NET_SIN, 0, 0}, 777},
+      {{3, 2, 32, 3, TSR_NET_TANH, 3, 2}, 4000}, /* x, y, t: second derivatives in space */
+      {{3, 1, 64, 4, TSR_NET_SIN, 3, 3}, 1200},
+      {{2, 1, 48, 1, TSR_NET_TANH, 1, 0}, 100},
+      {{2, 1, 300, 2, TSR_NET_TANH, 2, 2}, 400}, /* wider than a block: tiles of units */
+      {{2, 1, 64, 2, TSR_NET_TANH, 2, 2}, 70000}, /* enough points to cap the chunks */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; ++k) run_case(&cases[k], stream);
+
+  CU(cudaStreamDestroy(stream));
+  if (g_rank == 0) printf("net_gpu: %zu shapes agree with the host and repeat their bits\n",
+                          sizeof cases / sizeof *cases);
+  MPI_Finalize();
+  return 0;
+}
