@@ -18,6 +18,8 @@ typedef enum {
   TSR_MODEL_GRAY_SCOTT,
   TSR_MODEL_ALLEN_CAHN,
   TSR_MODEL_IGNITION,
+  TSR_MODEL_POISSON,
+  TSR_MODEL_BURGERS,
   TSR_MODEL_COUNT
 } tsr_model_id;
 
@@ -43,7 +45,14 @@ typedef struct {
   int ghost;                   /* stencil radius = ghost width */
   int transcendental;          /* 1 when the per-cell update calls libm (GPU vs host tolerance) */
   int varies;                  /* 1 when a cell's work depends on its state (tsr_model_work) */
+  /* fields added later stay at the end, so that positional initialisers above keep working */
+  int steady;                  /* 1: no time derivative, the PDE is 0 = F + source (poisson) */
+  int methods;                 /* TSR_METHODS_* mask: the methods that can solve the model */
 } tsr_model_info;
+
+/* tsr_model_info.methods: a model without TSR_METHODS_EXPLICIT has no explicit stage (the
+ * stage dispatch skips it, tsr_stage_cuda refuses it, tsr_model_dt_limit has no limit). */
+enum { TSR_METHODS_EXPLICIT = 1, TSR_METHODS_PINN = 2 };
 
 /* The table, indexed by tsr_model_id. */
 extern const tsr_model_info tsr_models[TSR_MODEL_COUNT];
@@ -52,7 +61,8 @@ extern const tsr_model_info tsr_models[TSR_MODEL_COUNT];
 const tsr_model_info *tsr_model_find(const char *name);
 
 /* The largest stable forward-Euler-like time step of the explicit scheme for these parameter
- * values (in the model's param order) and cell sizes h[0..dim-1]; before the cfl factor. */
+ * values (in the model's param order) and cell sizes h[0..dim-1]; before the cfl factor.
+ * HUGE_VAL (no finite limit: dt = auto is refused) for a model without an explicit stage. */
 double tsr_model_dt_limit(tsr_model_id id, const double *param, const double h[3], int dim);
 
 #ifdef __cplusplus

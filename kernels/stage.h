@@ -31,7 +31,8 @@ void tsr_stage_coef_init(tsr_cell_coef *k, int model, const double *p, const dou
 /* Applies the stage to the cells of region (inside the owned box). in, base, acc, src and out
  * share one geometry and precision (values are loaded as double, stored rounded); in must hold valid ghosts for the cells region's stencil reads. base is
  * read by SSP stages 2-3 and RK4; acc by RK4 (NULL otherwise); src may be NULL (no source).
- * out may not alias in. Host memory; no errors (shapes are the caller's contract). */
+ * out may not alias in. Host memory; no errors (shapes are the caller's contract; a model
+ * without TSR_METHODS_EXPLICIT has no stage and leaves out untouched). */
 void tsr_stage_host(const tsr_stage_desc *s, const tsr_box *region, const tsr_field *in,
                     const tsr_field *base, tsr_field *acc, const tsr_field *src, tsr_field *out);
 
@@ -44,7 +45,7 @@ extern "C" {
 /* As tsr_stage_host, for device fields, launched on stream (asynchronous). The per-cell
  * arithmetic is the same source and order as the host's, so results are bitwise equal.
  * Errors: TSR_ERR_CUDA (launch), TSR_ERR_STATE (a host field, or a field the stage kind
- * needs is NULL, or out == in). */
+ * needs is NULL, or out == in, or a model without TSR_METHODS_EXPLICIT). */
 tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *region, const tsr_field *in,
                        const tsr_field *base, tsr_field *acc, const tsr_field *src,
                        tsr_field *out, cudaStream_t stream);

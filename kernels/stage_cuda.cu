@@ -432,6 +432,9 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
                 s->kind <= TSR_STAGE_RK4_4 && (s->coef.dim == 2 || s->coef.dim == 3),
             TSR_ERR_STATE, "tsr_stage_cuda: model %d, stage kind %d, dimension %d out of range",
             s->model, (int)s->kind, s->coef.dim);
+  TSR_CHECK(tsr_models[s->model].methods & TSR_METHODS_EXPLICIT, TSR_ERR_STATE,
+            "tsr_stage_cuda: model %s has no explicit stage (method: pinn only)",
+            tsr_models[s->model].name);
   TSR_CHECK(base || !uses_base(s->kind), TSR_ERR_STATE,
             "tsr_stage_cuda: stage kind %d reads a base field and none was given", (int)s->kind);
   TSR_CHECK(acc || !uses_acc(s->kind), TSR_ERR_STATE,

@@ -145,6 +145,6 @@ void tsr_stage_host(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field 
   case TSR_MODEL_GRAY_SCOTT: TSR_KINDS(TSR_MODEL_GRAY_SCOTT, 2); break;
   case TSR_MODEL_ALLEN_CAHN: TSR_KINDS(TSR_MODEL_ALLEN_CAHN, 1); break;
   case TSR_MODEL_IGNITION: TSR_KINDS(TSR_MODEL_IGNITION, 1); break;
-  default: break;
+  default: break; /* no explicit stage (tsr_models[].methods): out is left as it was */
   }
 }

@@ -22,7 +22,7 @@
  * The coupling of reaction and diffusion is first order in dt (the rate over the step). */
 #ifndef TSR_MODEL_IGNITION_H
 #define TSR_MODEL_IGNITION_H
-#include "kernels/models/cell.h"
+#include "kernels/models/point.h"
 
 /* g(u) = A s^2: the reaction rate is (1 - u) g(u). */
 TSR_HD static inline double tsr_ignition_g(double u, const tsr_cell_coef *k) {
@@ -54,11 +54,21 @@ TSR_HD static inline double tsr_ignition_react(double u0, double d, const tsr_ce
   return u;
 }
 
-/* The pointwise right-hand side kappa lap(u) + (1 - u) g(u), without sub-steps: for methods
- * that take the PDE itself (an implicit method's Jacobian, a PINN's residual). */
-TSR_HD static inline void tsr_ignition_rhs_point(const double *u, const tsr_cell_coef *k,
-                                                 double *r) {
-  r[0] = k->p[0] * tsr_cell_lap(u, k) + (1.0 - u[0]) * tsr_ignition_g(u[0], k);
+/* The PDE's pointwise F = kappa lap(u) + (1 - u) g(u), without sub-steps: what methods that
+ * take the PDE itself see (a PINN's residual, an implicit method's Jacobian). g is piecewise in
+ * s: 0 for s <= 0, A s^2 inside, A for s > 1, and its derivative is taken on each piece. */
+TSR_HD static inline void tsr_ignition_point(const tsr_point *pt, const tsr_cell_coef *k,
+                                             double *F, tsr_point_jac *J) {
+  const double u = pt->u[0];
+  const double g = tsr_ignition_g(u, k);
+  F[0] = k->p[0] * pt->lap[0] + (1.0 - u) * g;
+  if (J) {
+    const double s = (u - k->p[2]) * k->q[0];
+    const double dg = s > 0.0 && !(s > 1.0) ? 2.0 * k->p[1] * s * k->q[0] : 0.0;
+    tsr_point_jac_zero(J, 1, k->dim);
+    J->du[0][0] = (1.0 - u) * dg - g;
+    J->dlap[0][0] = k->p[0];
+  }
 }
 
 /* The explicit stages' right-hand side: the mean rate of the sub-stepped step (above). */

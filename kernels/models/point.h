@@ -36,4 +36,15 @@ typedef struct {
  * gradient), TSR_NEEDS_LAP (the Laplacian). The value is always read. */
 enum { TSR_NEEDS_GRAD = 1, TSR_NEEDS_LAP = 2 };
 
+/* Zeroes the entries of J a model with ncomp components in dim dimensions must write, so that
+ * a model's J sets only its non-zero partials. */
+TSR_HD static inline void tsr_point_jac_zero(tsr_point_jac *J, int ncomp, int dim) {
+  for (int c = 0; c < ncomp; ++c)
+    for (int e = 0; e < ncomp; ++e) {
+      J->du[c][e] = 0.0;
+      J->dlap[c][e] = 0.0;
+      for (int d = 0; d < dim; ++d) J->dg[c][e][d] = 0.0;
+    }
+}
+
 #endif

@@ -145,7 +145,10 @@ static void params(int model, double *p) {
     p[0] = 0.2;
     p[1] = 0.1;
   }
-  if (model == TSR_MODEL_ALLEN_CAHN) p[0] = 0.3;
+  if (model == TSR_MODEL_ALLEN_CAHN) {
+    p[0] = 0.3;
+    p[1] = 0.7;
+  }
 }
 
 /* One model, dimension and launch shape: every kind, with and without source, every region.
@@ -287,6 +290,7 @@ int main(int argc, char **argv) {
                                "async tiles of 3 planes"};
   for (int prec = 0; prec < 2; ++prec)
     for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
+      if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT)) continue; /* no explicit stage */
       g_prec = (tsr_prec)prec;
       int cases = 0;
       for (int t = 0; t < 4; ++t) {

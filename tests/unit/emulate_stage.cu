@@ -147,6 +147,7 @@ int main() {
   for (int model = 0; model < TSR_MODEL_COUNT; ++model)
   for (int dim = 2; dim <= 3; ++dim)
   for (auto &tu : tunings) {
+    if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT)) continue; /* no stage to emulate */
     const tsr_prec prec = pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
     tsr_stage_cuda_set_tuning(&tu);
     int ncomp = tsr_models[model].ncomp;

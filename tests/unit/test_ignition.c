@@ -31,12 +31,11 @@ static tsr_cell_coef coef(double A, double delta, double nmax, double dt) {
 }
 
 /* du/dt = d + (1 - u) g(u) by classic RK4 in n equal steps: the reference. The rate is the
- * model's pointwise right-hand side at a flat cell (no diffusion) plus d. */
+ * model's pointwise F at a flat point (no diffusion) plus d. */
 static double rate(double v, double d, const tsr_cell_coef *k) {
-  double w[9] = {v, v, v, v, v, v, v, v, v}, r;
-  tsr_cell_coef kw = *k;
-  kw.sy = 3;
-  tsr_ignition_rhs_point(w + 4, &kw, &r);
+  tsr_point pt = {.u = {v}, .lap = {0.0}};
+  double r;
+  tsr_ignition_point(&pt, k, &r, NULL);
   return d + r;
 }
 static double reference(double u, double d, const tsr_cell_coef *k, int n) {
