@@ -8,7 +8,10 @@
  *                            (cases/heat2d.yaml -> heat2d)
  *   model: NAME              required; heat | advection_diffusion | wave | gray_scott |
  *                            allen_cahn | ignition (kernels/models.c)
- *   method: explicit         optional; implicit, pinn, parareal: not in this version
+ *   method: explicit         optional; explicit | pinn (implicit, parareal: not in this
+ *                            version). pinn: the pinn: section below, grid.cells may have 1
+ *                            value, time: takes only end (none for a steady model), and
+ *                            precision defaults to single
  *   backend: auto | host | cuda  optional, default auto (cuda when GPUs are visible)
  *   precision: double | single   optional, default double. single stores fields, halos and
  *                            output files in 32 bits (half the memory and traffic); every cell's
@@ -78,6 +81,7 @@
  *       rank: R              required; an integer >= 0 below the rank count
  *       factor: F            required; its compute takes F times as long, F in [1, 1000]
  *       steps: [a, b]        required; from step a to step b (included), 1 <= a <= b
+ *   pinn:                    method: pinn only (io/case_pinn.c has the keys)
  *
  * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
  * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else
@@ -229,10 +233,15 @@ static tsr_err apply_override(tsr_vctx *v, tsr_yaml_node *root, const char *ovr)
 
 /* ---- sections ----------------------------------------------------------------------- */
 
-static const char *const model_names[TSR_MODEL_COUNT] = {
-    "heat", "advection_diffusion", "wave", "gray_scott", "allen_cahn", "ignition"};
+static const char *model_names[TSR_MODEL_COUNT];
+
+/* The models' names in table order (kernels/models.c is the one list). */
+static void name_models(void) {
+  for (int m = 0; m < TSR_MODEL_COUNT; ++m) model_names[m] = tsr_models[m].name;
+}
 
 static void read_model(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
+  name_models();
   char list[256];
   tsr_join(list, sizeof list, model_names, TSR_MODEL_COUNT);
   if (!e) {
@@ -284,6 +293,8 @@ static void read_precision(tsr_vctx *v, const tsr_yaml_entry *pe) {
   int p;
   if (pe && tsr_vchoice(v, "precision", pe->value, precisions, 2, &p))
     v->c->precision = p == 0 ? TSR_PRECISION_DOUBLE : TSR_PRECISION_SINGLE;
+  else if (!pe && v->c->method == TSR_METHOD_PINN)
+    v->c->precision = TSR_PRECISION_SINGLE; /* networks train in fp32 unless asked */
 }
 
 static void read_method_backend(tsr_vctx *v, const tsr_yaml_entry *me,
@@ -291,9 +302,13 @@ static void read_method_backend(tsr_vctx *v, const tsr_yaml_entry *me,
   static const char *const methods[] = {"explicit", "implicit", "pinn", "parareal"};
   static const char *const backends[] = {"auto", "host", "cuda"};
   int m, b;
-  if (me && tsr_vchoice(v, "method", me->value, methods, 4, &m) && m != 0)
-    tsr_vat(v, me->value, "method: %s is not available in this version; use explicit",
-            methods[m]);
+  if (me && tsr_vchoice(v, "method", me->value, methods, 4, &m)) {
+    if (m == 0 || m == 2)
+      v->c->method = m == 0 ? TSR_METHOD_EXPLICIT : TSR_METHOD_PINN;
+    else
+      tsr_vat(v, me->value, "method: %s is not available in this version; use explicit or pinn",
+              methods[m]);
+  }
   /* whether this build and machine can run cuda is the run's question, not the case's */
   if (be && tsr_vchoice(v, "backend", be->value, backends, 3, &b))
     v->c->backend = b == 0 ? TSR_BACKEND_AUTO : b == 1 ? TSR_BACKEND_HOST : TSR_BACKEND_CUDA;
@@ -319,16 +334,22 @@ static int read_numbers(tsr_vctx *v, const char *key, const tsr_yaml_node *n, in
   return ok && want;
 }
 
-/* A sequence of want integers >= 1 (want 0: two or three, the grid's dimension). */
+/* A sequence of want integers >= 1 (want 0: two or three, the grid's dimension; one more
+ * with method pinn, whose space may be 1-D). */
 static int read_counts(tsr_vctx *v, const char *key, const tsr_yaml_node *n, int want,
                        int *out) {
   if (!tsr_vseq(v, key, n)) return 0;
-  if (want ? n->n != want : n->n != 2 && n->n != 3) {
+  int one = !want && v->c->method == TSR_METHOD_PINN && n->n == 1;
+  if (want ? n->n != want : n->n != 2 && n->n != 3 && !one) {
     if (want)
       tsr_vat(v, n, "%s: expected %d positive integers (one per axis of grid.cells), got %d "
               "values", key, want, n->n);
+    else if (n->n == 1)
+      tsr_vat(v, n, "%s: a 1-D grid is for method: pinn; the explicit method needs 2 or 3 "
+              "positive integers", key);
     else
-      tsr_vat(v, n, "%s: expected 2 or 3 positive integers, got %d values", key, n->n);
+      tsr_vat(v, n, "%s: expected 2 or 3 positive integers (1 to 3 with method: pinn), got %d "
+              "values", key, n->n);
     return 0;
   }
   int ok = 1;
@@ -482,7 +503,7 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   static const char *const keys[] = {"name",     "model",  "method", "backend",  "precision",
                                      "grid",     "params", "initial", "source",   "exact",
                                      "boundary", "time",   "decomposition", "output", "comm",
-                                     "gpu",      "rebalance", "debug"};
+                                     "gpu",      "rebalance", "debug", "pinn"};
   tsr_case *c = v->c;
   tsr_vkeys(v, "", root, keys, (int)(sizeof keys / sizeof *keys));
   read_name(v, tsr_yaml_find(root, "name"));
@@ -492,8 +513,13 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   read_grid(v, root, tsr_yaml_find(root, "grid"));
   read_params(v, tsr_yaml_find(root, "params"));
   const tsr_yaml_entry *ie = tsr_yaml_find(root, "initial"), *x;
-  if (ie) {
+  int steady = c->ncomp && tsr_models[c->model].steady;
+  if (ie && steady) {
+    tsr_vkey(v, ie, "initial: model %s is steady: it has no initial condition; remove the "
+             "section", tsr_models[c->model].name);
+  } else if (ie) {
     tsr_case_read_exprs(v, "initial", ie, 1, c->initial);
+  } else if (steady) {
   } else if (c->ncomp) {
     char comps[128];
     tsr_join(comps, sizeof comps, tsr_models[c->model].comp, c->ncomp);
@@ -505,13 +531,17 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   if ((x = tsr_yaml_find(root, "source"))) tsr_case_read_exprs(v, "source", x, 0, c->source);
   if ((x = tsr_yaml_find(root, "exact"))) tsr_case_read_exprs(v, "exact", x, 0, c->exact);
   tsr_case_read_boundary(v, tsr_yaml_find(root, "boundary"));
-  tsr_case_read_time(v, root, tsr_yaml_find(root, "time"));
+  if (c->method == TSR_METHOD_PINN)
+    tsr_case_read_pinn_time(v, root, tsr_yaml_find(root, "time"));
+  else
+    tsr_case_read_time(v, root, tsr_yaml_find(root, "time"));
   tsr_case_read_decomposition(v, tsr_yaml_find(root, "decomposition"));
   tsr_case_read_output(v, tsr_yaml_find(root, "output"));
   tsr_case_read_comm(v, tsr_yaml_find(root, "comm"));
   tsr_case_read_gpu(v, tsr_yaml_find(root, "gpu"));
   tsr_case_read_rebalance(v, tsr_yaml_find(root, "rebalance"));
   tsr_case_read_debug(v, tsr_yaml_find(root, "debug"));
+  tsr_case_read_pinn(v, root, tsr_yaml_find(root, "pinn"));
 }
 
 /* A case with its provenance filled in and every default set; NULL when out of memory. */
@@ -624,8 +654,12 @@ tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, t
 /* Prefixes of --set keys that change how a run is laid out or where it writes, never its
  * numbers (bitwise invariance across decompositions and backends, DESIGN.md). */
 static int layout_override(const char *o) {
+  /* pinn.adam.iterations says where training stops, not where it goes (the learning rate's
+   * schedule does not depend on it): a run continues to more iterations, as to a later
+   * time.end */
   static const char *const pre[] = {"decomposition.", "output.", "backend=", "comm.",
-                                    "gpu.", "rebalance.", "debug."};
+                                    "gpu.", "rebalance.", "debug.", "pinn.adam.iterations=",
+                                    "pinn.log_every="};
   for (size_t i = 0; i < sizeof pre / sizeof pre[0]; ++i)
     if (strncmp(o, pre[i], strlen(pre[i])) == 0) return 1;
   return 0;

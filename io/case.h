@@ -30,7 +30,8 @@ typedef struct {
   char *key;     /* dotted key, e.g. "boundary.xlo.value.u" */
 } tsr_case_expr;
 
-typedef enum { TSR_METHOD_EXPLICIT = 0 } tsr_method;  /* implicit, pinn, parareal: later */
+typedef enum { TSR_METHOD_EXPLICIT = 0, TSR_METHOD_PINN = 2 } tsr_method; /* implicit (1), parareal (3): later */
+typedef enum { TSR_PINN_TANH = 0, TSR_PINN_SIN } tsr_pinn_act;
 typedef enum { TSR_BACKEND_AUTO = 0, TSR_BACKEND_HOST, TSR_BACKEND_CUDA } tsr_backend;
 typedef enum { TSR_PRECISION_DOUBLE = 0, TSR_PRECISION_SINGLE } tsr_precision;
 typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_type;
@@ -62,12 +63,13 @@ typedef struct {
 
   tsr_method method;
   tsr_backend backend;
-  tsr_precision precision; /* storage of the fields (and of the files that hold them) */
+  tsr_precision precision; /* storage of the fields (and of the files that hold them); the
+                              PINN's arithmetic too. Default double, single with method pinn */
   tsr_model_id model;
   int ncomp;           /* tsr_models[model].ncomp */
 
   /* grid: cell-centred, cell (i,j,k) has centre lo + (i + 1/2) h */
-  int dim;             /* 2 or 3, from the length of grid.cells */
+  int dim;             /* 2 or 3, from the length of grid.cells (1 with method pinn) */
   int cells[3];        /* 1 on unused axes */
   double lo[3], hi[3]; /* 0 and 1 on unused axes */
   int periodic[3];
@@ -135,6 +137,25 @@ typedef struct {
                                 with several ranks, off on one) */
   } rebalance;
 
+  struct {                   /* method: pinn (solver/pinn/pinn.h), set only with it */
+    int width, depth;        /* hidden layers of width units; defaults 64, 4 */
+    tsr_pinn_act act;        /* default tanh */
+    long interior;           /* 0: the grid's cell centres (x times levels in time); N > 0:
+                                N random points of the space(-time) box */
+    int times;               /* time levels of the cell centres in a time-dependent case */
+    long resample_every;     /* with N random points: new points every this many iterations
+                                (0: never) */
+    long boundary;           /* points per boundary face (over [0, end] with time) */
+    long initial;            /* points at t = 0 (time-dependent cases) */
+    uint64_t seed;           /* points and weights start from it */
+    double w_pde, w_boundary, w_initial; /* loss weights */
+    long iterations;         /* Adam iterations */
+    double lr, decay;        /* learning rate lr * decay^(iteration / decay_every) */
+    long decay_every;
+    long log_every;          /* iterations between progress lines and history rows */
+    int given;               /* 1 when the case has a pinn: section */
+  } pinn;
+
   struct {                   /* for tests and benchmarks only */
     int slowdown;            /* 1 when debug.slowdown is given */
     int slowdown_rank;       /* the rank whose compute is repeated */
@@ -176,7 +197,8 @@ extern const char *const tsr_case_face_names[TSR_NFACE];
 
 /* Hash of what determines the solution, for checkpoints: as c->hash but leaving out the
  * --set overrides of keys that only say how a run is laid out or where it writes
- * (decomposition.*, output.*, backend, comm.*, gpu.*, rebalance.*, debug.*), so a restart may
+ * (decomposition.*, output.*, backend, comm.*, gpu.*, rebalance.*, debug.*; pinn.adam.iterations
+ * and pinn.log_every, which say where training stops and how often it logs), so a restart may
  * use other ranks or partitioner.
  * Edits to those keys inside the file still change it. */
 uint64_t tsr_case_restart_hash(const tsr_case *c);

@@ -178,9 +178,10 @@ void tsr_case_read_boundary(tsr_vctx *v, const tsr_yaml_entry *e) {
     for (int f = 0; f < TSR_NFACE; ++f) {
       fe[f] = tsr_yaml_find(map, tsr_case_face_names[f]);
       if (!fe[f]) continue;
-      if (c->dim == 2 && f >= 4) {
-        tsr_vkey(v, fe[f], "boundary.%s: z faces exist only in 3D; grid.cells has 2 values",
-                 tsr_case_face_names[f]);
+      if (c->dim && f >= 2 * c->dim) {
+        tsr_vkey(v, fe[f], "boundary.%s: %c faces exist only in %dD; grid.cells has %d value%s",
+                 tsr_case_face_names[f], axis_name[f / 2], f / 2 + 1, c->dim,
+                 c->dim == 1 ? "" : "s");
         fe[f] = NULL;
         continue;
       }

@@ -90,6 +90,10 @@ void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_comm(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_gpu(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_rebalance(tsr_vctx *v, const tsr_yaml_entry *e);
+/* method: pinn (io/case_pinn.c): time: (end alone; none for a steady model), the pinn:
+ * section (refused with another method), and the keys and models the method cannot take. */
+void tsr_case_read_pinn_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
+void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
 void tsr_case_read_debug(tsr_vctx *v, const tsr_yaml_entry *e);
 
 #endif

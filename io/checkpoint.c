@@ -101,6 +101,12 @@ static void read_latest(const char *dir, char *line, size_t n) {
   fclose(fp);
 }
 
+tsr_err tsr_checkpoint_set_latest(const char *dir, const char *name) {
+  return write_latest(dir, name);
+}
+
+void tsr_checkpoint_get_latest(const char *dir, char *name, size_t n) { read_latest(dir, name, n); }
+
 /* Removes the parts of the checkpoints of dir that are neither among keep[0..nkeep) nor newer
  * than the newest of them: those of removed checkpoints, and those a failed write left. */
 static void prune_parts(const char *dir, const int64_t *keep, int nkeep) {

@@ -70,6 +70,13 @@ tsr_err tsr_checkpoint_write_file(MPI_Comm comm, const char *path, const tsr_gri
  * again. */
 void tsr_checkpoint_prune(const char *dir, int keep);
 
+/* dir/latest := name (a file name in dir), atomically; for checkpoints another writer made
+ * (the PINN's). Errors: TSR_ERR_IO, TSR_ERR_MEMORY. Not collective. */
+tsr_err tsr_checkpoint_set_latest(const char *dir, const char *name);
+
+/* The file name dir/latest holds ("" when none) into name (n bytes). Not collective. */
+void tsr_checkpoint_get_latest(const char *dir, char *name, size_t n);
+
 /* dir/checkpoint_<step, 8 digits>.h5 into buf (n bytes). Returns buf. */
 char *tsr_checkpoint_path(char *buf, size_t n, const char *dir, int64_t step);
 

@@ -41,6 +41,7 @@ void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total) {
   p->total = total > 0 ? total : 1;
   p->first = p->step = -1;
   p->t0 = now();
+  p->unit = "step";
   switch (mode) {
   case 1: p->style = TSR_PROGRESS_STYLE_BAR; break;
   case 2: p->style = TSR_PROGRESS_STYLE_LINES; break;
@@ -77,8 +78,13 @@ static void draw(tsr_progress *p, double t, double cps) {
   bar[width] = '\0';
   char left[32];
   fmt_time(left, sizeof left, eta(p, now() - p->t0));
-  fprintf(p->out, "\r[%s] %3d%% step %lld/%lld t=%.4e ETA %s %.3g cells/s\033[K", bar,
-          (int)(100.0 * frac), (long long)p->step, (long long)p->total, t, left, cps);
+  if (p->per_s)
+    fprintf(p->out, "\r[%s] %3d%% %s %lld/%lld loss %.4e ETA %s %.4g %s\033[K", bar,
+            (int)(100.0 * frac), p->unit, (long long)p->step, (long long)p->total, t, left, cps,
+            p->per_s);
+  else
+    fprintf(p->out, "\r[%s] %3d%% step %lld/%lld t=%.4e ETA %s %.3g cells/s\033[K", bar,
+            (int)(100.0 * frac), (long long)p->step, (long long)p->total, t, left, cps);
   fflush(p->out);
   p->bar_shown = 1;
   p->last_draw = now();

@@ -20,6 +20,9 @@ typedef struct {
   double t0;          /* wall clock at start */
   double last_draw;   /* wall clock of the last bar redraw */
   int bar_shown;      /* a bar is on the current terminal line */
+  const char *unit;   /* what the bar counts: "step" (tsr_progress_init's), or "iteration" */
+  const char *per_s;  /* NULL: the bar shows t and cells/s; else it shows tsr_progress_step's
+                         t as the loss and its rate with this unit (the PINN: "it/s") */
 } tsr_progress;
 
 /* Chooses the style: mode 0 auto, 1 bar, 2 lines, 3 none. Auto is the bar when out is a

@@ -59,6 +59,16 @@ const tsr_model_info *tsr_model_find(const char *name) {
   return NULL;
 }
 
+void tsr_model_coef_derived(int model, const double *p, double *q) {
+  switch (model) {
+  case TSR_MODEL_WAVE: q[0] = p[0] * p[0]; break;
+  case TSR_MODEL_GRAY_SCOTT: q[0] = p[2] + p[3]; break;
+  case TSR_MODEL_ALLEN_CAHN: q[0] = p[0] * p[0]; break;
+  case TSR_MODEL_IGNITION: q[0] = 1.0 / (1.0 - p[2]); break;
+  default: break;
+  }
+}
+
 /* Forward Euler on the 2*dim+1 point Laplacian is stable for dt * D * sum(4/h^2) <= 2. */
 static double diffusion_limit(double D, const double h[3], int dim) {
   double s = 0.0;

@@ -60,6 +60,10 @@ extern const tsr_model_info tsr_models[TSR_MODEL_COUNT];
 /* The model called name, or NULL. */
 const tsr_model_info *tsr_model_find(const char *name);
 
+/* The derived constants tsr_cell_coef.q of model from its parameters p (model order), computed
+ * once on the host by every method (q[0] = eps^2 for allen_cahn, ...). */
+void tsr_model_coef_derived(int model, const double *p, double *q);
+
 /* The largest stable forward-Euler-like time step of the explicit scheme for these parameter
  * values (in the model's param order) and cell sizes h[0..dim-1]; before the cfl factor.
  * HUGE_VAL (no finite limit: dt = auto is refused) for a model without an explicit stage. */

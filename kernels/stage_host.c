@@ -14,13 +14,7 @@ void tsr_stage_coef_init(tsr_cell_coef *k, int model, const double *p, const dou
     k->ih2x[d] = 1.0 / (2.0 * h[d]);
   }
   for (int i = 0; i < tsr_models[model].nparam; ++i) k->p[i] = p[i];
-  switch (model) {
-  case TSR_MODEL_WAVE: k->q[0] = p[0] * p[0]; break;
-  case TSR_MODEL_GRAY_SCOTT: k->q[0] = p[2] + p[3]; break;
-  case TSR_MODEL_ALLEN_CAHN: k->q[0] = p[0] * p[0]; break;
-  case TSR_MODEL_IGNITION: k->q[0] = 1.0 / (1.0 - p[2]); break;
-  default: break;
-  }
+  tsr_model_coef_derived(model, p, k->q);
 }
 
 static inline int uses_base(int kind) {

@@ -17,10 +17,10 @@
 
 #include "io/output.h"
 
-#define FORM "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph|signal|signal2"
+#define FORM "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph|signal|signal2|nan"
 
 static const char *const kind_names[] = {"none", "exit", "hang", "corrupt", "enospc",
-                                           "graph", "signal", "signal2"};
+                                           "graph", "signal", "signal2", "nan"};
 
 const char *tsr_fault_kind_name(tsr_fault_kind k) {
   return (unsigned)k < sizeof kind_names / sizeof *kind_names ? kind_names[k] : "?";
@@ -69,7 +69,7 @@ tsr_err tsr_fault_parse(const char *spec, tsr_fault *f) {
       f->step = (int64_t)v;
     } else if (!strcmp(key, "kind")) {
       if (seen_kind++) return bad(spec, "kind is given twice", NULL);
-      for (int k = TSR_FAULT_EXIT; k <= TSR_FAULT_SIGNAL2; ++k)
+      for (int k = TSR_FAULT_EXIT; k <= TSR_FAULT_NAN; ++k)
         if (!strcmp(val, kind_names[k])) f->kind = (tsr_fault_kind)k;
       if (f->kind == TSR_FAULT_NONE) return bad(spec, "unknown kind", val);
     } else {

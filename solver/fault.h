@@ -21,7 +21,9 @@ typedef enum {
                         backend with gpu.graphs: the run falls back to plain launches) */
   TSR_FAULT_SIGNAL,  /* rank R sends itself SIGTERM after step S (0: before the first step):
                         the run stops with a checkpoint (solver/stop.h) */
-  TSR_FAULT_SIGNAL2  /* the same twice: the second ends the process at once */
+  TSR_FAULT_SIGNAL2, /* the same twice: the second ends the process at once */
+  TSR_FAULT_NAN      /* method pinn: a parameter becomes NaN after iteration S, so the loss
+                        of the next one is NaN (the run stops; its checkpoints stay good) */
 } tsr_fault_kind;
 
 typedef struct {
@@ -30,7 +32,7 @@ typedef struct {
   int64_t step; /* >= 1 */
 } tsr_fault;
 
-/* Parses "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph|signal|signal2" (keys in any order; rank defaults to
+/* Parses "rank=R,step=S,kind=exit|hang|corrupt|enospc|graph|signal|signal2|nan" (keys in any order; rank defaults to
  * 0; step and kind required) into *f. Errors: TSR_ERR_INPUT with a message that names the
  * part that is wrong and shows the expected form. */
 tsr_err tsr_fault_parse(const char *spec, tsr_fault *f);

@@ -245,6 +245,13 @@ int main(int argc, char **argv) {
         code = fail(rank, err);
       } else if (res.stopped) {
         code = TSR_STOP_EXIT_CODE;
+      } else if (res.pinn) {
+        if (rank == 0)
+          printf("done: %lld iterations in %.3f s (%.4g it/s), loss %.4e, relative L2 error "
+                 "%.4e; output in %s\n", (long long)res.steps, res.wall,
+                 res.wall > 0 ? (double)res.steps / res.wall : 0.0, res.loss, res.rel_l2,
+                 o.out_dir ? o.out_dir : c->output.dir);
+        code = 0;
       } else {
         if (rank == 0)
           printf("done: %lld steps to t=%.6g in %.3f s (%.4g cells/s) on %d rank%s; output in %s\n",

@@ -5,6 +5,7 @@
 #include "decomp/rebalance.h"
 #include "io/json.h"
 #include "solver/graph.h"
+#include "solver/pinn/pinn.h"
 #include "solver/run_internal.h"
 #include "tsr_version.h"
 
@@ -121,6 +122,7 @@ static void print_rebalance(const tsr_case *c, int nranks, FILE *out) {
 }
 
 tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
+  if (c->method == TSR_METHOD_PINN) return tsr_pinn_check(c, nranks, out);
   tsr_part_opts po = tsr_run_part_opts(c);
   TSR_CHECK(!c->decomp.nweights || c->decomp.nweights == nranks, TSR_ERR_INPUT,
             "%s: decomposition.weights: %d weights given for %d ranks; give one per rank",

@@ -17,6 +17,7 @@
 #include "solver/ckpt_writer.h"
 #include "solver/device.h"
 #include "solver/graph.h"
+#include "solver/pinn/pinn.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
 #include "solver/stop.h"
@@ -233,33 +234,38 @@ static int mkdir_p(const char *path, int *created) {
   return errno == EEXIST ? 0 : -1;
 }
 
-/* Creates the output directory (rank 0) and checks that it takes files. */
 static tsr_err prepare_outdir(tsr_run_ctx *x) {
+  return tsr_run_prepare_outdir(x->comm, x->out_dir, &x->created_dir);
+}
+
+tsr_err tsr_run_prepare_outdir(MPI_Comm comm, const char *dir, int *created) {
   tsr_err err = TSR_OK;
-  if (x->rank == 0) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) {
     struct stat st;
-    if (mkdir_p(x->out_dir, &x->created_dir) != 0 || stat(x->out_dir, &st) != 0 ||
+    if (mkdir_p(dir, created) != 0 || stat(dir, &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
       err = tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
                         "cannot create output directory '%s': %s; choose another with --out DIR "
                         "or output.dir",
-                        x->out_dir, errno ? strerror(errno) : "not a directory");
+                        dir, errno ? strerror(errno) : "not a directory");
     } else {
       char probe[4200];
-      snprintf(probe, sizeof probe, "%s/.tessera-probe-%d", x->out_dir, (int)getpid());
+      snprintf(probe, sizeof probe, "%s/.tessera-probe-%d", dir, (int)getpid());
       FILE *fp = fopen(probe, "w");
       if (!fp)
         err = tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
                           "output directory '%s' is not writable: %s; choose another with --out "
                           "DIR or output.dir",
-                          x->out_dir, strerror(errno));
+                          dir, strerror(errno));
       else {
         fclose(fp);
         remove(probe);
       }
     }
   }
-  return tsr_run_agree(x->comm, err);
+  return tsr_run_agree(comm, err);
 }
 
 static void ctx_free(tsr_run_ctx *x) {
@@ -722,6 +728,7 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
 }
 
 tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res) {
+  if (c->method == TSR_METHOD_PINN) return tsr_pinn_run(c, comm, opts, res);
   tsr_run_ctx x = {0};
   x.c = c;
   x.opts = opts ? *opts : tsr_run_opts_default();

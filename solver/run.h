@@ -57,6 +57,10 @@ typedef struct {
   double graph_gpu_time;            /* with opts.graph_timing: the GPU's seconds in them, from
                                        the start to the end of each replay (host gaps left
                                        out); else 0 */
+  /* method pinn (solver/pinn/pinn.h): steps are its iterations */
+  int pinn;                         /* 1: the run trained a network */
+  double loss;                      /* the last iteration's loss, every term weighted */
+  double rel_l2;                    /* relative L2 error against exact (NaN without exact) */
 } tsr_run_result;
 
 tsr_run_opts tsr_run_opts_default(void);
@@ -70,6 +74,10 @@ tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err);
  * TSR_ERR_IO (output directory), TSR_ERR_MEMORY, TSR_ERR_MPI, TSR_ERR_HDF5; every rank
  * returns the same code for problems found collectively. */
 tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res);
+
+/* Creates the output directory dir (rank 0; *created 1 when it made it) and checks that it
+ * takes files: for every method. Collective. Errors: TSR_ERR_IO (the message says what to do). */
+tsr_err tsr_run_prepare_outdir(MPI_Comm comm, const char *dir, int *created);
 
 /* Prints the plan for nranks ranks without running: box per rank, cells, neighbours, halo
  * bytes per step, memory per rank. Not collective. Errors: TSR_ERR_INPUT (too many ranks). */

@@ -9,6 +9,29 @@ trap 'rm -rf "$work"' EXIT
 for case in "$TESSERA_SOURCE"/cases/*.yaml; do
   name=$(basename "$case" .yaml)
   if ! head -1 "$case" | grep -q "^# $name:"; then failure "$name: first line does not say what it shows"; fi
+  if grep -q '^method: pinn' "$case"; then
+    # PINN cases: one rank; a few iterations on a coarse grid (the grid's cell count alone)
+    if "$TESSERA_BIN" check "$case" --ranks 1 >"$work/check.txt" 2>&1 &&
+       grep -q 'parameters' "$work/check.txt"; then
+      pass "$name: check lists the network"
+    else
+      cat "$work/check.txt"; failure "$name: check"
+    fi
+    out="$work/$name"
+    if "$TESSERA_BIN" check "$case" --ranks 2 >"$work/check2.txt" 2>&1; then
+      failure "$name: check --ranks 2 accepted a PINN case on 2 ranks"
+    else
+      pass "$name: check --ranks 2 refused"
+    fi
+    run_ok "$name" 1 "$case" --out "$out" --set pinn.adam.iterations=20 --set pinn.log_every=10 \
+      --set pinn.points.interior=64 --set pinn.points.resample_every=0 || continue
+    for f in final.h5 final.xmf report.json history.csv; do
+      [ -s "$out/$f" ] || failure "$name: no $f"
+    done
+    [ "$(wc -l <"$out/history.csv")" -eq 3 ] && pass "$name: history.csv has 2 rows" ||
+      failure "$name: history.csv rows: $(cat "$out/history.csv")"
+    continue
+  fi
   for np in 1 7 16; do
     if "$TESSERA_BIN" check "$case" --ranks "$np" >"$work/check.txt" 2>&1 &&
        [ "$(grep -c '^ *[0-9]\+  \[' "$work/check.txt")" -eq "$np" ]; then

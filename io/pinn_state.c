@@ -1,0 +1,224 @@
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#include "io/pinn_state.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <hdf5.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/checkpoint.h"
+#include "io/output_internal.h"
+#include "tsr_version.h"
+
+void tsr_pinn_state_free(tsr_pinn_state *st) {
+  free(st->theta);
+  free(st->m);
+  free(st->v);
+  free(st->hist);
+  memset(st, 0, sizeof *st);
+}
+
+static tsr_err h5_fail(const char *what, const char *path) {
+  return tsr_err_set(TSR_ERR_HDF5, __FILE__, __LINE__, "HDF5 could not %s in '%s'; %s", what,
+                     path, TSR_OUTPUT_DIR_ADVICE);
+}
+
+/* A float64 dataset of rank 1 or 2, chunked with Fletcher32 checksums. */
+static tsr_err write_set(hid_t g, const char *name, int rank, const hsize_t *dims,
+                         const double *data, const char *path) {
+  hsize_t chunk[2] = {dims[0] ? dims[0] : 1, rank == 2 ? (dims[1] ? dims[1] : 1) : 1};
+  if (chunk[0] * chunk[1] > 65536) chunk[0] = 65536 / chunk[1] ? 65536 / chunk[1] : 1;
+  hid_t sp = H5Screate_simple(rank, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  int ok = sp >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 &&
+           H5Pset_fletcher32(dcpl) >= 0;
+  hid_t d = ok ? H5Dcreate2(g, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+  ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0;
+  if (d >= 0) H5Dclose(d);
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (sp >= 0) H5Sclose(sp);
+  return ok ? TSR_OK : h5_fail("write a dataset", path);
+}
+
+static int attr_ints(hid_t f, const char *name, const int64_t *v, hsize_t n) {
+  hid_t sp = H5Screate_simple(1, &n, NULL);
+  hid_t a = sp >= 0 ? H5Acreate2(f, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT) : -1;
+  int ok = a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, v) >= 0;
+  if (a >= 0) H5Aclose(a);
+  if (sp >= 0) H5Sclose(sp);
+  return ok;
+}
+
+static int attr_str(hid_t f, const char *name, const char *s) {
+  hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+  int ok = t >= 0 && sp >= 0 && H5Tset_size(t, strlen(s) + 1) >= 0;
+  hid_t a = ok ? H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT) : -1;
+  ok = a >= 0 && H5Awrite(a, t, s) >= 0;
+  if (a >= 0) H5Aclose(a);
+  if (sp >= 0) H5Sclose(sp);
+  if (t >= 0) H5Tclose(t);
+  return ok;
+}
+
+static tsr_err write_file(const tsr_case *c, const char *tmp, const tsr_pinn_state *st) {
+  hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f < 0) return tsr_output_write_error(tmp, errno);
+  hid_t g = H5Gcreate2(f, "pinn", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hsize_t np = st->nparam, hd[2] = {(hsize_t)st->hist_rows, (hsize_t)st->hist_cols};
+  tsr_err err = g >= 0 ? TSR_OK : h5_fail("create group /pinn", tmp);
+  if (!err) err = write_set(g, "theta", 1, &np, st->theta, tmp);
+  if (!err) err = write_set(g, "adam_m", 1, &np, st->m, tmp);
+  if (!err) err = write_set(g, "adam_v", 1, &np, st->v, tmp);
+  if (!err) err = write_set(g, "history", 2, hd, st->hist, tmp);
+  char hash[17];
+  snprintf(hash, sizeof hash, "%016" PRIx64, tsr_case_restart_hash(c));
+  char *record = err ? NULL : tsr_case_record(c);
+  if (!err && !record) err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
+  if (!err && !(attr_ints(f, "iteration", &st->iteration, 1) && attr_ints(f, "network", st->net, 4) &&
+                attr_str(f, "method", "pinn") && attr_str(f, "case_text", record) &&
+                attr_str(f, "case_hash", hash) && attr_str(f, "tessera_version", TSR_VERSION)))
+    err = h5_fail("write the attributes", tmp);
+  free(record);
+  if (g >= 0) H5Gclose(g);
+  if (H5Fclose(f) < 0 && !err) err = h5_fail("close the file", tmp);
+  return err;
+}
+
+tsr_err tsr_pinn_state_write(const tsr_case *c, const char *dir, const tsr_pinn_state *st,
+                             char *path, size_t n) {
+  tsr_checkpoint_path(path, n, dir, st->iteration);
+  char *tmp = tsr_output_tmp_name(path);
+  if (!tmp) return TSR_ERR_MEMORY;
+  tsr_err err = write_file(c, tmp, st);
+  if (err) remove(tmp);
+  else err = tsr_output_commit(tmp, path);
+  free(tmp);
+  TSR_CALL(err);
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  TSR_CALL(tsr_checkpoint_set_latest(dir, name));
+  tsr_checkpoint_prune(dir, c->output.keep);
+  return TSR_OK;
+}
+
+static int read_ints(hid_t f, const char *name, int64_t *v, int n) {
+  hid_t a = H5Aexists(f, name) > 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
+  hid_t sp = a >= 0 ? H5Aget_space(a) : -1;
+  int ok = sp >= 0 && H5Sget_simple_extent_npoints(sp) == n &&
+           H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
+  if (sp >= 0) H5Sclose(sp);
+  if (a >= 0) H5Aclose(a);
+  return ok;
+}
+
+static char *read_str(hid_t f, const char *name) {
+  hid_t a = H5Aexists(f, name) > 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
+  hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+  size_t len = t >= 0 ? H5Tget_size(t) : 0;
+  char *s = len ? calloc(1, len + 1) : NULL;
+  if (s && H5Aread(a, t, s) < 0) {
+    free(s);
+    s = NULL;
+  }
+  if (t >= 0) H5Tclose(t);
+  if (a >= 0) H5Aclose(a);
+  return s;
+}
+
+/* A dataset of n values (rows x cols for the history: *rows, *cols set) into a new array. */
+static double *read_set(hid_t f, const char *name, size_t want, int *rows, int *cols) {
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
+  hsize_t dims[2] = {0, 0};
+  int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+  size_t n = rank == 1 ? dims[0] : rank == 2 ? dims[0] * dims[1] : 0;
+  double *v = rank > 0 && (!want || n == want) ? malloc((n ? n : 1) * sizeof *v) : NULL;
+  if (v && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) {
+    free(v);
+    v = NULL;
+  }
+  if (rows) *rows = (int)dims[0];
+  if (cols) *cols = (int)dims[1];
+  if (sp >= 0) H5Sclose(sp);
+  if (d >= 0) H5Dclose(d);
+  return v;
+}
+
+/* One file into st, or an error saying why it cannot continue this case. */
+static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[4],
+                         tsr_pinn_state *st) {
+  hid_t f = -1;
+  H5E_BEGIN_TRY { f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT); }
+  H5E_END_TRY;
+  TSR_CHECK(f >= 0, TSR_ERR_INPUT, "'%s' is not a valid checkpoint (HDF5 cannot open it)", path);
+  char *method = read_str(f, "method"), *hash = read_str(f, "case_hash");
+  char want[17];
+  snprintf(want, sizeof want, "%016" PRIx64, tsr_case_restart_hash(c));
+  int64_t got[4];
+  tsr_err err = TSR_OK;
+  if (!method || strcmp(method, "pinn") != 0)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a checkpoint of method "
+                      "pinn; restart a PINN case from its own checkpoints", path);
+  else if (!hash || strcmp(hash, want) != 0)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is a checkpoint of another case "
+                      "(its case hash %s, this case's %s); restart from this case's output "
+                      "directory or run without --restart", path, hash ? hash : "none", want);
+  else if (!read_ints(f, "network", got, 4) || memcmp(got, net, sizeof got) != 0)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' holds another network (width, "
+                      "depth, activation or precision differ); keep pinn.network and precision "
+                      "as they were", path);
+  else if (!read_ints(f, "iteration", &st->iteration, 1))
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (no "
+                      "iteration)", path);
+  H5E_BEGIN_TRY {
+    if (!err && (!(st->theta = read_set(f, "pinn/theta", st->nparam, NULL, NULL)) ||
+                 !(st->m = read_set(f, "pinn/adam_m", st->nparam, NULL, NULL)) ||
+                 !(st->v = read_set(f, "pinn/adam_v", st->nparam, NULL, NULL)) ||
+                 !(st->hist = read_set(f, "pinn/history", 0, &st->hist_rows, &st->hist_cols))))
+      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (a "
+                        "dataset is missing, of the wrong size or fails its checksum)", path);
+  }
+  H5E_END_TRY;
+  free(method);
+  free(hash);
+  H5Fclose(f);
+  if (err) {
+    size_t np = st->nparam;
+    tsr_pinn_state_free(st);
+    st->nparam = np;
+  }
+  return err;
+}
+
+tsr_err tsr_pinn_state_read(const tsr_case *c, const char *spec, const char *dir,
+                            tsr_pinn_state *st, char *path, size_t n) {
+  int64_t net[4];
+  memcpy(net, st->net, sizeof net);
+  if (strcmp(spec, "latest") != 0) {
+    snprintf(path, n, "%s", spec);
+    return read_file(c, path, net, st);
+  }
+  char name[256];
+  tsr_checkpoint_get_latest(dir, name, sizeof name);
+  if (name[0]) {
+    snprintf(path, n, "%s/%s", dir, name);
+    if (read_file(c, path, net, st) == TSR_OK) return TSR_OK;
+  }
+  /* the newest checkpoint that reads */
+  DIR *d = opendir(dir);
+  int64_t best = -1;
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    int64_t it;
+    char tail[8];
+    if (sscanf(de->d_name, "checkpoint_%" SCNd64 ".h%1[5]%1s", &it, tail, tail + 2) == 2 &&
+        it > best)
+      best = it;
+  }
+  if (d) closedir(d);
+  TSR_CHECK(best >= 0, TSR_ERR_INPUT, "--restart latest: no checkpoint in '%s'; run without "
+            "--restart, or name a checkpoint file", dir);
+  tsr_checkpoint_path(path, n, dir, best);
+  return read_file(c, path, net, st);
+}

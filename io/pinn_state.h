@@ -1,0 +1,41 @@
+/* A PINN run's checkpoints: DIR/checkpoint_<iteration, 8 digits>.h5 with the parameters and
+ * Adam's moments (float64 datasets /pinn/theta, /pinn/adam_m, /pinn/adam_v: a float32 run's
+ * values widen exactly), the training history so far (/pinn/history, rows x columns), and root
+ * attributes iteration, method ("pinn"), network (width, depth, activation, precision as
+ * int64 [width, depth, act, single]), case_text, case_hash, tessera_version. Chunked with
+ * Fletcher32 checksums, written to a temporary name and renamed; DIR/latest names the newest
+ * and the newest output.keep are kept (io/checkpoint.h's rules). The learning-rate schedule
+ * and the random points are functions of the iteration, so it is the whole state beside the
+ * arrays. Private to solver/pinn/. */
+#ifndef TSR_IO_PINN_STATE_H
+#define TSR_IO_PINN_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/case.h"
+
+typedef struct {
+  int64_t iteration;
+  size_t nparam;
+  double *theta, *m, *v;  /* nparam each */
+  int hist_rows, hist_cols;
+  double *hist;           /* hist_rows x hist_cols, row-major */
+  int64_t net[4];         /* width, depth, activation, single */
+} tsr_pinn_state;
+
+/* Writes st as the checkpoint of st->iteration into dir (path: the file, written into path of
+ * n bytes). Errors: TSR_ERR_IO, TSR_ERR_HDF5 (the message names the file). */
+tsr_err tsr_pinn_state_write(const tsr_case *c, const char *dir, const tsr_pinn_state *st,
+                             char *path, size_t n);
+
+/* Reads the checkpoint spec names ("latest": what dir/latest names, else the newest that
+ * reads; or a file) into *st (arrays new: tsr_pinn_state_free). The case must be the one it
+ * was written for (its hash) and the network the same. Errors: TSR_ERR_INPUT (no checkpoint,
+ * a damaged one, another case or network: the message says which and what to do). */
+tsr_err tsr_pinn_state_read(const tsr_case *c, const char *spec, const char *dir,
+                            tsr_pinn_state *st, char *path, size_t n);
+
+void tsr_pinn_state_free(tsr_pinn_state *st);
+
+#endif

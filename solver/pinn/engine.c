@@ -1,0 +1,222 @@
+/* The engine's host backend and the dispatch to the CUDA one. */
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/pinn/engine_impl.h"
+
+void tsr_pinn_to_prec(int single, const double *src, size_t n, void *dst) {
+  if (single)
+    for (size_t i = 0; i < n; ++i) ((float *)dst)[i] = (float)src[i];
+  else
+    memcpy(dst, src, n * sizeof(double));
+}
+
+void tsr_pinn_from_prec(int single, const void *src, size_t n, double *dst) {
+  if (single)
+    for (size_t i = 0; i < n; ++i) dst[i] = (double)((const float *)src)[i];
+  else
+    memcpy(dst, src, n * sizeof(double));
+}
+
+static tsr_net_opts net_opts(const tsr_pinn_engine_opts *o, int derivs, int npts) {
+  tsr_net_opts n = {.shape = o->shape, .single = o->single, .device = o->device,
+                    .npts = npts};
+  if (!derivs) n.shape.nd1 = n.shape.nd2 = 0;
+  memcpy(n.in_scale, o->in_scale, sizeof n.in_scale);
+  memcpy(n.in_shift, o->in_shift, sizeof n.in_shift);
+  return n;
+}
+
+size_t tsr_pinn_engine_bytes(const tsr_pinn_engine_opts *o) {
+  tsr_net_opts a = net_opts(o, 1, o->loss.npts), b = net_opts(o, 0, o->eval_cap);
+  size_t es = o->single ? 4 : 8, np = tsr_net_nparam(&o->shape);
+  size_t K = (size_t)tsr_net_channels(&o->shape), n = (size_t)o->loss.npts;
+  size_t batch = n * ((size_t)o->shape.nin * es + 2 * K * (size_t)o->shape.nout * es +
+                      (size_t)o->shape.nout * 8 + 8);
+  size_t ev = (size_t)o->eval_cap * (size_t)(o->shape.nin + o->shape.nout) * es;
+  return tsr_net_workspace_bytes(&a) + tsr_net_workspace_bytes(&b) + 4 * np * es + batch + ev +
+         (size_t)o->hist_cap * TSR_PINN_MAX_TERMS * 8;
+}
+
+void tsr_pinn_engine_destroy(tsr_pinn_engine **pe) {
+  if (!pe || !*pe) return;
+  tsr_pinn_engine *e = *pe;
+  /* the networks first: they wait for their work on the engine's stream */
+  tsr_net_destroy(&e->net);
+  tsr_net_destroy(&e->eval);
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) tsr_pinn_engine_cuda_destroy(e);
+#endif
+  void *arr[] = {e->theta, e->grad, e->m, e->v, e->X, e->U, e->dU, e->Xe, e->Ue, e->T};
+  for (size_t i = 0; i < sizeof arr / sizeof *arr; ++i) free(arr[i]);
+  free(e);
+  *pe = NULL;
+}
+
+static tsr_err host_alloc(tsr_pinn_engine *e) {
+  size_t n = (size_t)e->o.loss.npts, es = e->esize, ne = (size_t)e->o.eval_cap;
+  size_t KU = (size_t)e->K * (size_t)e->ncomp * n;
+  struct { void **p; size_t bytes; } a[] = {
+      {&e->theta, e->nparam * es}, {&e->grad, e->nparam * es}, {&e->m, e->nparam * es},
+      {&e->v, e->nparam * es},     {&e->X, (size_t)e->nin * n * es}, {&e->U, KU * es},
+      {&e->dU, KU * es},           {&e->Xe, (size_t)e->nin * ne * es},
+      {&e->Ue, (size_t)e->ncomp * ne * es}, {(void **)&e->T, (size_t)e->ncomp * n * 8}};
+  for (size_t i = 0; i < sizeof a / sizeof *a; ++i) {
+    *a[i].p = calloc(1, a[i].bytes ? a[i].bytes : 1);
+    TSR_CHECK(*a[i].p, TSR_ERR_MEMORY,
+              "out of memory: the PINN's arrays need %zu more bytes; use fewer points or a "
+              "smaller network", a[i].bytes);
+  }
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_create(const tsr_pinn_engine_opts *o, tsr_pinn_engine **out) {
+  *out = NULL;
+  tsr_pinn_engine *e = calloc(1, sizeof *e);
+  TSR_CHECK(e, TSR_ERR_MEMORY, "out of memory creating the PINN engine");
+  e->o = *o;
+  e->nparam = tsr_net_nparam(&o->shape);
+  e->esize = o->single ? 4 : 8;
+  e->nin = o->shape.nin;
+  e->ncomp = o->shape.nout;
+  e->K = tsr_net_channels(&o->shape);
+  e->o.adam.n = e->nparam;
+  e->o.adam.single = o->single;
+  e->o.loss.single = o->single;
+  tsr_net_opts a = net_opts(o, 1, o->loss.npts), b = net_opts(o, 0, o->eval_cap);
+  tsr_err err = TSR_OK;
+  if (o->device) {
+#ifdef TSR_HAVE_CUDA
+    err = tsr_pinn_engine_cuda_create(e);
+    a.stream = b.stream = tsr_pinn_engine_cuda_stream(e);
+#endif
+  } else {
+    err = host_alloc(e);
+  }
+  if (!err) err = tsr_net_create(&a, &e->net);
+  if (!err) err = tsr_net_create(&b, &e->eval);
+  if (err) {
+    tsr_pinn_engine_destroy(&e);
+    return err;
+  }
+  *out = e;
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_set_batch(tsr_pinn_engine *e, const double *X, const double *T) {
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_set_batch(e, X, T);
+#endif
+  size_t n = (size_t)e->o.loss.npts;
+  tsr_pinn_to_prec(e->o.single, X, (size_t)e->nin * n, e->X);
+  memcpy(e->T, T, (size_t)e->ncomp * n * sizeof *T);
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_set_state(tsr_pinn_engine *e, const double *theta, const double *m,
+                                  const double *v, int64_t iteration) {
+  e->it = iteration;
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_set_state(e, theta, m, v);
+#endif
+  tsr_pinn_to_prec(e->o.single, theta, e->nparam, e->theta);
+  if (m) tsr_pinn_to_prec(e->o.single, m, e->nparam, e->m);
+  else memset(e->m, 0, e->nparam * e->esize);
+  if (v) tsr_pinn_to_prec(e->o.single, v, e->nparam, e->v);
+  else memset(e->v, 0, e->nparam * e->esize);
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_get_state(tsr_pinn_engine *e, double *theta, double *m, double *v) {
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_get_state(e, theta, m, v);
+#endif
+  if (theta) tsr_pinn_from_prec(e->o.single, e->theta, e->nparam, theta);
+  if (m) tsr_pinn_from_prec(e->o.single, e->m, e->nparam, m);
+  if (v) tsr_pinn_from_prec(e->o.single, e->v, e->nparam, v);
+  return TSR_OK;
+}
+
+static tsr_err host_loss_grad(tsr_pinn_engine *e, double *loss) {
+  TSR_CALL(tsr_net_forward(e->net, e->theta, e->X, e->o.loss.npts, e->U));
+  tsr_pinn_loss_host(&e->o.loss, e->U, e->T, loss, e->dU);
+  return tsr_net_backward(e->net, e->theta, e->dU, e->grad);
+}
+
+tsr_err tsr_pinn_engine_run(tsr_pinn_engine *e, int n, double *hist) {
+  TSR_CHECK(n >= 0 && n <= e->o.hist_cap, TSR_ERR_INTERNAL,
+            "tsr_pinn_engine_run: %d iterations, at most %d", n, e->o.hist_cap);
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_run(e, n, hist);
+#endif
+  for (int i = 0; i < n; ++i) {
+    TSR_CALL(host_loss_grad(e, hist + (size_t)i * e->o.loss.nterm));
+    tsr_pinn_adam_host(&e->o.adam, e->it + 1, e->theta, e->grad, e->m, e->v);
+    ++e->it;
+  }
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_loss_grad(tsr_pinn_engine *e, double *loss, double *grad) {
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_loss_grad(e, loss, grad);
+#endif
+  TSR_CALL(host_loss_grad(e, loss));
+  tsr_pinn_from_prec(e->o.single, e->grad, e->nparam, grad);
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_eval(tsr_pinn_engine *e, const double *X, int npts, double *u) {
+  TSR_CHECK(npts >= 0 && npts <= e->o.eval_cap, TSR_ERR_INTERNAL,
+            "tsr_pinn_engine_eval: %d points, at most %d", npts, e->o.eval_cap);
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_eval(e, X, npts, u);
+#endif
+  tsr_pinn_to_prec(e->o.single, X, (size_t)e->nin * (size_t)npts, e->Xe);
+  TSR_CALL(tsr_net_forward(e->eval, e->theta, e->Xe, npts, e->Ue));
+  tsr_pinn_from_prec(e->o.single, e->Ue, (size_t)e->ncomp * (size_t)npts, u);
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_profile(tsr_pinn_engine *e, int n, double *phase) {
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_profile(e, n, phase);
+#endif
+  for (int k = 0; k < 4; ++k) phase[k] = 0.0;
+  double *loss = malloc(TSR_PINN_MAX_TERMS * sizeof *loss);
+  TSR_CHECK(loss, TSR_ERR_MEMORY, "out of memory");
+  tsr_err err = TSR_OK;
+  for (int i = 0; i < n && !err; ++i) {
+    double t0 = MPI_Wtime();
+    err = tsr_net_forward(e->net, e->theta, e->X, e->o.loss.npts, e->U);
+    double t1 = MPI_Wtime();
+    if (!err) tsr_pinn_loss_host(&e->o.loss, e->U, e->T, loss, e->dU);
+    double t2 = MPI_Wtime();
+    if (!err) err = tsr_net_backward(e->net, e->theta, e->dU, e->grad);
+    double t3 = MPI_Wtime();
+    if (!err) tsr_pinn_adam_host(&e->o.adam, e->it + 1, e->theta, e->grad, e->m, e->v);
+    ++e->it;
+    double t4 = MPI_Wtime();
+    phase[0] += t1 - t0;
+    phase[1] += t2 - t1;
+    phase[2] += t3 - t2;
+    phase[3] += t4 - t3;
+  }
+  free(loss);
+  return err;
+}
+
+double tsr_pinn_engine_gemm_flops(const tsr_pinn_engine *e) {
+  const tsr_net_shape *s = &e->o.shape;
+  double cols = (double)e->K * (double)e->o.loss.npts, f = 0.0;
+  /* layer 0 (inputs) is elementwise work, not a product; every later layer is one product
+   * forward and two backward (the weights' gradient and the previous layer's) */
+  for (int l = 1; l <= s->depth; ++l) {
+    int no, ni;
+    size_t wo, bo;
+    tsr_net_layer(s, l, &no, &ni, &wo, &bo);
+    f += 3.0 * 2.0 * no * ni * cols;
+  }
+  return f;
+}

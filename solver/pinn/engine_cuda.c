@@ -1,0 +1,226 @@
+/* The engine's CUDA backend: device arrays, one iteration (forward, loss, backward, Adam) as
+ * a CUDA graph replayed n times, the losses of every iteration kept on the device and read
+ * back once per run call. */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda_util.h"
+#include "solver/pinn/engine_impl.h"
+
+typedef struct {
+  cudaStream_t stream;
+  void *theta, *grad, *m, *v, *X, *U, *dU, *Xe, *Ue;
+  double *T, *lp, *loss, *hist;
+  int64_t *it;
+  void *stage;           /* pinned host staging of the largest upload or download */
+  size_t stage_bytes;
+  cudaGraphExec_t graph; /* one iteration, captured at the first run */
+} cuda_engine;
+
+static tsr_err dalloc(void **p, size_t bytes) {
+  cudaError_t r = cudaMalloc(p, bytes ? bytes : 1);
+  if (r != cudaSuccess) {
+    cudaGetLastError();
+    return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                       "out of GPU memory: the PINN needs %zu more bytes (%s); use fewer points "
+                       "or a smaller network", bytes, cudaGetErrorString(r));
+  }
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_cuda_create(tsr_pinn_engine *e) {
+  cuda_engine *g = calloc(1, sizeof *g);
+  TSR_CHECK(g, TSR_ERR_MEMORY, "out of memory creating the PINN's CUDA engine");
+  e->dev = g;
+  /* refuse before any allocation: a failure half-way through set-up says less */
+  size_t free_b = 0, total_b = 0, need = tsr_pinn_engine_bytes(&e->o) + ((size_t)64 << 20);
+  TSR_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  TSR_CHECK(need <= free_b, TSR_ERR_INPUT,
+            "the PINN needs %.2f GiB of GPU memory (network %d x %d over %d points with %d "
+            "channels each) and the GPU has %.2f GiB free of %.2f; give fewer points "
+            "(pinn.points) or a smaller network (pinn.network)", need / 1073741824.0,
+            e->o.shape.depth, e->o.shape.width, e->o.loss.npts, e->K, free_b / 1073741824.0,
+            total_b / 1073741824.0);
+  TSR_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+  size_t n = (size_t)e->o.loss.npts, es = e->esize, ne = (size_t)e->o.eval_cap;
+  size_t KU = (size_t)e->K * (size_t)e->ncomp * n;
+  struct { void **p; size_t bytes; } a[] = {
+      {&g->theta, e->nparam * es}, {&g->grad, e->nparam * es}, {&g->m, e->nparam * es},
+      {&g->v, e->nparam * es},     {&g->X, (size_t)e->nin * n * es}, {&g->U, KU * es},
+      {&g->dU, KU * es},           {&g->Xe, (size_t)e->nin * ne * es},
+      {&g->Ue, (size_t)e->ncomp * ne * es}, {(void **)&g->T, (size_t)e->ncomp * n * 8},
+      {(void **)&g->lp, n * 8},    {(void **)&g->loss, TSR_PINN_MAX_TERMS * 8},
+      {(void **)&g->hist, (size_t)e->o.hist_cap * TSR_PINN_MAX_TERMS * 8},
+      {(void **)&g->it, sizeof(int64_t)}};
+  for (size_t i = 0; i < sizeof a / sizeof *a; ++i) TSR_CALL(dalloc(a[i].p, a[i].bytes));
+  size_t big = (size_t)e->nin * (n > ne ? n : ne) * 8;
+  if ((size_t)e->ncomp * n * 8 > big) big = (size_t)e->ncomp * n * 8;
+  if (e->nparam * 8 > big) big = e->nparam * 8;
+  if ((size_t)e->o.hist_cap * TSR_PINN_MAX_TERMS * 8 > big)
+    big = (size_t)e->o.hist_cap * TSR_PINN_MAX_TERMS * 8;
+  g->stage_bytes = big;
+  TSR_CUDA(cudaMallocHost(&g->stage, big));
+  return TSR_OK;
+}
+
+void *tsr_pinn_engine_cuda_stream(tsr_pinn_engine *e) {
+  return e->dev ? (void *)((cuda_engine *)e->dev)->stream : NULL;
+}
+
+void tsr_pinn_engine_cuda_destroy(tsr_pinn_engine *e) {
+  cuda_engine *g = e->dev;
+  if (!g) return;
+  if (g->graph) cudaGraphExecDestroy(g->graph);
+  void *arr[] = {g->theta, g->grad, g->m, g->v, g->X, g->U, g->dU, g->Xe, g->Ue,
+                 g->T, g->lp, g->loss, g->hist, g->it};
+  for (size_t i = 0; i < sizeof arr / sizeof *arr; ++i) cudaFree(arr[i]);
+  if (g->stage) cudaFreeHost(g->stage);
+  if (g->stream) cudaStreamDestroy(g->stream);
+  free(g);
+  e->dev = NULL;
+}
+
+/* n host doubles as precision values (single: float) into the device array dst. */
+static tsr_err upload(tsr_pinn_engine *e, const double *src, size_t n, int as_prec, void *dst) {
+  cuda_engine *g = e->dev;
+  size_t bytes = as_prec ? n * e->esize : n * 8;
+  if (as_prec) tsr_pinn_to_prec(e->o.single, src, n, g->stage);
+  else memcpy(g->stage, src, bytes);
+  TSR_CUDA(cudaMemcpyAsync(dst, g->stage, bytes, cudaMemcpyHostToDevice, g->stream));
+  TSR_CUDA(cudaStreamSynchronize(g->stream));
+  return TSR_OK;
+}
+
+static tsr_err download(tsr_pinn_engine *e, const void *src, size_t n, double *dst) {
+  cuda_engine *g = e->dev;
+  TSR_CUDA(cudaMemcpyAsync(g->stage, src, n * e->esize, cudaMemcpyDeviceToHost, g->stream));
+  TSR_CUDA(cudaStreamSynchronize(g->stream));
+  tsr_pinn_from_prec(e->o.single, g->stage, n, dst);
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_cuda_set_batch(tsr_pinn_engine *e, const double *X, const double *T) {
+  cuda_engine *g = e->dev;
+  size_t n = (size_t)e->o.loss.npts;
+  TSR_CALL(upload(e, X, (size_t)e->nin * n, 1, g->X));
+  return upload(e, T, (size_t)e->ncomp * n, 0, g->T);
+}
+
+tsr_err tsr_pinn_engine_cuda_set_state(tsr_pinn_engine *e, const double *theta, const double *m,
+                                       const double *v) {
+  cuda_engine *g = e->dev;
+  TSR_CALL(upload(e, theta, e->nparam, 1, g->theta));
+  if (m) TSR_CALL(upload(e, m, e->nparam, 1, g->m));
+  else TSR_CUDA(cudaMemsetAsync(g->m, 0, e->nparam * e->esize, g->stream));
+  if (v) TSR_CALL(upload(e, v, e->nparam, 1, g->v));
+  else TSR_CUDA(cudaMemsetAsync(g->v, 0, e->nparam * e->esize, g->stream));
+  TSR_CUDA(cudaMemcpyAsync(g->it, &e->it, sizeof e->it, cudaMemcpyHostToDevice, g->stream));
+  TSR_CUDA(cudaStreamSynchronize(g->stream));
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_cuda_get_state(tsr_pinn_engine *e, double *theta, double *m, double *v) {
+  cuda_engine *g = e->dev;
+  if (theta) TSR_CALL(download(e, g->theta, e->nparam, theta));
+  if (m) TSR_CALL(download(e, g->m, e->nparam, m));
+  if (v) TSR_CALL(download(e, g->v, e->nparam, v));
+  return TSR_OK;
+}
+
+/* Forward, loss (its terms also into the history row of the device's iteration), backward. */
+static tsr_err issue_loss_grad(tsr_pinn_engine *e, int hist) {
+  cuda_engine *g = e->dev;
+  TSR_CALL(tsr_net_forward(e->net, g->theta, g->X, e->o.loss.npts, g->U));
+  TSR_CALL(tsr_pinn_loss_cuda(&e->o.loss, g->U, g->T, g->lp, g->loss, g->dU, g->it,
+                              hist ? g->hist : NULL, e->o.hist_cap, g->stream));
+  return tsr_net_backward(e->net, g->theta, g->dU, g->grad);
+}
+
+static tsr_err issue_iteration(tsr_pinn_engine *e) {
+  cuda_engine *g = e->dev;
+  TSR_CALL(issue_loss_grad(e, 1));
+  return tsr_pinn_adam_cuda(&e->o.adam, g->it, g->theta, g->grad, g->m, g->v, g->stream);
+}
+
+static tsr_err capture(tsr_pinn_engine *e) {
+  cuda_engine *g = e->dev;
+  cudaGraph_t graph;
+  TSR_CUDA(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
+  tsr_err err = issue_iteration(e);
+  cudaError_t r = cudaStreamEndCapture(g->stream, &graph);
+  TSR_CALL(err);
+  TSR_CUDA(r);
+  r = cudaGraphInstantiate(&g->graph, graph, 0);
+  cudaGraphDestroy(graph);
+  TSR_CUDA(r);
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_cuda_run(tsr_pinn_engine *e, int n, double *hist) {
+  cuda_engine *g = e->dev;
+  if (e->o.graphs && !g->graph && n > 0) TSR_CALL(capture(e));
+  for (int i = 0; i < n; ++i) {
+    if (g->graph) TSR_CUDA(cudaGraphLaunch(g->graph, g->stream));
+    else TSR_CALL(issue_iteration(e));
+  }
+  int nt = e->o.loss.nterm, cap = e->o.hist_cap;
+  /* the rows of iterations it .. it + n - 1, a ring of cap rows */
+  double *h = g->stage;
+  int at = (int)(e->it % cap), first = n < cap - at ? n : cap - at;
+  TSR_CUDA(cudaMemcpyAsync(h, g->hist + (size_t)at * nt, (size_t)first * nt * 8,
+                           cudaMemcpyDeviceToHost, g->stream));
+  if (first < n)
+    TSR_CUDA(cudaMemcpyAsync(h + (size_t)first * nt, g->hist, (size_t)(n - first) * nt * 8,
+                             cudaMemcpyDeviceToHost, g->stream));
+  TSR_CUDA(cudaStreamSynchronize(g->stream));
+  memcpy(hist, h, (size_t)n * nt * 8);
+  e->it += n;
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_cuda_loss_grad(tsr_pinn_engine *e, double *loss, double *grad) {
+  cuda_engine *g = e->dev;
+  TSR_CALL(issue_loss_grad(e, 0));
+  TSR_CUDA(cudaMemcpyAsync(loss, g->loss, (size_t)e->o.loss.nterm * 8, cudaMemcpyDeviceToHost,
+                           g->stream));
+  return download(e, g->grad, e->nparam, grad);
+}
+
+tsr_err tsr_pinn_engine_cuda_eval(tsr_pinn_engine *e, const double *X, int npts, double *u) {
+  cuda_engine *g = e->dev;
+  TSR_CALL(upload(e, X, (size_t)e->nin * (size_t)npts, 1, g->Xe));
+  TSR_CALL(tsr_net_forward(e->eval, g->theta, g->Xe, npts, g->Ue));
+  return download(e, g->Ue, (size_t)e->ncomp * (size_t)npts, u);
+}
+
+tsr_err tsr_pinn_engine_cuda_profile(tsr_pinn_engine *e, int n, double *phase) {
+  cuda_engine *g = e->dev;
+  cudaEvent_t ev[5];
+  for (int k = 0; k < 5; ++k) TSR_CUDA(cudaEventCreate(&ev[k]));
+  for (int k = 0; k < 4; ++k) phase[k] = 0.0;
+  tsr_err err = TSR_OK;
+  for (int i = 0; i < n && !err; ++i) {
+    cudaEventRecord(ev[0], g->stream);
+    err = tsr_net_forward(e->net, g->theta, g->X, e->o.loss.npts, g->U);
+    cudaEventRecord(ev[1], g->stream);
+    if (!err)
+      err = tsr_pinn_loss_cuda(&e->o.loss, g->U, g->T, g->lp, g->loss, g->dU, g->it, NULL, 1,
+                               g->stream);
+    cudaEventRecord(ev[2], g->stream);
+    if (!err) err = tsr_net_backward(e->net, g->theta, g->dU, g->grad);
+    cudaEventRecord(ev[3], g->stream);
+    if (!err) err = tsr_pinn_adam_cuda(&e->o.adam, g->it, g->theta, g->grad, g->m, g->v, g->stream);
+    cudaEventRecord(ev[4], g->stream);
+    if (!err && cudaEventSynchronize(ev[4]) != cudaSuccess)
+      err = tsr_err_set(TSR_ERR_CUDA, __FILE__, __LINE__, "profiling the PINN's iteration failed");
+    for (int k = 0; k < 4 && !err; ++k) {
+      float ms = 0.0f;
+      cudaEventElapsedTime(&ms, ev[k], ev[k + 1]);
+      phase[k] += 1e-3 * ms;
+    }
+  }
+  for (int k = 0; k < 5; ++k) cudaEventDestroy(ev[k]);
+  e->it += n;
+  return err;
+}

@@ -1,0 +1,45 @@
+/* Private to solver/pinn/engine*.c: the engine handle of both backends. */
+#ifndef TSR_PINN_ENGINE_IMPL_H
+#define TSR_PINN_ENGINE_IMPL_H
+
+#include <stddef.h>
+
+#include "solver/pinn/engine.h"
+
+struct tsr_pinn_engine {
+  tsr_pinn_engine_opts o;
+  size_t nparam, esize;   /* parameters; bytes per value (4 or 8) */
+  int nin, ncomp, K;
+  tsr_net *net;           /* the batch's network, every derivative channel */
+  tsr_net *eval;          /* the same parameters, value channel only, for eval_cap points */
+  int64_t it;             /* iterations done */
+  /* host backend: arrays in the network's precision (T and the losses in double) */
+  void *theta, *grad, *m, *v, *X, *U, *dU, *Xe, *Ue;
+  double *T;
+  void *dev;              /* the CUDA backend's (solver/pinn/engine_cuda.c) */
+};
+
+/* Host doubles into the precision's values (dst of n values). */
+void tsr_pinn_to_prec(int single, const double *src, size_t n, void *dst);
+/* And back. */
+void tsr_pinn_from_prec(int single, const void *src, size_t n, double *dst);
+
+#ifdef TSR_HAVE_CUDA
+tsr_err tsr_pinn_engine_cuda_create(struct tsr_pinn_engine *e);
+void tsr_pinn_engine_cuda_destroy(struct tsr_pinn_engine *e);
+/* The stream every call of the engine is issued on (the networks' too). */
+void *tsr_pinn_engine_cuda_stream(struct tsr_pinn_engine *e);
+tsr_err tsr_pinn_engine_cuda_set_batch(struct tsr_pinn_engine *e, const double *X,
+                                       const double *T);
+tsr_err tsr_pinn_engine_cuda_set_state(struct tsr_pinn_engine *e, const double *theta,
+                                       const double *m, const double *v);
+tsr_err tsr_pinn_engine_cuda_get_state(struct tsr_pinn_engine *e, double *theta, double *m,
+                                       double *v);
+tsr_err tsr_pinn_engine_cuda_profile(struct tsr_pinn_engine *e, int n, double *phase);
+tsr_err tsr_pinn_engine_cuda_run(struct tsr_pinn_engine *e, int n, double *hist);
+tsr_err tsr_pinn_engine_cuda_loss_grad(struct tsr_pinn_engine *e, double *loss, double *grad);
+tsr_err tsr_pinn_engine_cuda_eval(struct tsr_pinn_engine *e, const double *X, int npts,
+                                  double *u);
+#endif
+
+#endif

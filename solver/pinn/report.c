@@ -1,0 +1,239 @@
+/* What a PINN run writes: the network sampled on the grid (final.h5, snapshots, XDMF), the
+ * training history (history.csv) and report.json; and `tessera check`'s plan. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/json.h"
+#include "io/output.h"
+#include "solver/pinn/pinn.h"
+#include "solver/pinn/train.h"
+#include "tsr_version.h"
+
+/* The grid as files hold it: a 1-D case as a 2-D grid one cell high, which ParaView shows. */
+static tsr_grid_meta meta_of(const tsr_case *c, double t, int64_t it) {
+  tsr_grid_meta m = {.dim = c->dim < 2 ? 2 : c->dim, .time = t, .step = it,
+                     .single = c->precision == TSR_PRECISION_SINGLE};
+  for (int a = 0; a < 3; ++a) {
+    m.cells[a] = c->cells[a];
+    m.lo[a] = c->lo[a];
+    m.hi[a] = c->hi[a];
+  }
+  return m;
+}
+
+/* The network at the grid's cell centres at time t into a fields file. */
+static tsr_err sample(tsr_pinn_ctx *x, const char *path, double t, int64_t it) {
+  const tsr_case *c = x->c;
+  double *X = NULL;
+  int64_t n;
+  TSR_CALL(tsr_pinn_grid_points(c, t, &X, &n));
+  int nc = c->ncomp, cap = x->eo.eval_cap;
+  double *u = malloc((size_t)n * nc * sizeof *u), *f = malloc((size_t)n * nc * sizeof *f);
+  tsr_err err = u && f ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                              "out of memory sampling the network");
+  for (int64_t p0 = 0; p0 < n && !err; p0 += cap) {
+    int m = (int)(n - p0 < cap ? n - p0 : cap);
+    err = tsr_pinn_engine_eval(x->eng, X + (size_t)x->batch.nin * p0, m, u + p0 * nc);
+  }
+  /* components interleaved at the points -> one array per component */
+  for (int64_t p = 0; p < n && !err; ++p)
+    for (int k = 0; k < nc; ++k) f[k * n + p] = u[p * nc + k];
+  const double *data[TSR_MAX_COMP];
+  for (int k = 0; k < nc; ++k) data[k] = f + k * n;
+  tsr_grid_meta meta = meta_of(c, t, it);
+  tsr_box owned = tsr_box_make(meta.dim, meta.cells);
+  tsr_output_opts oo = {.force_serial = 1};
+  if (!err)
+    err = tsr_output_write_fields(MPI_COMM_SELF, path, &meta, &owned, nc,
+                                  tsr_models[c->model].comp, data, &oo);
+  free(X);
+  free(u);
+  free(f);
+  return err;
+}
+
+static tsr_err snapshots(tsr_pinn_ctx *x, int64_t it) {
+  const tsr_case *c = x->c;
+  double T = c->output.snapshot_every.time, end = c->time.end;
+  if (!(T > 0.0) || tsr_models[c->model].steady) return TSR_OK;
+  int n = (int)floor(end / T + 1e-9) + 1;
+  int last_extra = fabs((n - 1) * T - end) > 1e-12 * end;
+  int total = n + last_extra;
+  tsr_xdmf_step *steps = calloc((size_t)total, sizeof *steps);
+  char(*names)[64] = calloc((size_t)total, sizeof *names);
+  tsr_err err = steps && names ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                                      "out of memory for snapshots");
+  for (int k = 0; k < total && !err; ++k) {
+    double t = k < n ? k * T : end;
+    snprintf(names[k], sizeof names[k], "snapshot_%08d.h5", k);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", x->out_dir, names[k]);
+    err = sample(x, path, t, it);
+    steps[k] = (tsr_xdmf_step){.h5_name = names[k], .time = t, .step = k,
+                               .precision = c->precision == TSR_PRECISION_SINGLE ? 4 : 8};
+  }
+  if (!err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/snapshots.xmf", x->out_dir);
+    tsr_grid_meta meta = meta_of(c, 0.0, it);
+    err = tsr_output_write_xdmf_series(path, &meta, total, steps, c->ncomp,
+                                       tsr_models[c->model].comp);
+  }
+  free(steps);
+  free(names);
+  return err;
+}
+
+tsr_err tsr_pinn_write_history(const tsr_pinn_ctx *x) {
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s/history.csv", x->out_dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *fp = fopen(tmp, "w");
+  TSR_CHECK(fp, TSR_ERR_IO, "cannot write '%s'; check that the output directory is writable",
+            tmp);
+  for (int k = 0; k < H_NCOL; ++k) fprintf(fp, "%s%s", k ? "," : "", tsr_pinn_hist_names[k]);
+  fputc('\n', fp);
+  for (int i = 0; i < x->nrow; ++i) {
+    const double *r = x->hist + (size_t)i * H_NCOL;
+    fprintf(fp, "%lld", (long long)r[H_ITER]);
+    for (int k = 1; k < H_NCOL; ++k) {
+      if (isnan(r[k])) fprintf(fp, ",");
+      else fprintf(fp, ",%.9g", r[k]);
+    }
+    fputc('\n', fp);
+  }
+  int bad = ferror(fp);
+  if (fclose(fp) != 0 || bad) {
+    remove(tmp);
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s' (disk full?)", path);
+  }
+  TSR_CHECK(rename(tmp, path) == 0, TSR_ERR_IO, "cannot rename '%s' to '%s'", tmp, path);
+  return TSR_OK;
+}
+
+static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_json *j) {
+  const tsr_case *c = x->c;
+  tsr_json_string(j, "case", c->name);
+  tsr_json_string(j, "case_file", c->path);
+  tsr_json_string(j, "tessera_version", TSR_VERSION);
+  tsr_json_string(j, "model", tsr_models[c->model].name);
+  tsr_json_string(j, "method", "pinn");
+  tsr_json_string(j, "backend", x->device ? "cuda" : "host");
+  tsr_json_string(j, "precision", x->eo.single ? "single" : "double");
+  tsr_json_int(j, "ranks", 1);
+  tsr_json_object_begin(j, "network");
+  tsr_json_int(j, "inputs", x->shape.nin);
+  tsr_json_int(j, "outputs", x->shape.nout);
+  tsr_json_int(j, "width", x->shape.width);
+  tsr_json_int(j, "depth", x->shape.depth);
+  tsr_json_string(j, "activation", x->shape.act == TSR_NET_SIN ? "sin" : "tanh");
+  tsr_json_int(j, "parameters", (int64_t)x->nparam);
+  tsr_json_object_end(j);
+  tsr_json_array_begin(j, "terms");
+  for (int k = 0; k < x->batch.nterm; ++k) {
+    tsr_json_object_begin(j, NULL);
+    tsr_json_string(j, "name", x->batch.name[k]);
+    tsr_json_string(j, "group", tsr_pinn_group_names[x->batch.group[k]]);
+    tsr_json_int(j, "points", x->batch.term[k].count);
+    tsr_json_number(j, "weight", x->batch.term[k].weight);
+    tsr_json_object_end(j);
+  }
+  tsr_json_array_end(j);
+  tsr_json_int(j, "iterations", res->steps);
+  tsr_json_int(j, "start_iteration", x->it0);
+  tsr_json_number(j, "train_seconds", x->train_s);
+  tsr_json_number(j, "iterations_per_second",
+                  x->train_s > 0.0 ? (double)(res->steps - x->it0) / x->train_s : 0.0);
+  tsr_json_number(j, "setup_seconds", x->setup_s);
+  tsr_json_number(j, "error_eval_seconds", x->eval_s);
+  tsr_json_number(j, "checkpoint_seconds", x->ckpt_s);
+  tsr_json_int(j, "checkpoints", x->ckpt_count);
+  if (x->prof_n > 0) {
+    static const char *const names[4] = {"forward", "loss", "backward", "adam"};
+    tsr_json_object_begin(j, "breakdown");
+    tsr_json_int(j, "iterations", x->prof_n);
+    for (int k = 0; k < 4; ++k) tsr_json_number(j, names[k], x->prof[k] / x->prof_n);
+    double f = tsr_pinn_engine_gemm_flops(x->eng);
+    tsr_json_number(j, "gemm_flops", f);
+    tsr_json_number(j, "gemm_flop_rate_forward_backward",
+                    f * x->prof_n / (x->prof[0] + x->prof[2]));
+    tsr_json_object_end(j);
+  }
+  tsr_json_number(j, "loss", res->loss);
+  tsr_json_number(j, "rel_l2_error", res->rel_l2);
+  tsr_json_array_begin(j, "history_columns");
+  for (int k = 0; k < H_NCOL; ++k) tsr_json_string(j, NULL, tsr_pinn_hist_names[k]);
+  tsr_json_array_end(j);
+  tsr_json_array_begin(j, "history");
+  for (int i = 0; i < x->nrow; ++i) {
+    tsr_json_array_begin(j, NULL);
+    for (int k = 0; k < H_NCOL; ++k) tsr_json_number(j, NULL, x->hist[(size_t)i * H_NCOL + k]);
+    tsr_json_array_end(j);
+  }
+  tsr_json_array_end(j);
+}
+
+static tsr_err write_report(const tsr_pinn_ctx *x, const tsr_run_result *res) {
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s/report.json", x->out_dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *fp = fopen(tmp, "w");
+  TSR_CHECK(fp, TSR_ERR_IO, "cannot write '%s'; check that the output directory is writable",
+            tmp);
+  tsr_json j;
+  tsr_json_init(&j, fp);
+  tsr_json_object_begin(&j, NULL);
+  report_body(x, res, &j);
+  tsr_json_object_end(&j);
+  fputc('\n', fp);
+  int bad = ferror(fp);
+  if (fclose(fp) != 0 || bad) {
+    remove(tmp);
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s' (disk full?)", path);
+  }
+  TSR_CHECK(rename(tmp, path) == 0, TSR_ERR_IO, "cannot rename '%s' to '%s'", tmp, path);
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_write_outputs(tsr_pinn_ctx *x, const tsr_run_result *res) {
+  double t0 = MPI_Wtime();
+  const tsr_case *c = x->c;
+  double end = tsr_models[c->model].steady ? 0.0 : c->time.end;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/final.h5", x->out_dir);
+  TSR_CALL(sample(x, path, end, res->steps));
+  snprintf(path, sizeof path, "%s/final.xmf", x->out_dir);
+  tsr_grid_meta meta = meta_of(c, end, res->steps);
+  TSR_CALL(tsr_output_write_xdmf(path, "final.h5", &meta, c->ncomp, tsr_models[c->model].comp));
+  TSR_CALL(snapshots(x, res->steps));
+  TSR_CALL(tsr_pinn_write_history(x));
+  x->output_s = MPI_Wtime() - t0;
+  return write_report(x, res);
+}
+
+tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out) {
+  int nterm, nin;
+  double sc[4], sh[4];
+  tsr_pinn_shape(c, &nin, sc, sh);
+  int npts = tsr_pinn_batch_size(c, &nterm);
+  tsr_net_shape s = {.nin = nin, .nout = c->ncomp, .width = c->pinn.width,
+                     .depth = c->pinn.depth, .nd1 = nin, .nd2 = c->dim};
+  tsr_net_opts no = {.shape = s, .single = c->precision == TSR_PRECISION_SINGLE, .npts = npts};
+  fprintf(out, "case %s: model %s, method pinn, %dD%s, %s precision\n", c->name,
+          tsr_models[c->model].name, c->dim, tsr_models[c->model].steady ? " (steady)" : " + t",
+          no.single ? "single" : "double");
+  fprintf(out, "network: %d inputs, %d hidden layers of %d (%s), %d output%s: %zu parameters\n",
+          nin, s.depth, s.width, c->pinn.act == TSR_PINN_SIN ? "sin" : "tanh", s.nout,
+          s.nout == 1 ? "" : "s", tsr_net_nparam(&s));
+  fprintf(out, "points: %d in %d loss terms (interior %s), %d channels each\n", npts, nterm,
+          c->pinn.interior ? "random" : "the cell centres", tsr_net_channels(&s));
+  fprintf(out, "training: %ld Adam iterations, lr %g x %g^(it/%ld)\n", c->pinn.iterations,
+          c->pinn.lr, c->pinn.decay, c->pinn.decay_every);
+  fprintf(out, "memory: %.1f MiB for the network's workspace\n",
+          (double)tsr_net_workspace_bytes(&no) / 1048576.0);
+  TSR_CHECK(nranks == 1, TSR_ERR_INPUT,
+            "%s: method pinn trains on one rank in this version; check with --ranks 1", c->path);
+  return TSR_OK;
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# method: pinn on CPU ranks (the host backend with OpenBLAS): small versions of the example
+# problems train for real and reach asserted errors; a restart continues the same trajectory
+# bit for bit; a loss that becomes NaN stops the run with its iteration and term and the last
+# checkpoint good; the keys and models the method cannot take are refused with their message.
+set -u
+. "$(dirname "$0")/lib.bash"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# one thread: these networks are small, and CI runs two tests at a time on its 2 cores
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+cases=$TESSERA_SOURCE/cases
+
+# field(FILE) prints the relative L2 error the report records
+rel_err() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['rel_l2_error'])" "$1"; }
+below() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$1" "$2"; }
+
+# --- accuracy: Poisson 2D and heat 2D + t against exact, in double and single -------------
+train() { # LABEL BOUND CASE ARGS...: trains, asserts the report's error <= BOUND
+  local label=$1 bound=$2 case=$3
+  shift 3
+  local out="$work/$label"
+  run_ok "$label" 1 "$case" --out "$out" --set output.progress=none "$@" || return 1
+  local e
+  e=$(rel_err "$out/report.json")
+  if below "$e" "$bound"; then pass "$label: relative L2 error $e <= $bound"
+  else failure "$label: relative L2 error $e > $bound"; fi
+}
+small="--set grid.cells=[24,24] --set pinn.network.width=20 --set pinn.network.depth=3"
+# measured 2.4e-3 (double) after 3000 iterations
+psmall="$small --set pinn.points.boundary=64 --set pinn.weights.boundary=10 --set pinn.adam.lr=1e-2
+        --set pinn.adam.decay_every=500 --set pinn.adam.iterations=3000"
+train poisson_double 1e-2 "$cases/pinn_poisson2d.yaml" $psmall --set precision=double
+train poisson_single 1e-2 "$cases/pinn_poisson2d.yaml" $psmall
+# measured 1.3e-2 after 3000 iterations
+train heat 3e-2 "$cases/pinn_heat2d.yaml" --set grid.cells=[12,12] --set pinn.points.times=8 \
+  --set pinn.network.width=20 --set pinn.network.depth=3 --set pinn.points.boundary=128 \
+  --set pinn.points.initial=256 --set pinn.adam.iterations=3000 --set pinn.adam.lr=1e-2 \
+  --set pinn.adam.decay_every=500 --set output.snapshot_every.time=0.05
+# the heat run's snapshots: t = 0, 0.05, 0.1 in snapshots.xmf
+if [ "$(grep -c 'snapshot_0000000[0-2].h5' "$work/heat/snapshots.xmf" 2>/dev/null)" -ge 3 ]; then
+  pass "heat: three snapshots in snapshots.xmf"
+else
+  failure "heat: snapshots.xmf lacks the snapshots"
+fi
+
+# --- Burgers 1D + t against its Cole-Hopf solution (tests/data/burgers_ref.csv) -------------
+out="$work/burgers"
+if run_ok burgers 1 "$cases/pinn_burgers1d.yaml" --out "$out" --set output.progress=none \
+     --set pinn.network.width=20 --set pinn.network.depth=4 --set pinn.points.interior=2000 \
+     --set pinn.points.resample_every=500 --set pinn.adam.iterations=8000 --set pinn.adam.lr=1e-2 \
+     --set pinn.adam.decay_every=1000 --set pinn.log_every=1000 \
+     --set output.snapshot_every.time=0.25; then
+  # measured 2.7e-2 at t = 0, 0.25, 0.5, 0.75, 1 after 8000 iterations
+  e=$(python3 "$TESSERA_SOURCE/tests/scripts/pinn_compare.py" "$out" \
+      "$TESSERA_SOURCE/tests/data/burgers_ref.csv" 2>&1)
+  if below "$e" 0.08; then pass "burgers: relative L2 error against Cole-Hopf $e <= 0.08"
+  else failure "burgers: error against Cole-Hopf: $e"; fi
+fi
+
+# --- restart: N iterations straight = N/2, restart, N/2 (the checkpoint at 3N/4 bitwise) ----
+rs="--set grid.cells=[8,8] --set pinn.network.width=8 --set pinn.network.depth=2
+    --set pinn.points.interior=100 --set pinn.points.resample_every=30 --set pinn.points.boundary=16
+    --set pinn.adam.iterations=120 --set pinn.log_every=20 --set output.checkpoint_every=30
+    --set output.keep=10 --set output.progress=none"
+run_ok straight 1 "$cases/pinn_heat2d.yaml" --out "$work/straight" $rs
+run_ok first_half 1 "$cases/pinn_heat2d.yaml" --out "$work/halves" $rs --set pinn.adam.iterations=60
+run_ok second_half 1 "$cases/pinn_heat2d.yaml" --out "$work/halves" $rs --restart latest
+if h5diff -r "$work/straight/checkpoint_00000090.h5" "$work/halves/checkpoint_00000090.h5" \
+     /pinn/theta /pinn/theta >/dev/null 2>&1 &&
+   h5diff "$work/straight/checkpoint_00000090.h5" "$work/halves/checkpoint_00000090.h5" \
+     /pinn/adam_v /pinn/adam_v >/dev/null 2>&1 &&
+   h5diff "$work/straight/final.h5" "$work/halves/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
+   cmp -s <(cut -d, -f1-6 "$work/straight/history.csv") <(cut -d, -f1-6 "$work/halves/history.csv"); then
+  pass "restart: weights, moments, final field and loss history bitwise equal to the straight run"
+else
+  failure "restart: the restarted run differs from the straight one"
+fi
+
+# --- a loss that becomes NaN ----------------------------------------------------------------
+log=$("$MPIEXEC" -n 1 "$TESSERA_BIN" run "$cases/pinn_heat2d.yaml" --out "$work/nan" $rs \
+      --inject-fault kind=nan,step=70 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && echo "$log" | grep -q "loss became NaN at iteration 70 in term pde" &&
+   echo "$log" | grep -q "checkpoint_00000060.h5, is good" &&
+   h5dump -a iteration "$work/nan/checkpoint_00000060.h5" >/dev/null 2>&1 &&
+   [ -s "$work/nan/history.csv" ] && [ ! -e "$work/nan/final.h5" ]; then
+  pass "nan: stops with the iteration and the term, names the good checkpoint, writes no final.h5"
+else
+  echo "$log" | tail -5; failure "nan: rc $rc"
+fi
+log=$("$MPIEXEC" -n 1 "$TESSERA_BIN" run "$cases/pinn_poisson2d.yaml" --out "$work/nan2" $small \
+      --set 'source.u=sqrt(x - 0.5)' --set pinn.adam.iterations=10 2>&1)
+if [ $? -ne 0 ] && echo "$log" | grep -q "loss became NaN at iteration 0 in term pde"; then
+  pass "nan: a source that is NaN at some points stops the run at iteration 0"
+else
+  echo "$log" | tail -5; failure "nan: a NaN source"
+fi
+
+# --- bad input ------------------------------------------------------------------------------
+refused() { # LABEL PATTERN CASE ARGS...: check refuses with PATTERN in the message
+  local label=$1 pat=$2 case=$3
+  shift 3
+  local log
+  if log=$("$TESSERA_BIN" check "$case" "$@" 2>&1); then
+    failure "$label: accepted"
+  elif echo "$log" | grep -q -- "$pat"; then
+    pass "$label: $(echo "$log" | grep -- "$pat" | head -1 | cut -c1-150)"
+  else
+    echo "$log"; failure "$label: message lacks '$pat'"
+  fi
+}
+refused "pinn key in an explicit case" "pinn: a section of method pinn" "$cases/heat2d.yaml" \
+  --set pinn.network.width=10
+refused "explicit key in a pinn case" "time.scheme: a key of the explicit method" \
+  "$cases/pinn_heat2d.yaml" --set time.scheme=rk4
+refused "steps in a pinn case" "time.steps: a key of the explicit method" \
+  "$cases/pinn_heat2d.yaml" --set time.steps=10
+refused "explicit-only model" "model: wave has no PINN form" "$cases/pinn_heat2d.yaml" \
+  --set model=wave --set initial.v=0
+refused "pinn-only model, explicit" "model: poisson is solved by method: pinn only" \
+  "$cases/heat2d.yaml" --set model=poisson --set initial.u=0
+refused "1-D explicit grid" "a 1-D grid is for method: pinn" "$cases/heat2d.yaml" \
+  --set grid.cells=[64]
+refused "time on a steady model" "model poisson is steady" "$cases/pinn_poisson2d.yaml" \
+  --set time.end=1
+refused "bad activation" "pinn.network.activation" "$cases/pinn_poisson2d.yaml" \
+  --set pinn.network.activation=relu
+refused "resample with cells" "pinn.points.resample_every: the cell centres" \
+  "$cases/pinn_poisson2d.yaml" --set pinn.points.resample_every=10
+refused "unknown pinn key" "unknown key 'pinn.adam.iters'" "$cases/pinn_poisson2d.yaml" \
+  --set pinn.adam.iters=10
+log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$cases/pinn_poisson2d.yaml" --out "$work/np2" $small 2>&1)
+if [ $? -ne 0 ] && echo "$log" | grep -q "method pinn trains on one rank"; then
+  pass "two ranks: refused with its message"
+else
+  echo "$log" | tail -3; failure "two ranks"
+fi
+finish
