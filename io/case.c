@@ -347,9 +347,10 @@ static int read_counts(tsr_vctx *v, const char *key, const tsr_yaml_node *n, int
     else if (n->n == 1)
       tsr_vat(v, n, "%s: a 1-D grid is for method: pinn; the explicit method needs 2 or 3 "
               "positive integers", key);
+    else if (v->c->method == TSR_METHOD_PINN)
+      tsr_vat(v, n, "%s: expected 1, 2 or 3 positive integers, got %d values", key, n->n);
     else
-      tsr_vat(v, n, "%s: expected 2 or 3 positive integers (1 to 3 with method: pinn), got %d "
-              "values", key, n->n);
+      tsr_vat(v, n, "%s: expected 2 or 3 positive integers, got %d values", key, n->n);
     return 0;
   }
   int ok = 1;

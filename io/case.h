@@ -152,6 +152,8 @@ typedef struct {
     long iterations;         /* Adam iterations */
     double lr, decay;        /* learning rate lr * decay^(iteration / decay_every) */
     long decay_every;
+    long lbfgs;              /* L-BFGS iterations after Adam's (0: none) */
+    int lbfgs_history;       /* its pairs of steps and gradient changes kept */
     long log_every;          /* iterations between progress lines and history rows */
     int given;               /* 1 when the case has a pinn: section */
   } pinn;

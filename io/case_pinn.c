@@ -21,6 +21,9 @@
  *       lr: 1.0e-3           > 0
  *       decay: 0.9           in (0, 1]: lr * decay^(iteration / decay_every)
  *       decay_every: 1000    integer >= 1
+ *     lbfgs:
+ *       iterations: 0        L-BFGS iterations after Adam's (0: none), integer >= 0
+ *       history: 20          pairs kept, 1..100
  *     log_every: 100         iterations between progress lines and history rows */
 #include <math.h>
 #include <stdint.h>
@@ -43,7 +46,25 @@ static void pinn_defaults(tsr_case *c) {
   c->pinn.lr = 1e-3;
   c->pinn.decay = 0.9;
   c->pinn.decay_every = 1000;
+  c->pinn.lbfgs = 0;
+  c->pinn.lbfgs_history = 20;
   c->pinn.log_every = 100;
+}
+
+static int int_in(tsr_vctx *v, const char *key, const tsr_yaml_entry *x, long lo, long hi,
+                  long *out);
+
+static void read_lbfgs(tsr_vctx *v, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"iterations", "history"};
+  tsr_case *c = v->c;
+  const tsr_yaml_node *o = e && tsr_vmap(v, "pinn.lbfgs", e->value) ? e->value : NULL;
+  if (!o) return;
+  tsr_vkeys(v, "pinn.lbfgs", o, keys, 2);
+  long n;
+  if (int_in(v, "pinn.lbfgs.iterations", tsr_yaml_find(o, "iterations"), 0, INT32_MAX, &n))
+    c->pinn.lbfgs = n;
+  if (int_in(v, "pinn.lbfgs.history", tsr_yaml_find(o, "history"), 1, 100, &n))
+    c->pinn.lbfgs_history = (int)n;
 }
 
 /* An integer in [lo, hi] at key; 1 and *out when it is. */
@@ -235,7 +256,8 @@ static void check_method_keys(tsr_vctx *v, const tsr_yaml_node *root) {
 }
 
 void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
-  static const char *const keys[] = {"network", "points", "weights", "adam", "log_every"};
+  static const char *const keys[] = {"network", "points", "weights", "adam", "lbfgs",
+                                     "log_every"};
   tsr_case *c = v->c;
   check_method_keys(v, root);
   if (c->method != TSR_METHOD_PINN) {
@@ -249,11 +271,12 @@ void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_e
   const tsr_yaml_node *o = e && tsr_vmap(v, "pinn", e->value) ? e->value : NULL;
   if (!o) return;
   c->pinn.given = 1;
-  tsr_vkeys(v, "pinn", o, keys, 5);
+  tsr_vkeys(v, "pinn", o, keys, 6);
   read_network(v, tsr_yaml_find(o, "network"));
   read_points(v, tsr_yaml_find(o, "points"), timed);
   read_weights(v, tsr_yaml_find(o, "weights"), timed);
   read_adam(v, tsr_yaml_find(o, "adam"));
+  read_lbfgs(v, tsr_yaml_find(o, "lbfgs"));
   long n;
   if (int_in(v, "pinn.log_every", tsr_yaml_find(o, "log_every"), 1, INT32_MAX, &n))
     c->pinn.log_every = n;

@@ -643,21 +643,20 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
 }
 
 /* backend: host, cuda, or auto (cuda when every rank sees a GPU). */
-static tsr_err choose_backend(tsr_run_ctx *x) {
-  tsr_backend want = x->opts.backend != TSR_BACKEND_AUTO ? x->opts.backend : x->c->backend;
-  x->be = &tsr_backend_host;
+tsr_err tsr_run_use_cuda(MPI_Comm comm, tsr_backend want, int *cuda) {
+  *cuda = 0;
   if (want == TSR_BACKEND_HOST) return TSR_OK;
 #ifdef TSR_HAVE_CUDA
   int n = 0, all = 0;
   tsr_err err = tsr_device_count(&n);
   if (err) return err;
   int mine = n > 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, x->comm);
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
   if (want == TSR_BACKEND_CUDA && !all)
     return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                        "backend cuda: %s; use backend host (or auto)",
                        mine ? "a rank on another node sees no GPU" : "this node has no GPU visible");
-  if (all) x->be = &tsr_backend_cuda;
+  *cuda = all;
   return TSR_OK;
 #else
   TSR_CHECK(want != TSR_BACKEND_CUDA, TSR_ERR_INPUT,
@@ -665,6 +664,18 @@ static tsr_err choose_backend(tsr_run_ctx *x) {
             "time); rebuild with CUDA or use backend host");
   return TSR_OK;
 #endif
+}
+
+static tsr_err choose_backend(tsr_run_ctx *x) {
+  tsr_backend want = x->opts.backend != TSR_BACKEND_AUTO ? x->opts.backend : x->c->backend;
+  int cuda;
+  TSR_CALL(tsr_run_use_cuda(x->comm, want, &cuda));
+#ifdef TSR_HAVE_CUDA
+  x->be = cuda ? &tsr_backend_cuda : &tsr_backend_host;
+#else
+  x->be = &tsr_backend_host;
+#endif
+  return TSR_OK;
 }
 
 /* From here on a rank that stops (crash, hang, lost GPU) stops the job instead of leaving its

@@ -75,6 +75,11 @@ tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err);
  * returns the same code for problems found collectively. */
 tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res);
 
+/* Whether the run goes on GPUs: want (the case's backend or --backend) against the GPUs the
+ * ranks see (auto: all of them see one). Collective. Errors: TSR_ERR_INPUT (backend cuda
+ * where a rank sees no GPU, or a build without CUDA: the message says what to do). */
+tsr_err tsr_run_use_cuda(MPI_Comm comm, tsr_backend want, int *cuda);
+
 /* Creates the output directory dir (rank 0; *created 1 when it made it) and checks that it
  * takes files: for every method. Collective. Errors: TSR_ERR_IO (the message says what to do). */
 tsr_err tsr_run_prepare_outdir(MPI_Comm comm, const char *dir, int *created);

@@ -128,6 +128,14 @@ tsr_err tsr_pinn_engine_set_state(tsr_pinn_engine *e, const double *theta, const
   return TSR_OK;
 }
 
+tsr_err tsr_pinn_engine_set_theta(tsr_pinn_engine *e, const double *theta) {
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_set_theta(e, theta);
+#endif
+  tsr_pinn_to_prec(e->o.single, theta, e->nparam, e->theta);
+  return TSR_OK;
+}
+
 tsr_err tsr_pinn_engine_get_state(tsr_pinn_engine *e, double *theta, double *m, double *v) {
 #ifdef TSR_HAVE_CUDA
   if (e->o.device) return tsr_pinn_engine_cuda_get_state(e, theta, m, v);

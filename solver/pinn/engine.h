@@ -39,6 +39,8 @@ tsr_err tsr_pinn_engine_set_batch(tsr_pinn_engine *e, const double *X, const dou
  * iterations done so far. */
 tsr_err tsr_pinn_engine_set_state(tsr_pinn_engine *e, const double *theta, const double *m,
                                   const double *v, int64_t iteration);
+/* The parameters alone (Adam's moments and the iteration kept): L-BFGS's trial points. */
+tsr_err tsr_pinn_engine_set_theta(tsr_pinn_engine *e, const double *theta);
 tsr_err tsr_pinn_engine_get_state(tsr_pinn_engine *e, double *theta, double *m, double *v);
 
 /* n <= hist_cap iterations (forward, loss, backward, Adam); hist gets each iteration's term

@@ -120,6 +120,10 @@ tsr_err tsr_pinn_engine_cuda_set_state(tsr_pinn_engine *e, const double *theta, 
   return TSR_OK;
 }
 
+tsr_err tsr_pinn_engine_cuda_set_theta(tsr_pinn_engine *e, const double *theta) {
+  return upload(e, theta, e->nparam, 1, ((cuda_engine *)e->dev)->theta);
+}
+
 tsr_err tsr_pinn_engine_cuda_get_state(tsr_pinn_engine *e, double *theta, double *m, double *v) {
   cuda_engine *g = e->dev;
   if (theta) TSR_CALL(download(e, g->theta, e->nparam, theta));

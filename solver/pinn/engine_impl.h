@@ -33,6 +33,7 @@ tsr_err tsr_pinn_engine_cuda_set_batch(struct tsr_pinn_engine *e, const double *
                                        const double *T);
 tsr_err tsr_pinn_engine_cuda_set_state(struct tsr_pinn_engine *e, const double *theta,
                                        const double *m, const double *v);
+tsr_err tsr_pinn_engine_cuda_set_theta(struct tsr_pinn_engine *e, const double *theta);
 tsr_err tsr_pinn_engine_cuda_get_state(struct tsr_pinn_engine *e, double *theta, double *m,
                                        double *v);
 tsr_err tsr_pinn_engine_cuda_profile(struct tsr_pinn_engine *e, int n, double *phase);

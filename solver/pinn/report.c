@@ -11,6 +11,17 @@
 #include "solver/pinn/train.h"
 #include "tsr_version.h"
 
+/* Closes fp, written at tmp, and renames it to path: the file is whole or absent. */
+static tsr_err commit(FILE *fp, const char *tmp, const char *path) {
+  int bad = ferror(fp);
+  if (fclose(fp) != 0 || bad) {
+    remove(tmp);
+    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s' (disk full?)", path);
+  }
+  TSR_CHECK(rename(tmp, path) == 0, TSR_ERR_IO, "cannot rename '%s' to '%s'", tmp, path);
+  return TSR_OK;
+}
+
 /* The grid as files hold it: a 1-D case as a 2-D grid one cell high, which ParaView shows. */
 static tsr_grid_meta meta_of(const tsr_case *c, double t, int64_t it) {
   tsr_grid_meta m = {.dim = c->dim < 2 ? 2 : c->dim, .time = t, .step = it,
@@ -104,13 +115,7 @@ tsr_err tsr_pinn_write_history(const tsr_pinn_ctx *x) {
     }
     fputc('\n', fp);
   }
-  int bad = ferror(fp);
-  if (fclose(fp) != 0 || bad) {
-    remove(tmp);
-    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s' (disk full?)", path);
-  }
-  TSR_CHECK(rename(tmp, path) == 0, TSR_ERR_IO, "cannot rename '%s' to '%s'", tmp, path);
-  return TSR_OK;
+  return commit(fp, tmp, path);
 }
 
 static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_json *j) {
@@ -188,13 +193,7 @@ static tsr_err write_report(const tsr_pinn_ctx *x, const tsr_run_result *res) {
   report_body(x, res, &j);
   tsr_json_object_end(&j);
   fputc('\n', fp);
-  int bad = ferror(fp);
-  if (fclose(fp) != 0 || bad) {
-    remove(tmp);
-    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__, "cannot write '%s' (disk full?)", path);
-  }
-  TSR_CHECK(rename(tmp, path) == 0, TSR_ERR_IO, "cannot rename '%s' to '%s'", tmp, path);
-  return TSR_OK;
+  return commit(fp, tmp, path);
 }
 
 tsr_err tsr_pinn_write_outputs(tsr_pinn_ctx *x, const tsr_run_result *res) {

@@ -9,6 +9,8 @@
 #include "io/case_expr.h"
 #include "solver/device.h"
 #include "solver/fault.h"
+#include "solver/pinn/lbfgs.h"
+#include "solver/stop.h"
 #include "solver/pinn/pinn.h"
 #include "solver/pinn/train.h"
 
@@ -17,25 +19,10 @@ const char *const tsr_pinn_hist_names[H_NCOL] = {"iteration", "loss", "pde",  "b
 
 static tsr_err choose_device(tsr_pinn_ctx *x, MPI_Comm comm) {
   tsr_backend want = x->opts.backend != TSR_BACKEND_AUTO ? x->opts.backend : x->c->backend;
-  x->device = 0;
-  if (want == TSR_BACKEND_HOST) return TSR_OK;
-#ifdef TSR_HAVE_CUDA
-  int n = 0;
-  TSR_CALL(tsr_device_count(&n));
-  TSR_CHECK(n > 0 || want != TSR_BACKEND_CUDA, TSR_ERR_INPUT,
-            "backend cuda: this node has no GPU visible; use backend host (or auto)");
-  if (n > 0) {
-    int dev;
-    TSR_CALL(tsr_device_select(comm, &dev));
-    x->device = 1;
-  }
+  TSR_CALL(tsr_run_use_cuda(comm, want, &x->device));
+  int dev;
+  if (x->device) TSR_CALL(tsr_device_select(comm, &dev));
   return TSR_OK;
-#else
-  TSR_CHECK(want != TSR_BACKEND_CUDA, TSR_ERR_INPUT,
-            "backend cuda: this tessera was built without CUDA (nvcc was not found at build "
-            "time); rebuild with CUDA or use backend host");
-  return TSR_OK;
-#endif
 }
 
 /* The network and engine options of the case, for the batch b. */
@@ -348,9 +335,97 @@ static tsr_err inject_nan(tsr_pinn_ctx *x, int64_t it) {
   return err;
 }
 
+/* A signal or the wall time (solver/stop.h): *why set when training stops here, after the
+ * checkpoint of iteration it is written (in Adam's phase; in L-BFGS's the one at Adam's end is
+ * the latest) and the command that continues is printed. chunk_s: the last chunk's seconds. */
+static tsr_err stop_here(tsr_pinn_ctx *x, tsr_stop *st, int64_t it, double chunk_s, int *why) {
+  tsr_stop_margin(st, x->ckpt_s / (x->ckpt_count ? x->ckpt_count : 1), 0.5, chunk_s);
+  TSR_CALL(tsr_stop_poll(st, 1, why));
+  if (!*why) return TSR_OK;
+  const tsr_case *c = x->c;
+  int in_adam = it <= c->pinn.iterations;
+  if (in_adam && x->opts.write_output) TSR_CALL(checkpoint(x, it));
+  fprintf(stderr, "tessera: stopped by %s after iteration %lld of %lld: %s\n",
+          tsr_stop_reason(*why), (long long)it, (long long)(c->pinn.iterations + c->pinn.lbfgs),
+          !x->opts.write_output ? "no output is written in this run"
+          : in_adam ? "the checkpoint 'latest' names holds it"
+                    : "during L-BFGS, which a restart runs again from Adam's end (the checkpoint "
+                      "'latest' names)");
+  fprintf(stderr, "tessera: continue with the same launch and: tessera run %s", c->path);
+  for (int i = 0; i < c->noverride; ++i) fprintf(stderr, " --set '%s'", c->overrides[i]);
+  if (x->opts.out_dir) fprintf(stderr, " --out '%s'", x->opts.out_dir);
+  fprintf(stderr, " --restart latest\n");
+  return TSR_OK;
+}
+
+/* A history row (and its log line) at iteration it, when it is a log point or the last. */
+static tsr_err log_point(tsr_pinn_ctx *x, double *row, int64_t it, int64_t total,
+                         tsr_progress *pg, int *warned, int force) {
+  if (it % x->c->pinn.log_every != 0 && it != total && !force) return TSR_OK;
+  double te = MPI_Wtime();
+  TSR_CALL(tsr_pinn_error(x, &row[H_ERROR]));
+  x->eval_s += MPI_Wtime() - te;
+  row[H_ITER] = (double)it;
+  TSR_CALL(add_row(x, row));
+  log_line(x, row, total, pg, (double)(it - x->it0) / (x->train_s + 1e-300));
+  stall_warning(x, pg, warned);
+  return TSR_OK;
+}
+
+/* pinn.lbfgs iterations after Adam's, from iteration it (Adam's last). */
+static tsr_err lbfgs(tsr_pinn_ctx *x, int64_t *pit, int64_t total, tsr_progress *pg,
+                     int *warned, tsr_stop *st, tsr_run_result *res) {
+  const tsr_case *c = x->c;
+  /* the points of iteration *pit's draw, as a restart from Adam's end has them; L-BFGS keeps
+   * them (its line search needs one objective) */
+  if (c->pinn.resample_every)
+    TSR_CALL(set_draw(x, (uint64_t)(*pit / c->pinn.resample_every)));
+  tsr_pinn_lbfgs *l = NULL;
+  TSR_CALL(tsr_pinn_lbfgs_create(x->eng, x->nparam, c->pinn.lbfgs_history, x->batch.nterm, &l));
+  double terms[TSR_PINN_MAX_TERMS], row[H_NCOL], step;
+  tsr_err err = TSR_OK;
+  int64_t it = *pit;
+  while (it < total && !err) {
+    int done = 0;
+    double t0 = MPI_Wtime();
+    err = tsr_pinn_lbfgs_step(l, terms, &step, &done);
+    x->train_s += MPI_Wtime() - t0;
+    if (err) break;
+    if (done) {
+      char line[160];
+      snprintf(line, sizeof line, "L-BFGS: no step lowers the loss at iteration %lld; training "
+               "ends there", (long long)it);
+      tsr_progress_line(pg, line);
+      break;
+    }
+    err = check_finite(x, terms, 1, it);
+    if (err) break;
+    ++it;
+    row_of(x, terms, it - 1, row);
+    row[H_LR] = step;
+    res->loss = row[H_LOSS];
+    tsr_progress_step(pg, it, row[H_LOSS], (double)(it - x->it0) / (x->train_s + 1e-300));
+    err = log_point(x, row, it, total, pg, warned, 0);
+    if (!err) err = stop_here(x, st, it, MPI_Wtime() - t0, &res->stopped);
+    if (res->stopped) break;
+  }
+  if (!err && !res->stopped && it < total && x->nrow && x->hist[(size_t)(x->nrow - 1) * H_NCOL] != (double)it) {
+    row_of(x, terms, it, row); /* the row of where it stopped */
+    err = log_point(x, row, it, total, pg, warned, 1);
+  }
+  tsr_pinn_lbfgs_destroy(&l);
+  *pit = it;
+  return err;
+}
+
 static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
   const tsr_case *c = x->c;
-  const int64_t total = c->pinn.iterations;
+  const int64_t adam = c->pinn.iterations, total = adam + c->pinn.lbfgs;
+  TSR_CHECK(x->it0 <= adam, TSR_ERR_INPUT, "the checkpoint is at iteration %lld, past Adam's "
+            "%lld iterations (pinn.adam.iterations); raise them to continue it",
+            (long long)x->it0, (long long)adam);
+  tsr_stop st;
+  TSR_CALL(tsr_stop_begin(&st, MPI_COMM_SELF));
   tsr_progress pg;
   tsr_progress_init(&pg, x->opts.quiet ? 3 : (int)c->output.progress, stdout, total);
   pg.unit = "iteration";
@@ -363,10 +438,10 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
   double row[H_NCOL];
   int64_t it = x->it0;
   res->loss = NAN;
-  while (it < total && !err) {
+  while (it < adam && !err) {
     if (c->pinn.resample_every && it % c->pinn.resample_every == 0 && it > x->it0)
       err = set_draw(x, (uint64_t)(it / c->pinn.resample_every));
-    int n = chunk(x, it, total);
+    int n = chunk(x, it, adam);
     double t0 = MPI_Wtime();
     if (!err) err = tsr_pinn_engine_run(x->eng, n, rows);
     x->train_s += MPI_Wtime() - t0;
@@ -376,20 +451,19 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
     row_of(x, rows + (size_t)(n - 1) * nt, it - 1, row);
     res->loss = row[H_LOSS];
     tsr_progress_step(&pg, it, row[H_LOSS], (double)(it - x->it0) / (x->train_s + 1e-300));
-    if (it % c->pinn.log_every == 0 || it == total) {
-      double te = MPI_Wtime();
-      err = tsr_pinn_error(x, &row[H_ERROR]);
-      x->eval_s += MPI_Wtime() - te;
-      row[H_ITER] = (double)it;
-      if (!err) err = add_row(x, row);
-      if (!err) log_line(x, row, total, &pg, (double)(it - x->it0) / (x->train_s + 1e-300));
-      if (!err) stall_warning(x, &pg, warned);
-    }
+    err = log_point(x, row, it, total, &pg, warned, it == adam);
     int64_t ce = c->output.checkpoint_every.steps;
-    if (!err && ce && it % ce == 0 && it < total && x->opts.write_output)
+    /* at Adam's end too when L-BFGS follows: L-BFGS has no checkpoints of its own, and from
+     * there it runs the same again */
+    if (!err && ce && (it % ce == 0 || (it == adam && c->pinn.lbfgs)) && it < total &&
+        x->opts.write_output)
       err = checkpoint(x, it);
     if (!err) err = inject_nan(x, it);
+    if (!err) err = stop_here(x, &st, it, MPI_Wtime() - t0, &res->stopped);
+    if (res->stopped) break;
   }
+  if (!err && !res->stopped && it < total) err = lbfgs(x, &it, total, &pg, warned, &st, res);
+  tsr_stop_end(&st);
   tsr_progress_finish(&pg);
   free(rows);
   res->steps = it;
@@ -430,11 +504,12 @@ tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
   x.setup_s = MPI_Wtime() - t0;
   if (!err) err = loop(&x, res);
   res->wall = x.train_s;
-  if (!err) err = profile(&x);
+  if (!err && !res->stopped) err = profile(&x);
   if (!err) err = tsr_pinn_error(&x, &res->rel_l2);
   if (x.opts.write_output && x.nrow && (!err || x.eng)) {
-    /* what was trained stays on disk, also when the loss blew up */
-    tsr_err e2 = err ? tsr_pinn_write_history(&x) : tsr_pinn_write_outputs(&x, res);
+    /* what was trained stays on disk, also when the loss blew up or a signal came */
+    tsr_err e2 = err || res->stopped ? tsr_pinn_write_history(&x)
+                                     : tsr_pinn_write_outputs(&x, res);
     if (!err) err = e2;
   }
   tsr_pinn_engine_destroy(&x.eng);

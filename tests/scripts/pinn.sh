@@ -11,11 +11,19 @@ trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 cases=$TESSERA_SOURCE/cases
 
-# field(FILE) prints the relative L2 error the report records
+# Debian's python3 has numpy and h5py (scripts/setup.sh); one first on PATH may not
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+# rel_err FILE prints the relative L2 error the report records
 rel_err() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['rel_l2_error'])" "$1"; }
 below() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$1" "$2"; }
 
+# small Poisson runs (here and in the NaN and rank checks below)
+small="--set grid.cells=[24,24] --set pinn.network.width=20 --set pinn.network.depth=3"
+
 # --- accuracy: Poisson 2D and heat 2D + t against exact, in double and single -------------
+# (not under the sanitizers, tests/sanitize.sh: thousands of iterations; the plain run has them)
+if [ -z "${TSR_SANITIZED:-}" ]; then
 train() { # LABEL BOUND CASE ARGS...: trains, asserts the report's error <= BOUND
   local label=$1 bound=$2 case=$3
   shift 3
@@ -26,12 +34,14 @@ train() { # LABEL BOUND CASE ARGS...: trains, asserts the report's error <= BOUN
   if below "$e" "$bound"; then pass "$label: relative L2 error $e <= $bound"
   else failure "$label: relative L2 error $e > $bound"; fi
 }
-small="--set grid.cells=[24,24] --set pinn.network.width=20 --set pinn.network.depth=3"
 # measured 2.4e-3 (double) after 3000 iterations
 psmall="$small --set pinn.points.boundary=64 --set pinn.weights.boundary=10 --set pinn.adam.lr=1e-2
         --set pinn.adam.decay_every=500 --set pinn.adam.iterations=3000"
 train poisson_double 1e-2 "$cases/pinn_poisson2d.yaml" $psmall --set precision=double
 train poisson_single 1e-2 "$cases/pinn_poisson2d.yaml" $psmall
+# L-BFGS after the same Adam iterations: measured 5.4e-4 after 500 more
+train poisson_lbfgs 1.2e-3 "$cases/pinn_poisson2d.yaml" $psmall --set precision=double \
+  --set pinn.lbfgs.iterations=500
 # measured 1.3e-2 after 3000 iterations
 train heat 3e-2 "$cases/pinn_heat2d.yaml" --set grid.cells=[12,12] --set pinn.points.times=8 \
   --set pinn.network.width=20 --set pinn.network.depth=3 --set pinn.points.boundary=128 \
@@ -52,10 +62,12 @@ if run_ok burgers 1 "$cases/pinn_burgers1d.yaml" --out "$out" --set output.progr
      --set pinn.adam.decay_every=1000 --set pinn.log_every=1000 \
      --set output.snapshot_every.time=0.25; then
   # measured 2.7e-2 at t = 0, 0.25, 0.5, 0.75, 1 after 8000 iterations
-  e=$(python3 "$TESSERA_SOURCE/tests/scripts/pinn_compare.py" "$out" \
+  e=$("$py" "$TESSERA_SOURCE/tests/scripts/pinn_compare.py" "$out" \
       "$TESSERA_SOURCE/tests/data/burgers_ref.csv" 2>&1)
   if below "$e" 0.08; then pass "burgers: relative L2 error against Cole-Hopf $e <= 0.08"
   else failure "burgers: error against Cole-Hopf: $e"; fi
+fi
+
 fi
 
 # --- restart: N iterations straight = N/2, restart, N/2 (the checkpoint at 3N/4 bitwise) ----
@@ -75,6 +87,51 @@ if h5diff -r "$work/straight/checkpoint_00000090.h5" "$work/halves/checkpoint_00
   pass "restart: weights, moments, final field and loss history bitwise equal to the straight run"
 else
   failure "restart: the restarted run differs from the straight one"
+fi
+
+# --- restart at Adam's end continues L-BFGS the same ------------------------------------------
+run_ok lbfgs_straight 1 "$cases/pinn_heat2d.yaml" --out "$work/lb" $rs --set pinn.adam.iterations=60 \
+  --set pinn.lbfgs.iterations=40 --set output.checkpoint_every=50
+mkdir -p "$work/lb2"
+run_ok lbfgs_restart 1 "$cases/pinn_heat2d.yaml" --out "$work/lb2" $rs --set pinn.adam.iterations=60 \
+  --set pinn.lbfgs.iterations=40 --set output.checkpoint_every=50 \
+  --restart "$work/lb/checkpoint_00000060.h5"
+if [ -f "$work/lb/checkpoint_00000050.h5" ] && [ ! -f "$work/lb/checkpoint_00000100.h5" ] &&
+   h5diff "$work/lb/final.h5" "$work/lb2/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
+   [ "$(tail -1 "$work/lb/history.csv" | cut -d, -f1-7)" = \
+     "$(tail -1 "$work/lb2/history.csv" | cut -d, -f1-7)" ]; then
+  pass "lbfgs: a checkpoint at Adam's end (60); restarted from it, the same final field and loss"
+else
+  failure "lbfgs: restart at Adam's end"
+fi
+
+# --- SIGTERM: a checkpoint, exit 4, and the continuation ends as the run that was not stopped --
+# (the stopped run asks for far more iterations than it gets; its continuation and the straight
+# run stop 500 after the stop: pinn.adam.iterations says where training ends, not where it goes)
+sg="--set grid.cells=[8,8] --set pinn.network.width=8 --set pinn.network.depth=2
+    --set pinn.points.boundary=16 --set pinn.log_every=50 --set output.progress=none"
+"$TESSERA_BIN" run "$cases/pinn_poisson2d.yaml" --out "$work/sig_b" $sg \
+  --set pinn.adam.iterations=100000000 >"$work/sig.log" 2>&1 &
+pid=$!
+sleep 2
+kill -TERM $pid
+wait $pid
+rc=$?
+at=$(sed -n 's/^checkpoint_0*\([0-9]*\)\.h5$/\1/p' "$work/sig_b/latest" 2>/dev/null)
+if [ $rc -eq 4 ] && grep -q "stopped by SIGTERM after iteration" "$work/sig.log" &&
+   [ -n "$at" ] && [ ! -e "$work/sig_b/final.h5" ]; then
+  end=$((at + 500))
+  run_ok sig_straight 1 "$cases/pinn_poisson2d.yaml" --out "$work/sig_a" $sg \
+    --set pinn.adam.iterations=$end
+  run_ok sig_continue 1 "$cases/pinn_poisson2d.yaml" --out "$work/sig_b" $sg \
+    --set pinn.adam.iterations=$end --restart latest
+  if h5diff "$work/sig_a/final.h5" "$work/sig_b/final.h5" /fields/u /fields/u >/dev/null 2>&1; then
+    pass "SIGTERM: exit 4 with the checkpoint of iteration $at; continued to $end, the straight run's final field"
+  else
+    failure "SIGTERM: the continued run differs from the straight one"
+  fi
+else
+  cat "$work/sig.log"; failure "SIGTERM: exit $rc (4 expected: did it end before the signal?)"
 fi
 
 # --- a loss that becomes NaN ----------------------------------------------------------------

@@ -324,7 +324,11 @@ static const bad_case bad[] = {
     {MODEL GRID "params: {2x: 3}\n" INIT TIME, {0}, {"c.yaml:3:10: params.2x: '2x' is not a valid name"}},
     {MODEL GRID "params: {a: b}\n" INIT TIME, {0}, {"c.yaml:3:13: params.a: expected a number, got 'b'"}},
     /* not in this version */
-    {MODEL "method: pinn\n" GRID INIT TIME, {0}, {"c.yaml:2:9: method: pinn is not available in this version"}},
+    {MODEL "method: implicit\n" GRID INIT TIME, {0}, {"c.yaml:2:9: method: implicit is not available in this version"}},
+    {MODEL "method: pinn\n" GRID INIT TIME "pinn: {adam: {iterations: 0}}\n", {0},
+     {"pinn.adam.iterations: must be an integer from 1"}},
+    {MODEL "pinn: {adam: {iterations: 5}}\n" GRID INIT TIME, {0},
+     {"pinn: a section of method pinn, and this case's method is explicit"}},
     {MODEL "backend: cdua\n" GRID INIT TIME, {0}, {"c.yaml:2:10: backend:", "did you mean 'cuda'"}},
     {MODEL GRID INIT TIME "decomposition: {time_slices: 4}\n", {0},
      {"c.yaml:5:30: decomposition.time_slices: time_slices > 1 (parareal) is not available"}},
