@@ -249,7 +249,8 @@ int main(int argc, char **argv) {
         if (rank == 0)
           printf("done: %lld iterations in %.3f s (%.4g it/s), loss %.4e, relative L2 error "
                  "%.4e; output in %s\n", (long long)res.steps, res.wall,
-                 res.wall > 0 ? (double)res.steps / res.wall : 0.0, res.loss, res.rel_l2,
+                 res.wall > 0 ? (double)(res.steps - res.first_step) / res.wall : 0.0, res.loss,
+                 res.rel_l2,
                  o.out_dir ? o.out_dir : c->output.dir);
         code = 0;
       } else {

@@ -59,6 +59,7 @@ typedef struct {
                                        out); else 0 */
   /* method pinn (solver/pinn/pinn.h): steps are its iterations */
   int pinn;                         /* 1: the run trained a network */
+  int64_t first_step;               /* the iteration this run started from (a restart's) */
   double loss;                      /* the last iteration's loss, every term weighted */
   double rel_l2;                    /* relative L2 error against exact (NaN without exact) */
 } tsr_run_result;

@@ -34,7 +34,13 @@ tsr_err tsr_pinn_engine_cuda_create(tsr_pinn_engine *e) {
   TSR_CHECK(g, TSR_ERR_MEMORY, "out of memory creating the PINN's CUDA engine");
   e->dev = g;
   /* refuse before any allocation: a failure half-way through set-up says less */
-  size_t free_b = 0, total_b = 0, need = tsr_pinn_engine_bytes(&e->o) + ((size_t)64 << 20);
+  /* beyond the host's arrays (tsr_pinn_engine_bytes) the CUDA networks keep two gradient
+   * buffers and a copy of X per network, and a 32 MiB cuBLAS workspace each */
+  size_t cols = (size_t)e->K * (size_t)e->o.loss.npts, ecols = (size_t)e->o.eval_cap;
+  size_t extra = (2 * (size_t)e->o.shape.width * (cols + ecols) +
+                  (size_t)e->nin * ((size_t)e->o.loss.npts + ecols)) * e->esize +
+                 ((size_t)64 << 20);
+  size_t free_b = 0, total_b = 0, need = tsr_pinn_engine_bytes(&e->o) + extra;
   TSR_CUDA(cudaMemGetInfo(&free_b, &total_b));
   TSR_CHECK(need <= free_b, TSR_ERR_INPUT,
             "the PINN needs %.2f GiB of GPU memory (network %d x %d over %d points with %d "

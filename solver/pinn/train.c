@@ -504,6 +504,7 @@ tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
   x.setup_s = MPI_Wtime() - t0;
   if (!err) err = loop(&x, res);
   res->wall = x.train_s;
+  res->first_step = x.it0;
   if (!err && !res->stopped) err = profile(&x);
   if (!err) err = tsr_pinn_error(&x, &res->rel_l2);
   if (x.opts.write_output && x.nrow && (!err || x.eng)) {
