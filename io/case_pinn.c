@@ -242,6 +242,17 @@ static void check_method_keys(tsr_vctx *v, const tsr_yaml_node *root) {
       tsr_vat(v, me ? me->value : root, "model: %s has no PINN form in this version (method "
               "pinn takes heat, advection_diffusion, allen_cahn, burgers, poisson); use method: "
               "explicit", m->name);
+    /* a PINN run's checkpoints count iterations and its snapshots sample simulated time */
+    const tsr_yaml_entry *oe = tsr_yaml_find(root, "output");
+    const tsr_yaml_node *on = oe && oe->value && oe->value->kind == TSR_YAML_MAP ? oe->value : NULL;
+    const tsr_yaml_entry *ce = tsr_yaml_find(on, "checkpoint_every");
+    const tsr_yaml_entry *se = tsr_yaml_find(on, "snapshot_every");
+    if (ce && c->output.checkpoint_every.time > 0.0)
+      tsr_vkey(v, ce, "output.checkpoint_every: method pinn checkpoints every N iterations; give "
+               "a number of iterations (checkpoint_every: N), not {time: T}");
+    if (se && c->output.snapshot_every.steps > 0)
+      tsr_vkey(v, se, "output.snapshot_every: method pinn samples the network at times of the "
+               "simulation; give {time: T}, not a number of steps");
     static const char *const explicit_only[] = {"rebalance", "debug"};
     for (int i = 0; i < 2; ++i) {
       const tsr_yaml_entry *x = tsr_yaml_find(root, explicit_only[i]);

@@ -185,6 +185,10 @@ refused "bad activation" "pinn.network.activation" "$cases/pinn_poisson2d.yaml" 
   --set pinn.network.activation=relu
 refused "resample with cells" "pinn.points.resample_every: the cell centres" \
   "$cases/pinn_poisson2d.yaml" --set pinn.points.resample_every=10
+refused "checkpoints by time" "method pinn checkpoints every N iterations" \
+  "$cases/pinn_poisson2d.yaml" --set output.checkpoint_every.time=0.5
+refused "snapshots by steps" "method pinn samples the network at times" \
+  "$cases/pinn_heat2d.yaml" --set output.snapshot_every=10
 refused "unknown pinn key" "unknown key 'pinn.adam.iters'" "$cases/pinn_poisson2d.yaml" \
   --set pinn.adam.iters=10
 log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$cases/pinn_poisson2d.yaml" --out "$work/np2" $small 2>&1)
