@@ -228,8 +228,12 @@ tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out) {
           s.nout == 1 ? "" : "s", tsr_net_nparam(&s));
   fprintf(out, "points: %d in %d loss terms (interior %s), %d channels each\n", npts, nterm,
           c->pinn.interior ? "random" : "the cell centres", tsr_net_channels(&s));
-  fprintf(out, "training: %ld Adam iterations, lr %g x %g^(it/%ld)\n", c->pinn.iterations,
+  fprintf(out, "training: %ld Adam iterations, lr %g x %g^(it/%ld)", c->pinn.iterations,
           c->pinn.lr, c->pinn.decay, c->pinn.decay_every);
+  if (c->pinn.lbfgs > 0)
+    fprintf(out, ", then %ld L-BFGS iterations (history %d)", c->pinn.lbfgs,
+            c->pinn.lbfgs_history);
+  fputc('\n', out);
   fprintf(out, "memory: %.1f MiB for the network's workspace\n",
           (double)tsr_net_workspace_bytes(&no) / 1048576.0);
   TSR_CHECK(nranks == 1, TSR_ERR_INPUT,

@@ -54,6 +54,13 @@ YAML
 if "$MPIEXEC" -n 4 "$TESSERA_BIN" run "$slow" --out "$work/slow" \
      --set output.checkpoint_every=300 >"$work/slow.log" 2>&1 ||
    { tail -20 "$work/slow.log"; failure "slowed rank: tessera run exited non-zero"; false; }; then
+  check "report.json names the history columns; every migration predicted a saving above its cost" '
+assert rb["history_columns"] == ["step", "imbalance", "predicted", "migrated", "saving_s",
+                                 "migration_cost_s"], rb["history_columns"]
+moved = [h for h in rb["history"] if h[3]]
+assert len(moved) == rb["migrations"] == len(rb["events"]), (len(moved), rb["migrations"])
+for h in moved:
+    assert h[4] > h[5] > 0, h' "$work/slow/report.json" always
   check "the first decision moves cells off the slowed rank (its box < 60% of the others')" '
 e = rb["events"][0]
 assert e["step"] == 200, e["step"]
