@@ -47,7 +47,7 @@ struct tsr_run_rebal {
   double *gtime;           /* per rank: the last decision's compute seconds per step */
   int64_t *gwork;
   int decisions;
-  double (*hist)[4];       /* per decision: step, imbalance measured, predicted, migrated */
+  double (*hist)[6];       /* per decision: the columns tsr_run_rebalance_report names */
   int caphist;
   record *rec;
   int nrec, caprec;
@@ -293,13 +293,14 @@ tsr_err tsr_run_rebalance_after_step(tsr_run_ctx *x, int64_t step, char *line, s
   TSR_CALL(tsr_rebalance_decide(&x->layout, &m, &rb->opts, &rb->state, &next, &d));
   if (rb->decisions > rb->caphist) {
     int cap = rb->caphist ? 2 * rb->caphist : 64;
-    double(*h)[4] = realloc(rb->hist, (size_t)cap * sizeof *h);
+    double(*h)[6] = realloc(rb->hist, (size_t)cap * sizeof *h);
     TSR_CHECK(h, TSR_ERR_MEMORY, "out of memory for the rebalancer's history");
     rb->hist = h;
     rb->caphist = cap;
   }
   double *h = rb->hist[rb->decisions - 1];
   h[0] = (double)n, h[1] = d.imbalance, h[2] = d.predicted, h[3] = d.rebalance;
+  h[4] = d.saving, h[5] = d.migration_cost;
   char what[1024];
   tsr_rebalance_describe(&d, what, sizeof what);
   if (!d.rebalance) {
@@ -395,7 +396,14 @@ void tsr_run_rebalance_report(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_int(j, "migrations", rb->state.migrations);
   if (rb->decisions) json_times(j, "last_compute_per_step", rb->gtime, x->size);
   /* every decision: [step, imbalance measured over the window before it, predicted for the
-   * boxes it chose, 1 when it migrated] */
+   * boxes it chose, 1 when it migrated, the predicted saving over the next window and the
+   * migration's cost it was weighed against (seconds)]: what a user needs to see why a
+   * measured imbalance did or did not move cells */
+  tsr_json_array_begin(j, "history_columns");
+  static const char *const cols[] = {"step",     "imbalance", "predicted",
+                                     "migrated", "saving_s",  "migration_cost_s"};
+  for (int k = 0; k < 6; ++k) tsr_json_string(j, NULL, cols[k]);
+  tsr_json_array_end(j);
   tsr_json_array_begin(j, "history");
   for (int i = 0; i < rb->decisions; ++i) {
     tsr_json_array_begin(j, NULL);
@@ -403,6 +411,8 @@ void tsr_run_rebalance_report(const tsr_run_ctx *x, tsr_json *j) {
     tsr_json_number(j, NULL, rb->hist[i][1]);
     tsr_json_number(j, NULL, rb->hist[i][2]);
     tsr_json_int(j, NULL, (int64_t)rb->hist[i][3]);
+    tsr_json_number(j, NULL, rb->hist[i][4]);
+    tsr_json_number(j, NULL, rb->hist[i][5]);
     tsr_json_array_end(j);
   }
   tsr_json_array_end(j);
