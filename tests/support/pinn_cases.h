@@ -50,28 +50,10 @@ static int tsr_test_pinn_make(int k, int device, int single, tsr_test_pinn *t) {
   memset(t, 0, sizeof *t);
   if (tsr_case_load_string("t.yaml", tsr_test_pinn_cases[k], 0, NULL, &t->c)) return 1;
   t->c->precision = single ? TSR_PRECISION_SINGLE : TSR_PRECISION_DOUBLE;
-  if (tsr_pinn_batch_build(t->c, 0, &t->b)) return 2;
+  if (tsr_pinn_batch_build(t->c, NULL, 0, &t->b)) return 2;
   tsr_pinn_engine_opts *o = &t->o;
-  int nin;
-  tsr_pinn_shape(t->c, &nin, o->in_scale, o->in_shift);
-  o->shape = (tsr_net_shape){.nin = nin, .nout = t->c->ncomp, .width = t->c->pinn.width,
-                             .depth = t->c->pinn.depth,
-                             .act = t->c->pinn.act == TSR_PINN_SIN ? TSR_NET_SIN : TSR_NET_TANH,
-                             .nd1 = nin, .nd2 = t->c->dim};
-  o->single = single;
-  o->device = device;
+  tsr_pinn_engine_opts_of(t->c, NULL, &t->b, device, o);
   tsr_pinn_loss_desc *d = &o->loss;
-  d->model = t->c->model;
-  d->ncomp = t->c->ncomp;
-  d->nspace = t->c->dim;
-  d->timed = t->b.timed;
-  d->nd1 = nin;
-  d->npts = t->b.npts;
-  d->coef.dim = t->c->dim;
-  for (int i = 0; i < tsr_models[t->c->model].nparam; ++i) d->coef.p[i] = t->c->param_value[i];
-  tsr_model_coef_derived(t->c->model, d->coef.p, d->coef.q);
-  d->nterm = t->b.nterm;
-  memcpy(d->term, t->b.term, sizeof d->term);
   /* weights other than 1, so a term's weight that goes missing shows */
   for (int j = 0; j < d->nterm; ++j) d->term[j].weight = 1.0 + 0.25 * j;
   o->adam = (tsr_pinn_adam){.lr = 1e-2, .decay = 0.9, .decay_every = 10, .beta1 = 0.9,
