@@ -506,10 +506,13 @@ static int chunk(const tsr_pinn_ctx *x, int64_t it, int64_t total) {
   return (int)n;
 }
 
-/* --inject-fault kind=nan: after iteration f->step a parameter becomes NaN. */
+/* --inject-fault kind=nan[,rank=R]: after iteration f->step a parameter of rank R's network
+ * becomes NaN. */
 static tsr_err inject_nan(tsr_pinn_ctx *x, int64_t it) {
   const tsr_fault *f = x->opts.fault;
-  if (!f || f->kind != TSR_FAULT_NAN || f->step != it || !tsr_fault_armed()) return TSR_OK;
+  if (!f || f->kind != TSR_FAULT_NAN || f->step != it || f->rank != x->rank ||
+      !tsr_fault_armed())
+    return TSR_OK;
   double *st = malloc(3 * x->nparam * sizeof *st);
   TSR_CHECK(st, TSR_ERR_MEMORY, "out of memory");
   tsr_err err = tsr_pinn_engine_get_state(x->eng, st, st + x->nparam, st + 2 * x->nparam);

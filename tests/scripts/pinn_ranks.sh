@@ -118,7 +118,7 @@ sg="--set grid.cells=[8,8] --set pinn.network.width=8 --set pinn.network.depth=2
   --set pinn.adam.iterations=100000000 >"$work/sig.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -d "$work/sig_b" ] && break; sleep 0.1; done
-sleep 2
+sleep 1
 ranks=$(pgrep -f -- "--out $work/sig_b " | grep -v "^$pid$" | while read -r p; do
           [ "$(ps -o comm= -p "$p")" = tessera ] && echo "$p"; done)
 kill -TERM "$(echo "$ranks" | tail -1)"
@@ -139,6 +139,19 @@ if [ $rc -eq 4 ] && grep -q "stopped by SIGTERM after iteration $at " "$work/sig
   fi
 else
   cat "$work/sig.log"; failure "SIGTERM: exit $rc (4 expected), checkpoint '$at'"
+fi
+
+# --- a loss that becomes NaN on rank 1 stops both ranks, naming the good checkpoint ----------
+# (rank 0's interface term meets rank 1's NaN values in the same iteration: rank 0's message)
+log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$cases/pinn_heat2d.yaml" --out "$work/nan" $rs \
+      --inject-fault rank=1,kind=nan,step=70 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && echo "$log" | grep -q "the loss became NaN at iteration 70 in term interface" &&
+   echo "$log" | grep -q "checkpoint_00000060.h5, is good" && [ -s "$work/nan/history.csv" ] &&
+   [ ! -e "$work/nan/final.h5" ]; then
+  pass "nan on rank 1: both ranks stop at iteration 70 (rank 0's interface term), naming the good checkpoint"
+else
+  echo "$log" | tail -5; failure "nan on rank 1: rc $rc"
 fi
 
 # --- bad input --------------------------------------------------------------------------------
