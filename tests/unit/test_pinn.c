@@ -2,8 +2,10 @@
  * takes (poisson 2D, heat 2D + t, burgers 1D + t, allen_cahn 1D + t periodic, advection-
  * diffusion 2D + t half periodic), with Dirichlet, Neumann and periodic terms, the parameter
  * gradient of the whole weighted loss against central differences in fp64 (relative error
- * <= 1e-6, norm-wise over every parameter); Adam steps that lower the loss; the random points'
- * generator reproducible and uniform; and the batch's terms where the case puts them. */
+ * <= 1e-6, norm-wise over every parameter), also on the first and last of 2 and 4 subdomains
+ * with the interface term (the neighbours' values held fixed); Adam steps that lower the loss;
+ * the random points' generator reproducible and uniform; and the batch's terms where the case
+ * puts them. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
