@@ -148,7 +148,12 @@ typedef struct {
     long boundary;           /* points per boundary face (over [0, end] with time) */
     long initial;            /* points at t = 0 (time-dependent cases) */
     uint64_t seed;           /* points and weights start from it */
+    long iface;              /* interface points (several ranks): 0: the centres of the shared
+                                face cells (x time levels); N > 0: N random points per face
+                                piece shared with a neighbour */
     double w_pde, w_boundary, w_initial; /* loss weights */
+    double w_iface[3];       /* interface terms: value (XPINN, continuity to the average),
+                                flux (cPINN), residual (XPINN) */
     long iterations;         /* Adam iterations */
     double lr, decay;        /* learning rate lr * decay^(iteration / decay_every) */
     long decay_every;

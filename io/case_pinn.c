@@ -15,7 +15,13 @@
  *       boundary: 256        points per boundary face (random over the face and [0, end])
  *       initial: 1024        points at t = 0 (random); time-dependent models only
  *       seed: 1              the points and the network's first weights come from it
+ *       interface: cells     several ranks: points on the faces shared by neighbour boxes,
+ *                            cells: the shared face cells' centres (times `times` levels);
+ *                            N: N random points per shared face piece, integer >= 1
  *     weights: {pde: 1, boundary: 1, initial: 1}   loss weights, >= 0
+ *       interface_value: 1   (u - (u + u_nb)/2)^2 at interface points (XPINN)
+ *       interface_flux: 1    (n.grad u + n_nb.grad u_nb)^2 (cPINN)
+ *       interface_residual: 1  (r - r_nb)^2 (XPINN)
  *     adam:
  *       iterations: 10000    integer >= 1
  *       lr: 1.0e-3           > 0
@@ -42,6 +48,8 @@ static void pinn_defaults(tsr_case *c) {
   c->pinn.initial = 1024;
   c->pinn.seed = 1;
   c->pinn.w_pde = c->pinn.w_boundary = c->pinn.w_initial = 1.0;
+  c->pinn.iface = 0;
+  c->pinn.w_iface[0] = c->pinn.w_iface[1] = c->pinn.w_iface[2] = 1.0;
   c->pinn.iterations = 10000;
   c->pinn.lr = 1e-3;
   c->pinn.decay = 0.9;
@@ -100,11 +108,11 @@ static void read_network(tsr_vctx *v, const tsr_yaml_entry *e) {
 
 static void read_points(tsr_vctx *v, const tsr_yaml_entry *e, int timed) {
   static const char *const keys[] = {"interior", "times", "resample_every", "boundary",
-                                     "initial",  "seed"};
+                                     "initial",  "seed",  "interface"};
   tsr_case *c = v->c;
   const tsr_yaml_node *o = e && tsr_vmap(v, "pinn.points", e->value) ? e->value : NULL;
   if (!o) return;
-  tsr_vkeys(v, "pinn.points", o, keys, 6);
+  tsr_vkeys(v, "pinn.points", o, keys, 7);
   const tsr_yaml_entry *x;
   long n;
   if ((x = tsr_yaml_find(o, "interior"))) {
@@ -143,16 +151,30 @@ static void read_points(tsr_vctx *v, const tsr_yaml_entry *e, int timed) {
   }
   if ((x = tsr_yaml_find(o, "seed")) && int_in(v, "pinn.points.seed", x, 0, INT64_MAX, &n))
     c->pinn.seed = (uint64_t)n;
+  if ((x = tsr_yaml_find(o, "interface"))) {
+    const tsr_yaml_node *iv = x->value;
+    if (iv && iv->kind == TSR_YAML_SCALAR && strcmp(iv->text, "cells") == 0)
+      c->pinn.iface = 0;
+    else if (iv && iv->kind == TSR_YAML_SCALAR && tsr_vint(v, "pinn.points.interface", iv, &n) &&
+             n >= 1 && n <= (1L << 28))
+      c->pinn.iface = n;
+    else if (!iv || iv->kind != TSR_YAML_SCALAR || strcmp(iv->text, "cells") != 0)
+      tsr_vat(v, iv, "pinn.points.interface: expected cells (the centres of the face cells "
+              "neighbour boxes share) or a number of random points per shared face from 1 to "
+              "268435456");
+  }
 }
 
 static void read_weights(tsr_vctx *v, const tsr_yaml_entry *e, int timed) {
-  static const char *const keys[] = {"pde", "boundary", "initial"};
+  static const char *const keys[] = {"pde", "boundary", "initial", "interface_value",
+                                     "interface_flux", "interface_residual"};
   tsr_case *c = v->c;
   const tsr_yaml_node *o = e && tsr_vmap(v, "pinn.weights", e->value) ? e->value : NULL;
   if (!o) return;
-  tsr_vkeys(v, "pinn.weights", o, keys, 3);
-  double *dst[3] = {&c->pinn.w_pde, &c->pinn.w_boundary, &c->pinn.w_initial};
-  for (int i = 0; i < 3; ++i) {
+  tsr_vkeys(v, "pinn.weights", o, keys, 6);
+  double *dst[6] = {&c->pinn.w_pde, &c->pinn.w_boundary, &c->pinn.w_initial,
+                    &c->pinn.w_iface[0], &c->pinn.w_iface[1], &c->pinn.w_iface[2]};
+  for (int i = 0; i < 6; ++i) {
     const tsr_yaml_entry *x = tsr_yaml_find(o, keys[i]);
     char key[64];
     snprintf(key, sizeof key, "pinn.weights.%s", keys[i]);

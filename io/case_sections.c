@@ -345,7 +345,10 @@ void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e) {
   }
   long ts;
   if (te && tsr_vint(v, "decomposition.time_slices", te->value, &ts)) {
-    if (ts > 1)
+    if (ts > 1 && c->method == TSR_METHOD_PINN)
+      tsr_vat(v, te->value, "decomposition.time_slices: time slabs of method pinn (space-time "
+              "subdomains) are not available in this version; use 1 (the ranks split space)");
+    else if (ts > 1)
       tsr_vat(v, te->value, "decomposition.time_slices: time_slices > 1 (parareal) is not "
               "available in this version; use 1");
     else if (ts < 1)

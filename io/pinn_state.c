@@ -18,7 +18,11 @@ void tsr_pinn_state_free(tsr_pinn_state *st) {
   free(st->m);
   free(st->v);
   free(st->hist);
+  int nr = st->nranks;
+  const int64_t *boxes = st->boxes;
   memset(st, 0, sizeof *st);
+  st->nranks = nr; /* the decomposition asked for stays */
+  st->boxes = boxes;
 }
 
 static tsr_err h5_fail(const char *what, const char *path) {
@@ -66,11 +70,18 @@ static tsr_err write_file(const tsr_case *c, const char *tmp, const tsr_pinn_sta
   hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (f < 0) return tsr_output_write_error(tmp, errno);
   hid_t g = H5Gcreate2(f, "pinn", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  hsize_t np = st->nparam, hd[2] = {(hsize_t)st->hist_rows, (hsize_t)st->hist_cols};
+  int nr = st->nranks > 1 ? st->nranks : 1;
+  hsize_t hd[2] = {(hsize_t)st->hist_rows, (hsize_t)st->hist_cols};
+  hsize_t np[2] = {nr > 1 ? (hsize_t)nr : st->nparam, st->nparam};
+  int rank = nr > 1 ? 2 : 1;
   tsr_err err = g >= 0 ? TSR_OK : h5_fail("create group /pinn", tmp);
-  if (!err) err = write_set(g, "theta", 1, &np, st->theta, tmp);
-  if (!err) err = write_set(g, "adam_m", 1, &np, st->m, tmp);
-  if (!err) err = write_set(g, "adam_v", 1, &np, st->v, tmp);
+  if (!err) err = write_set(g, "theta", rank, np, st->theta, tmp);
+  if (!err) err = write_set(g, "adam_m", rank, np, st->m, tmp);
+  if (!err) err = write_set(g, "adam_v", rank, np, st->v, tmp);
+  int64_t nr64 = nr;
+  if (!err && nr > 1 && !(attr_ints(f, "ranks", &nr64, 1) &&
+                          attr_ints(f, "boxes", st->boxes, (hsize_t)nr * 6)))
+    err = h5_fail("write the decomposition", tmp);
   if (!err) err = write_set(g, "history", 2, hd, st->hist, tmp);
   char hash[17];
   snprintf(hash, sizeof hash, "%016" PRIx64, tsr_case_restart_hash(c));
@@ -146,6 +157,43 @@ static double *read_set(hid_t f, const char *name, size_t want, int *rows, int *
 }
 
 /* One file into st, or an error saying why it cannot continue this case. */
+/* The checkpoint's decomposition against the run's: the message when they differ. */
+static tsr_err check_decomposition(hid_t f, const char *path, const tsr_pinn_state *st) {
+  int64_t nr = 1;
+  if (H5Aexists(f, "ranks") > 0 && !read_ints(f, "ranks", &nr, 1))
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (its "
+                       "attribute ranks does not read)", path);
+  int want = st->nranks > 1 ? st->nranks : 1;
+  TSR_CHECK(nr == want, TSR_ERR_INPUT, "'%s' holds the networks of a PINN run on %lld rank%s "
+            "(one network per rank's box) and this run has %d; restart it on %lld rank%s with "
+            "the decomposition it was written with, or run without --restart", path,
+            (long long)nr, nr == 1 ? "" : "s", want, (long long)nr, nr == 1 ? "" : "s");
+  if (want == 1) return TSR_OK;
+  int64_t *boxes = malloc((size_t)want * 6 * sizeof *boxes);
+  TSR_CHECK(boxes, TSR_ERR_MEMORY, "out of memory");
+  int ok = read_ints(f, "boxes", boxes, want * 6), same = ok;
+  int bad = -1;
+  for (int r = 0; r < want && same; ++r)
+    if (memcmp(boxes + 6 * r, st->boxes + 6 * r, 6 * sizeof *boxes) != 0) same = 0, bad = r;
+  tsr_err err = TSR_OK;
+  if (!ok)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (its "
+                      "attribute boxes does not read)", path);
+  else if (!same)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' was written with another "
+                      "decomposition: rank %d's box was [%lld, %lld) x [%lld, %lld) x [%lld, "
+                      "%lld) and is [%lld, %lld) x [%lld, %lld) x [%lld, %lld) in this run; "
+                      "restart with the decomposition.partition (and ranks) it was written with",
+                      path, bad, (long long)boxes[6 * bad], (long long)boxes[6 * bad + 3],
+                      (long long)boxes[6 * bad + 1], (long long)boxes[6 * bad + 4],
+                      (long long)boxes[6 * bad + 2], (long long)boxes[6 * bad + 5],
+                      (long long)st->boxes[6 * bad], (long long)st->boxes[6 * bad + 3],
+                      (long long)st->boxes[6 * bad + 1], (long long)st->boxes[6 * bad + 4],
+                      (long long)st->boxes[6 * bad + 2], (long long)st->boxes[6 * bad + 5]);
+  free(boxes);
+  return err;
+}
+
 static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[4],
                          tsr_pinn_state *st) {
   hid_t f = -1;
@@ -171,10 +219,12 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
   else if (!read_ints(f, "iteration", &st->iteration, 1))
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (no "
                       "iteration)", path);
+  if (!err) err = check_decomposition(f, path, st);
+  size_t nwant = st->nparam * (size_t)(st->nranks > 1 ? st->nranks : 1);
   H5E_BEGIN_TRY {
-    if (!err && (!(st->theta = read_set(f, "pinn/theta", st->nparam, NULL, NULL)) ||
-                 !(st->m = read_set(f, "pinn/adam_m", st->nparam, NULL, NULL)) ||
-                 !(st->v = read_set(f, "pinn/adam_v", st->nparam, NULL, NULL)) ||
+    if (!err && (!(st->theta = read_set(f, "pinn/theta", nwant, NULL, NULL)) ||
+                 !(st->m = read_set(f, "pinn/adam_m", nwant, NULL, NULL)) ||
+                 !(st->v = read_set(f, "pinn/adam_v", nwant, NULL, NULL)) ||
                  !(st->hist = read_set(f, "pinn/history", 0, &st->hist_rows, &st->hist_cols))))
       err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (a "
                         "dataset is missing, of the wrong size or fails its checksum)", path);

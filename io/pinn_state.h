@@ -2,7 +2,11 @@
  * Adam's moments (float64 datasets /pinn/theta, /pinn/adam_m, /pinn/adam_v: a float32 run's
  * values widen exactly), the training history so far (/pinn/history, rows x columns), and root
  * attributes iteration, method ("pinn"), network (width, depth, activation, precision as
- * int64 [width, depth, act, single]), case_text, case_hash, tessera_version. Chunked with
+ * int64 [width, depth, act, single]), case_text, case_hash, tessera_version. A run on several
+ * ranks (one network per rank's box) writes theta, adam_m and adam_v as nranks x nparam
+ * (row r: rank r's network) and the decomposition as attributes ranks (int64) and boxes
+ * (int64, nranks x 6: each rank's box of cells, lo x y z then hi x y z); a checkpoint without
+ * them is of one rank. Chunked with
  * Fletcher32 checksums, written to a temporary name and renamed; DIR/latest names the newest
  * and the newest output.keep are kept (io/checkpoint.h's rules). The learning-rate schedule
  * and the random points are functions of the iteration, so it is the whole state beside the
@@ -22,6 +26,8 @@ typedef struct {
   int hist_rows, hist_cols;
   double *hist;           /* hist_rows x hist_cols, row-major */
   int64_t net[4];         /* width, depth, activation, single */
+  int nranks;             /* subdomains (>= 1): theta, m, v hold nranks x nparam, rank-major */
+  const int64_t *boxes;   /* borrowed: nranks x 6, each rank's box (NULL with one rank) */
 } tsr_pinn_state;
 
 /* Writes st as the checkpoint of st->iteration into dir (path: the file, written into path of
@@ -31,8 +37,10 @@ tsr_err tsr_pinn_state_write(const tsr_case *c, const char *dir, const tsr_pinn_
 
 /* Reads the checkpoint spec names ("latest": what dir/latest names, else the newest that
  * reads; or a file) into *st (arrays new: tsr_pinn_state_free). The case must be the one it
- * was written for (its hash) and the network the same. Errors: TSR_ERR_INPUT (no checkpoint,
- * a damaged one, another case or network: the message says which and what to do). */
+ * was written for (its hash), the network the same, and the decomposition st->nranks and
+ * st->boxes (one subdomain per rank: a restart on another rank count or partition is refused).
+ * Errors: TSR_ERR_INPUT (no checkpoint, a damaged one, another case, network or decomposition:
+ * the message says which and what to do). */
 tsr_err tsr_pinn_state_read(const tsr_case *c, const char *spec, const char *dir,
                             tsr_pinn_state *st, char *path, size_t n);
 

@@ -1,19 +1,13 @@
 #include "kernels/pinn.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 #include "kernels/pinn_point.h"
 
 void tsr_pinn_loss_host(const tsr_pinn_loss_desc *d, const void *U, const double *T,
-                        double *loss, void *dU) {
-  double *lp = malloc((size_t)(d->npts > 0 ? d->npts : 1) * sizeof *lp);
-  if (!lp) { /* the trainer sizes everything up front; a failure here is reported as NaN */
-    for (int k = 0; k < d->nterm; ++k) loss[k] = NAN;
-    return;
-  }
+                        const double *N, const int *F, double *lp, double *loss, void *dU) {
 #pragma omp parallel for schedule(static) if (d->npts > 4096)
-  for (int p = 0; p < d->npts; ++p) lp[p] = tsr_pinn_point(d, p, U, T, dU);
+  for (int p = 0; p < d->npts; ++p) lp[p] = tsr_pinn_point(d, p, U, T, N, F, dU);
   /* each term in point order: the same bits for any thread count */
   for (int k = 0; k < d->nterm; ++k) {
     const tsr_loss_term *t = &d->term[k];
@@ -21,7 +15,13 @@ void tsr_pinn_loss_host(const tsr_pinn_loss_desc *d, const void *U, const double
     for (int i = 0; i < t->count; ++i) s += lp[t->start + i];
     loss[k] = s;
   }
-  free(lp);
+}
+
+void tsr_pinn_iface_values_host(const tsr_pinn_loss_desc *d, const void *U, const double *T,
+                                const int *F, double *out) {
+  const size_t nv = (size_t)TSR_PINN_IFACE_NV * (size_t)d->ncomp;
+#pragma omp parallel for schedule(static) if (d->npts > 4096)
+  for (int p = 0; p < d->npts; ++p) tsr_pinn_iface_point(d, p, U, T, F, out + (size_t)p * nv);
 }
 
 /* The step's scalars, computed once in double by both backends' formulas. */

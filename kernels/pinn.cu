@@ -10,10 +10,16 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kReduce = 1024;
 
-__global__ void loss_points(tsr_pinn_loss_desc d, const void *U, const double *T, double *lp,
-                            void *dU) {
+__global__ void loss_points(tsr_pinn_loss_desc d, const void *U, const double *T,
+                            const double *N, const int *F, double *lp, void *dU) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < d.npts) lp[p] = tsr_pinn_point(&d, p, U, T, dU);
+  if (p < d.npts) lp[p] = tsr_pinn_point(&d, p, U, T, N, F, dU);
+}
+
+__global__ void iface_points(tsr_pinn_loss_desc d, const void *U, const double *T, const int *F,
+                             double *out) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < d.npts) tsr_pinn_iface_point(&d, p, U, T, F, out + (size_t)p * TSR_PINN_IFACE_NV * d.ncomp);
 }
 
 /* One block per term: a fixed stride per thread, then a fixed tree: the same bits every time. */
@@ -57,12 +63,24 @@ __global__ void step_count(int64_t *it) { *it = *it + 1; }
 
 } // namespace
 
-extern "C" tsr_err tsr_pinn_loss_cuda(const tsr_pinn_loss_desc *d, const void *U, const double *T,
-                                      double *lp, double *loss, void *dU, const int64_t *it_dev,
-                                      double *hist, int hist_cap, void *stream) {
+extern "C" tsr_err tsr_pinn_iface_values_cuda(const tsr_pinn_loss_desc *d, const void *U,
+                                              const double *T, const int *F, double *out,
+                                              void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   if (d->npts > 0) {
-    loss_points<<<(d->npts + kThreads - 1) / kThreads, kThreads, 0, s>>>(*d, U, T, lp, dU);
+    iface_points<<<(d->npts + kThreads - 1) / kThreads, kThreads, 0, s>>>(*d, U, T, F, out);
+    TSR_CUDA_LAUNCHED("iface_points");
+  }
+  return TSR_OK;
+}
+
+extern "C" tsr_err tsr_pinn_loss_cuda(const tsr_pinn_loss_desc *d, const void *U, const double *T,
+                                      const double *N, const int *F, double *lp, double *loss,
+                                      void *dU, const int64_t *it_dev, double *hist, int hist_cap,
+                                      void *stream) {
+  cudaStream_t s = (cudaStream_t)stream;
+  if (d->npts > 0) {
+    loss_points<<<(d->npts + kThreads - 1) / kThreads, kThreads, 0, s>>>(*d, U, T, N, F, lp, dU);
     TSR_CUDA_LAUNCHED("loss_points");
   }
   if (d->nterm > 0) {

@@ -11,6 +11,14 @@
  *   periodic   r = u(p) - u(p'), r' = du/dx_axis(p) - du/dx_axis(p')  (p' = p + count: the
  *              term's points are `count` points on the lo face then their images on the hi face)
  *   initial    r = u - u0
+ *   interface  a point on a face this subdomain shares with a neighbour (solver/pinn/iface.h),
+ *              its outward normal +-e_axis (F: 2 axis + side), the neighbour's value u', outward
+ *              flux f' = n'.grad u' and PDE residual r' at the same point held in N (constants:
+ *              each subdomain differentiates only its own network, the XPINN/cPINN convention):
+ *                wi[0] (u - (u + u')/2)^2      solution continuity to the average (XPINN)
+ *              + wi[1] (f + f')^2              flux continuity, f = n.grad u (cPINN)
+ *              + wi[2] (r - r')^2              residual continuity (XPINN)
+ *              summed over components, r as in pde (u_t - F - s, s the target)
  * Residuals and sums are computed in double whatever the network's precision; each term's sum
  * runs in a fixed order, so a backend gives the same bits every time. */
 #ifndef TSR_PINN_KERNELS_H
@@ -31,12 +39,14 @@ typedef enum {
   TSR_LOSS_DIRICHLET,
   TSR_LOSS_NEUMANN,
   TSR_LOSS_PERIODIC,
-  TSR_LOSS_INITIAL
+  TSR_LOSS_INITIAL,
+  TSR_LOSS_INTERFACE
 } tsr_loss_kind;
 
 typedef struct {
   int kind;          /* tsr_loss_kind */
-  int start, count;  /* its points in the batch: [start, start + count) (periodic: 2 count) */
+  int start, count;  /* its points in the batch: [start, start + count) (periodic: 2 count);
+                        interface: the desc's [if_start, if_start + if_count) */
   int axis, side;    /* neumann, periodic: the face's axis; neumann: side 0 lo, 1 hi */
   double weight;     /* the case's weight of the term's group */
 } tsr_loss_term;
@@ -55,7 +65,13 @@ typedef struct {
   tsr_cell_coef coef; /* the model's p and q (strides and h unused) */
   int nterm;
   tsr_loss_term term[TSR_PINN_MAX_TERMS];
+  int if_start, if_count; /* the interface points (at most one interface term, over them) */
+  double wi[3];           /* interface weights: value (XPINN), flux (cPINN), residual (XPINN) */
 } tsr_pinn_loss_desc;
+
+/* Values per interface point and component exchanged with the neighbour: value, outward flux,
+ * residual. N[(p - if_start) * 3 * ncomp + k * ncomp + c] holds quantity k of component c. */
+#define TSR_PINN_IFACE_NV 3
 
 /* Adam with the learning rate lr * decay^(t / decay_every) at step t (from 1), PyTorch's
  * defaults beta1 0.9, beta2 0.999, eps 1e-8, bias-corrected. */
@@ -69,11 +85,18 @@ typedef struct {
 /* ---- host (kernels/pinn.c) ---- */
 
 /* Residuals of every term from U (layout of kernels/net.h) and the targets T (ncomp x npts,
- * double, T[c + ncomp * p]: s, g or u0 by term): writes loss[k] for each term k (weighted
- * mean) and dU (all channels; zero where no term reads). OpenMP over points, term sums in
- * point order. */
+ * double, T[c + ncomp * p]: s, g or u0 by term; s at interface points), the neighbours' values
+ * N and the interface points' faces F (both NULL without interface points): writes loss[k] for
+ * each term k (weighted mean) and dU (all channels; zero where no term reads). lp: scratch of
+ * npts doubles (the caller's, allocated once). OpenMP over points, term sums in point order. */
 void tsr_pinn_loss_host(const tsr_pinn_loss_desc *d, const void *U, const double *T,
-                        double *loss, void *dU);
+                        const double *N, const int *F, double *lp, double *loss, void *dU);
+
+/* What a subdomain sends its neighbours: at each of d->npts interface points (U and T of those
+ * points alone, F their faces) the value, the outward flux and the residual, into
+ * out[p * 3 * ncomp + k * ncomp + c] (doubles). OpenMP over points. */
+void tsr_pinn_iface_values_host(const tsr_pinn_loss_desc *d, const void *U, const double *T,
+                                const int *F, double *out);
 
 /* One Adam step t (>= 1) on host arrays. */
 void tsr_pinn_adam_host(const tsr_pinn_adam *a, int64_t t, void *theta, const void *grad,
@@ -82,13 +105,17 @@ void tsr_pinn_adam_host(const tsr_pinn_adam *a, int64_t t, void *theta, const vo
 #ifdef TSR_HAVE_CUDA
 /* ---- CUDA (kernels/pinn.cu), asynchronous on stream, no allocation: graph-capturable ---- */
 
-/* As tsr_pinn_loss_host with device arrays; lp is device scratch of npts doubles. loss is a
+/* As tsr_pinn_loss_host with device arrays (N, F too); lp is device scratch of npts doubles. loss is a
  * device array of nterm doubles; when hist is not NULL the losses are also copied to
  * hist[(*it_dev % hist_cap) * nterm + k] (the iteration from device memory, so one captured
  * graph serves every iteration). Errors: TSR_ERR_CUDA. */
 tsr_err tsr_pinn_loss_cuda(const tsr_pinn_loss_desc *d, const void *U, const double *T,
-                           double *lp, double *loss, void *dU, const int64_t *it_dev,
-                           double *hist, int hist_cap, void *stream);
+                           const double *N, const int *F, double *lp, double *loss, void *dU,
+                           const int64_t *it_dev, double *hist, int hist_cap, void *stream);
+
+/* As tsr_pinn_iface_values_host with device arrays. Errors: TSR_ERR_CUDA. */
+tsr_err tsr_pinn_iface_values_cuda(const tsr_pinn_loss_desc *d, const void *U, const double *T,
+                                   const int *F, double *out, void *stream);
 
 /* One Adam step: t = *it_dev + 1 read on the device, which then stores t into *it_dev.
  * Errors: TSR_ERR_CUDA. */

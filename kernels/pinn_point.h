@@ -31,10 +31,77 @@ TSR_HD static inline int tsr_pinn_term_of(const tsr_pinn_loss_desc *d, int p) {
   return -1;
 }
 
+/* The PDE's residual at point p, r_c = du/dt - F_c(u, grad u, lap u) - s_c (du/dt left out of a
+ * steady model; s = T), and the model's partials J. */
+TSR_HD static inline void tsr_pinn_residual(const tsr_pinn_loss_desc *d, const void *U,
+                                            const double *T, int p, double *r,
+                                            tsr_point_jac *J) {
+  const int nc = d->ncomp;
+  tsr_point pt;
+  double F[TSR_MAX_COMP] = {0};
+  for (int c = 0; c < nc; ++c) {
+    pt.u[c] = tsr_pinn_ld(d, U, c, 0, p);
+    pt.lap[c] = 0.0;
+    for (int a = 0; a < 3; ++a) pt.g[c][a] = 0.0;
+    for (int a = 0; a < d->nspace; ++a) {
+      pt.g[c][a] = tsr_pinn_ld(d, U, c, 1 + a, p);
+      pt.lap[c] = pt.lap[c] + tsr_pinn_ld(d, U, c, 1 + d->nd1 + a, p);
+    }
+  }
+  tsr_model_point(d->model, &pt, &d->coef, F, J);
+  for (int c = 0; c < nc; ++c) {
+    double ut = d->timed ? tsr_pinn_ld(d, U, c, 1 + d->nspace, p) : 0.0;
+    r[c] = ut - F[c] - T[c + nc * p];
+  }
+}
+
+/* dL/dU at point p's channels from dL/dr_c = dr[c] of the residual (r_c = u_t - F_c - s), plus
+ * extra dL/du (du0) and dL/d(du/dx_axis) (dg0), all stored (nothing accumulates in dU). */
+TSR_HD static inline void tsr_pinn_residual_adjoint(const tsr_pinn_loss_desc *d, void *dU, int p,
+                                                    const double *dr, const tsr_point_jac *J,
+                                                    const double *du0, int axis,
+                                                    const double *dg0) {
+  const int nc = d->ncomp;
+  for (int c = 0; c < nc; ++c)
+    if (d->timed) tsr_pinn_st(d, dU, c, 1 + d->nspace, p, dr[c]);
+  /* dL/d(input e) = -sum_c dr_c dF_c/d(input e) */
+  for (int e = 0; e < nc; ++e) {
+    double du = du0 ? du0[e] : 0.0, dl = 0.0;
+    for (int c = 0; c < nc; ++c) {
+      du = du - dr[c] * J->du[c][e];
+      dl = dl - dr[c] * J->dlap[c][e];
+    }
+    tsr_pinn_st(d, dU, e, 0, p, du);
+    for (int a = 0; a < d->nspace; ++a) {
+      double dg = dg0 && a == axis ? dg0[e] : 0.0;
+      for (int c = 0; c < nc; ++c) dg = dg - dr[c] * J->dg[c][e][a];
+      tsr_pinn_st(d, dU, e, 1 + a, p, dg);
+      tsr_pinn_st(d, dU, e, 1 + d->nd1 + a, p, dl);
+    }
+  }
+}
+
+/* What interface point p sends its neighbour (kernels/pinn.h): value, outward flux (F[p] = 2
+ * axis + side) and residual of each component into out[k * ncomp + c]. */
+TSR_HD static inline void tsr_pinn_iface_point(const tsr_pinn_loss_desc *d, int p, const void *U,
+                                               const double *T, const int *F, double *out) {
+  const int nc = d->ncomp, axis = F[p] / 2;
+  const double sign = F[p] % 2 ? 1.0 : -1.0;
+  double r[TSR_MAX_COMP];
+  tsr_point_jac J;
+  tsr_pinn_residual(d, U, T, p, r, &J);
+  for (int c = 0; c < nc; ++c) {
+    out[c] = tsr_pinn_ld(d, U, c, 0, p);
+    out[nc + c] = sign * tsr_pinn_ld(d, U, c, 1 + axis, p);
+    out[2 * nc + c] = r[c];
+  }
+}
+
 /* Point p's weighted squared residual (0 for a periodic image: its pair counts once, at the lo
  * point) and dL/dU at its channels, all written (zeros where nothing depends). */
 TSR_HD static inline double tsr_pinn_point(const tsr_pinn_loss_desc *d, int p, const void *U,
-                                           const double *T, void *dU) {
+                                           const double *T, const double *N, const int *F,
+                                           void *dU) {
   const int K = 1 + d->nd1 + d->nspace, nc = d->ncomp;
   int k = tsr_pinn_term_of(d, p);
   const tsr_loss_term *t = k < 0 ? NULL : &d->term[k];
@@ -51,42 +118,34 @@ TSR_HD static inline double tsr_pinn_point(const tsr_pinn_loss_desc *d, int p, c
   double sum = 0.0;
   switch (t->kind) {
   case TSR_LOSS_PDE: {
-    tsr_point pt;
-    double F[TSR_MAX_COMP] = {0};
+    double r[TSR_MAX_COMP], dr[TSR_MAX_COMP];
     tsr_point_jac J;
+    tsr_pinn_residual(d, U, T, p, r, &J);
     for (int c = 0; c < nc; ++c) {
-      pt.u[c] = tsr_pinn_ld(d, U, c, 0, p);
-      pt.lap[c] = 0.0;
-      for (int a = 0; a < 3; ++a) pt.g[c][a] = 0.0;
-      for (int a = 0; a < d->nspace; ++a) {
-        pt.g[c][a] = tsr_pinn_ld(d, U, c, 1 + a, p);
-        pt.lap[c] = pt.lap[c] + tsr_pinn_ld(d, U, c, 1 + d->nd1 + a, p);
-      }
+      sum = sum + r[c] * r[c];
+      dr[c] = 2.0 * w * r[c];
     }
-    tsr_model_point(d->model, &pt, &d->coef, F, &J);
-    double dr[TSR_MAX_COMP];
+    tsr_pinn_residual_adjoint(d, dU, p, dr, &J, NULL, 0, NULL);
+    break;
+  }
+  case TSR_LOSS_INTERFACE: {
+    /* value, flux and residual continuity against the neighbour's (constants) */
+    const int q = p - d->if_start, axis = F[q] / 2;
+    const double sign = F[q] % 2 ? 1.0 : -1.0;
+    const double *nb = N + (size_t)q * TSR_PINN_IFACE_NV * nc;
+    double r[TSR_MAX_COMP], dr[TSR_MAX_COMP], du[TSR_MAX_COMP], dg[TSR_MAX_COMP];
+    tsr_point_jac J;
+    tsr_pinn_residual(d, U, T, p, r, &J);
     for (int c = 0; c < nc; ++c) {
-      double ut = d->timed ? tsr_pinn_ld(d, U, c, 1 + d->nspace, p) : 0.0;
-      double r = ut - F[c] - T[c + nc * p];
-      sum = sum + r * r;
-      dr[c] = 2.0 * w * r;
-      if (d->timed) tsr_pinn_st(d, dU, c, 1 + d->nspace, p, dr[c]);
+      double u = tsr_pinn_ld(d, U, c, 0, p), f = sign * tsr_pinn_ld(d, U, c, 1 + axis, p);
+      double ev = u - 0.5 * (u + nb[c]), ef = f + nb[nc + c], er = r[c] - nb[2 * nc + c];
+      sum = sum + d->wi[0] * ev * ev + d->wi[1] * ef * ef + d->wi[2] * er * er;
+      /* d/du (u - (u + u')/2)^2 = u - (u + u')/2: the average's own half counts */
+      du[c] = w * d->wi[0] * ev;
+      dg[c] = 2.0 * w * d->wi[1] * ef * sign;
+      dr[c] = 2.0 * w * d->wi[2] * er;
     }
-    /* r_c = u_t - F_c - s: dL/d(input e) = -sum_c dr_c dF_c/d(input e) */
-    for (int e = 0; e < nc; ++e) {
-      double du = 0.0, dl = 0.0;
-      for (int c = 0; c < nc; ++c) {
-        du = du - dr[c] * J.du[c][e];
-        dl = dl - dr[c] * J.dlap[c][e];
-      }
-      tsr_pinn_st(d, dU, e, 0, p, du);
-      for (int a = 0; a < d->nspace; ++a) {
-        double dg = 0.0;
-        for (int c = 0; c < nc; ++c) dg = dg - dr[c] * J.dg[c][e][a];
-        tsr_pinn_st(d, dU, e, 1 + a, p, dg);
-        tsr_pinn_st(d, dU, e, 1 + d->nd1 + a, p, dl);
-      }
-    }
+    tsr_pinn_residual_adjoint(d, dU, p, dr, &J, du, axis, dg);
     break;
   }
   case TSR_LOSS_DIRICHLET:

@@ -1,4 +1,5 @@
 /* The engine's host backend and the dispatch to the CUDA one. */
+#include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,39 @@ void tsr_pinn_from_prec(int single, const void *src, size_t n, double *dst) {
     memcpy(dst, src, n * sizeof(double));
 }
 
+void tsr_pinn_engine_opts_of(const tsr_case *c, const tsr_pinn_sub *sub, const tsr_pinn_batch *b,
+                             int device, tsr_pinn_engine_opts *o) {
+  memset(o, 0, sizeof *o);
+  int nin;
+  tsr_pinn_shape(c, sub, &nin, o->in_scale, o->in_shift);
+  o->shape = (tsr_net_shape){.nin = nin, .nout = c->ncomp, .width = c->pinn.width,
+                             .depth = c->pinn.depth,
+                             .act = c->pinn.act == TSR_PINN_SIN ? TSR_NET_SIN : TSR_NET_TANH,
+                             .nd1 = nin, .nd2 = c->dim};
+  o->single = c->precision == TSR_PRECISION_SINGLE;
+  o->device = device;
+  tsr_pinn_loss_desc *d = &o->loss;
+  d->model = c->model;
+  d->ncomp = c->ncomp;
+  d->nspace = c->dim;
+  d->timed = b->timed;
+  d->nd1 = nin;
+  d->npts = b->npts;
+  d->coef.dim = c->dim;
+  for (int i = 0; i < tsr_models[c->model].nparam; ++i) d->coef.p[i] = c->param_value[i];
+  tsr_model_coef_derived(c->model, d->coef.p, d->coef.q);
+  d->nterm = b->nterm;
+  memcpy(d->term, b->term, sizeof d->term);
+  d->if_start = b->if_start;
+  d->if_count = b->if_count;
+  for (int k = 0; k < 3; ++k) d->wi[k] = c->pinn.w_iface[k];
+  o->adam = (tsr_pinn_adam){.lr = c->pinn.lr, .decay = c->pinn.decay,
+                            .decay_every = (double)c->pinn.decay_every, .beta1 = 0.9,
+                            .beta2 = 0.999, .eps = 1e-8};
+  o->hist_cap = (int)(c->pinn.log_every < 4096 ? c->pinn.log_every : 4096);
+  o->graphs = c->gpu.graphs != TSR_GRAPHS_OFF;
+}
+
 static tsr_net_opts net_opts(const tsr_pinn_engine_opts *o, int derivs, int npts) {
   tsr_net_opts n = {.shape = o->shape, .single = o->single, .device = o->device,
                     .npts = npts};
@@ -35,8 +69,14 @@ size_t tsr_pinn_engine_bytes(const tsr_pinn_engine_opts *o) {
   size_t batch = n * ((size_t)o->shape.nin * es + 2 * K * (size_t)o->shape.nout * es +
                       (size_t)o->shape.nout * 8 + 8);
   size_t ev = (size_t)o->eval_cap * (size_t)(o->shape.nin + o->shape.nout) * es;
+  size_t ni = (size_t)o->loss.if_count, xb = 0;
+  if (ni) {
+    tsr_net_opts x = net_opts(o, 1, (int)ni);
+    xb = tsr_net_workspace_bytes(&x) +
+         ni * (K * (size_t)o->shape.nout * es + 2 * TSR_PINN_IFACE_NV * (size_t)o->shape.nout * 8 + 4);
+  }
   return tsr_net_workspace_bytes(&a) + tsr_net_workspace_bytes(&b) + 4 * np * es + batch + ev +
-         (size_t)o->hist_cap * TSR_PINN_MAX_TERMS * 8;
+         xb + (size_t)o->hist_cap * TSR_PINN_MAX_TERMS * 8;
 }
 
 void tsr_pinn_engine_destroy(tsr_pinn_engine **pe) {
@@ -45,10 +85,12 @@ void tsr_pinn_engine_destroy(tsr_pinn_engine **pe) {
   /* the networks first: they wait for their work on the engine's stream */
   tsr_net_destroy(&e->net);
   tsr_net_destroy(&e->eval);
+  tsr_net_destroy(&e->xnet);
 #ifdef TSR_HAVE_CUDA
   if (e->o.device) tsr_pinn_engine_cuda_destroy(e);
 #endif
-  void *arr[] = {e->theta, e->grad, e->m, e->v, e->X, e->U, e->dU, e->Xe, e->Ue, e->T};
+  void *arr[] = {e->theta, e->grad, e->m, e->v, e->X,  e->U,  e->dU, e->Xe,
+                 e->Ue,    e->T,    e->lp, e->Ui, e->Fh, e->Sh, e->Nh};
   for (size_t i = 0; i < sizeof arr / sizeof *arr; ++i) free(arr[i]);
   free(e);
   *pe = NULL;
@@ -61,7 +103,8 @@ static tsr_err host_alloc(tsr_pinn_engine *e) {
       {&e->theta, e->nparam * es}, {&e->grad, e->nparam * es}, {&e->m, e->nparam * es},
       {&e->v, e->nparam * es},     {&e->X, (size_t)e->nin * n * es}, {&e->U, KU * es},
       {&e->dU, KU * es},           {&e->Xe, (size_t)e->nin * ne * es},
-      {&e->Ue, (size_t)e->ncomp * ne * es}, {(void **)&e->T, (size_t)e->ncomp * n * 8}};
+      {&e->Ue, (size_t)e->ncomp * ne * es}, {(void **)&e->T, (size_t)e->ncomp * n * 8},
+      {(void **)&e->lp, n * 8}, {&e->Ui, (size_t)e->K * (size_t)e->ncomp * (size_t)e->nif * es}};
   for (size_t i = 0; i < sizeof a / sizeof *a; ++i) {
     *a[i].p = calloc(1, a[i].bytes ? a[i].bytes : 1);
     TSR_CHECK(*a[i].p, TSR_ERR_MEMORY,
@@ -84,18 +127,33 @@ tsr_err tsr_pinn_engine_create(const tsr_pinn_engine_opts *o, tsr_pinn_engine **
   e->o.adam.n = e->nparam;
   e->o.adam.single = o->single;
   e->o.loss.single = o->single;
+  e->nif = o->loss.if_count;
+  e->nv = TSR_PINN_IFACE_NV * e->ncomp;
+  e->xd = e->o.loss;
+  e->xd.npts = e->nif;
+  e->xd.nterm = 0;
   tsr_net_opts a = net_opts(o, 1, o->loss.npts), b = net_opts(o, 0, o->eval_cap);
-  tsr_err err = TSR_OK;
-  if (o->device) {
+  tsr_net_opts xo = net_opts(o, 1, e->nif);
+  size_t ni = (size_t)(e->nif ? e->nif : 1);
+  e->Fh = calloc(ni, sizeof *e->Fh);
+  e->Sh = calloc(ni * (size_t)e->nv, sizeof *e->Sh);
+  e->Nh = calloc(ni * (size_t)e->nv, sizeof *e->Nh);
+  tsr_err err = e->Fh && e->Sh && e->Nh
+                    ? TSR_OK
+                    : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                  "out of memory for %d interface points", e->nif);
+  if (err) {
+  } else if (o->device) {
 #ifdef TSR_HAVE_CUDA
     err = tsr_pinn_engine_cuda_create(e);
-    a.stream = b.stream = tsr_pinn_engine_cuda_stream(e);
+    a.stream = b.stream = xo.stream = tsr_pinn_engine_cuda_stream(e);
 #endif
   } else {
     err = host_alloc(e);
   }
   if (!err) err = tsr_net_create(&a, &e->net);
   if (!err) err = tsr_net_create(&b, &e->eval);
+  if (!err && e->nif) err = tsr_net_create(&xo, &e->xnet);
   if (err) {
     tsr_pinn_engine_destroy(&e);
     return err;
@@ -146,10 +204,82 @@ tsr_err tsr_pinn_engine_get_state(tsr_pinn_engine *e, double *theta, double *m, 
   return TSR_OK;
 }
 
-static tsr_err host_loss_grad(tsr_pinn_engine *e, double *loss) {
-  TSR_CALL(tsr_net_forward(e->net, e->theta, e->X, e->o.loss.npts, e->U));
-  tsr_pinn_loss_host(&e->o.loss, e->U, e->T, loss, e->dU);
+/* The interface points' values from the network (what is sent), and the exchange posted. */
+static tsr_err host_iface_begin(tsr_pinn_engine *e, int exchange) {
+  if (!e->nif) return TSR_OK;
+  const void *Xi = (const char *)e->X + (size_t)e->esize * (size_t)e->nin * (size_t)e->o.loss.if_start;
+  TSR_CALL(tsr_net_forward(e->xnet, e->theta, Xi, e->nif, e->Ui));
+  tsr_pinn_iface_values_host(&e->xd, e->Ui, e->T + (size_t)e->ncomp * e->o.loss.if_start, e->Fh,
+                             e->Sh);
+  if (exchange && e->xch) TSR_CALL(tsr_pinn_iface_begin(e->xch, e->Sh, e->Nh, NULL));
+  return TSR_OK;
+}
+
+static tsr_err host_iface_end(tsr_pinn_engine *e, int exchange) {
+  if (e->nif && exchange && e->xch) TSR_CALL(tsr_pinn_iface_end(e->xch, NULL));
+  return TSR_OK;
+}
+
+/* One evaluation of the loss and its gradient; with exchange, the interface exchange runs
+ * beside the batch's forward pass. */
+static tsr_err host_loss_grad(tsr_pinn_engine *e, double *loss, int exchange) {
+  if (exchange) TSR_CALL(host_iface_begin(e, exchange));
+  tsr_err err = tsr_net_forward(e->net, e->theta, e->X, e->o.loss.npts, e->U);
+  /* ended also after a failed forward pass: the neighbours' messages are matched */
+  tsr_err e2 = exchange ? host_iface_end(e, exchange) : TSR_OK;
+  TSR_CALL(err);
+  TSR_CALL(e2);
+  tsr_pinn_loss_host(&e->o.loss, e->U, e->T, e->Nh, e->Fh, e->lp, loss, e->dU);
   return tsr_net_backward(e->net, e->theta, e->dU, e->grad);
+}
+
+tsr_err tsr_pinn_engine_set_interface(tsr_pinn_engine *e, const int *F, tsr_pinn_iface *x) {
+  TSR_CHECK(!x || tsr_pinn_iface_device(x) == e->o.device, TSR_ERR_INPUT,
+            "the PINN engine is on the %s and its interface exchange moves %s arrays",
+            e->o.device ? "GPU" : "host", x && tsr_pinn_iface_device(x) ? "device" : "host");
+  if (e->nif && F) memcpy(e->Fh, F, (size_t)e->nif * sizeof *F);
+  e->xch = x;
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_set_interface(e);
+#endif
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_set_neighbours(tsr_pinn_engine *e, const double *N) {
+  memcpy(e->Nh, N, (size_t)e->nif * (size_t)e->nv * sizeof *N);
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_set_neighbours(e);
+#endif
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_exchange(tsr_pinn_engine *e, double *send, double *recv) {
+  size_t n = (size_t)e->nif * (size_t)e->nv;
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) TSR_CALL(tsr_pinn_engine_cuda_exchange(e));
+  else
+#endif
+  {
+    TSR_CALL(host_iface_begin(e, 1));
+    TSR_CALL(host_iface_end(e, 1));
+  }
+  if (send) memcpy(send, e->Sh, n * sizeof *send);
+  if (recv) memcpy(recv, e->Nh, n * sizeof *recv);
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_mismatch(tsr_pinn_engine *e, double *mismatch) {
+  *mismatch = 0.0;
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) TSR_CALL(tsr_pinn_engine_cuda_get_iface(e));
+#endif
+  int nc = e->ncomp;
+  for (int p = 0; p < e->nif; ++p)
+    for (int c = 0; c < nc; ++c) {
+      double d = fabs(e->Sh[(size_t)p * e->nv + c] - e->Nh[(size_t)p * e->nv + c]);
+      if (d > *mismatch || d != d) *mismatch = d;
+    }
+  return TSR_OK;
 }
 
 tsr_err tsr_pinn_engine_run(tsr_pinn_engine *e, int n, double *hist) {
@@ -159,7 +289,7 @@ tsr_err tsr_pinn_engine_run(tsr_pinn_engine *e, int n, double *hist) {
   if (e->o.device) return tsr_pinn_engine_cuda_run(e, n, hist);
 #endif
   for (int i = 0; i < n; ++i) {
-    TSR_CALL(host_loss_grad(e, hist + (size_t)i * e->o.loss.nterm));
+    TSR_CALL(host_loss_grad(e, hist + (size_t)i * e->o.loss.nterm, 1));
     tsr_pinn_adam_host(&e->o.adam, e->it + 1, e->theta, e->grad, e->m, e->v);
     ++e->it;
   }
@@ -170,7 +300,7 @@ tsr_err tsr_pinn_engine_loss_grad(tsr_pinn_engine *e, double *loss, double *grad
 #ifdef TSR_HAVE_CUDA
   if (e->o.device) return tsr_pinn_engine_cuda_loss_grad(e, loss, grad);
 #endif
-  TSR_CALL(host_loss_grad(e, loss));
+  TSR_CALL(host_loss_grad(e, loss, 0));
   tsr_pinn_from_prec(e->o.single, e->grad, e->nparam, grad);
   return TSR_OK;
 }
@@ -199,7 +329,7 @@ tsr_err tsr_pinn_engine_profile(tsr_pinn_engine *e, int n, double *phase) {
     double t0 = MPI_Wtime();
     err = tsr_net_forward(e->net, e->theta, e->X, e->o.loss.npts, e->U);
     double t1 = MPI_Wtime();
-    if (!err) tsr_pinn_loss_host(&e->o.loss, e->U, e->T, loss, e->dU);
+    if (!err) tsr_pinn_loss_host(&e->o.loss, e->U, e->T, e->Nh, e->Fh, e->lp, loss, e->dU);
     double t2 = MPI_Wtime();
     if (!err) err = tsr_net_backward(e->net, e->theta, e->dU, e->grad);
     double t3 = MPI_Wtime();

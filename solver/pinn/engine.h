@@ -8,11 +8,18 @@
 
 #include <stdint.h>
 
+#include "io/case.h"
 #include "kernels/net.h"
 #include "kernels/pinn.h"
+#include "solver/pinn/iface.h"
+#include "solver/pinn/points.h"
 
 typedef struct {
   tsr_net_shape shape;     /* nd1 = inputs, nd2 = space axes */
+  /* loss.if_count > 0: the batch's last points are interface points; each iteration the
+   * engine evaluates its network there (value, flux, residual), sends that to the neighbours
+   * through the exchange of tsr_pinn_engine_set_interface, overlapped with the forward pass over
+   * the batch, and the loss compares with what they send back */
   int single, device;
   double in_scale[4], in_shift[4];
   tsr_pinn_loss_desc loss; /* npts: the batch */
@@ -23,6 +30,12 @@ typedef struct {
 } tsr_pinn_engine_opts;
 
 typedef struct tsr_pinn_engine tsr_pinn_engine;
+
+/* The engine's options for the case on subdomain sub (NULL: the whole grid) with batch b (its
+ * terms, the network normalised over the subdomain's box): the one construction the trainer
+ * and the tests share. eval_cap is left 0 (the caller's), hist_cap from pinn.log_every. */
+void tsr_pinn_engine_opts_of(const tsr_case *c, const tsr_pinn_sub *sub, const tsr_pinn_batch *b,
+                             int device, tsr_pinn_engine_opts *o);
 
 /* Errors: TSR_ERR_INPUT (shape), TSR_ERR_MEMORY (the message names the bytes and what to
  * reduce), TSR_ERR_CUDA, TSR_ERR_UNSUPPORTED (device without CUDA). */
@@ -35,6 +48,29 @@ size_t tsr_pinn_engine_bytes(const tsr_pinn_engine_opts *o);
 /* The batch: X (nin x npts, host doubles) and the targets T (ncomp x npts). */
 tsr_err tsr_pinn_engine_set_batch(tsr_pinn_engine *e, const double *X, const double *T);
 
+/* The interface points' faces (loss.if_count ints: 2 axis + side; host) and the exchange
+ * with the neighbours (borrowed, NULL: none; its memory space must be the engine's: MPI for
+ * the host, NCCL for the device). Without an exchange the neighbours' values stay those of
+ * tsr_pinn_engine_set_neighbours (zeros at first). Errors: TSR_ERR_INPUT (memory spaces
+ * differ), TSR_ERR_CUDA. */
+tsr_err tsr_pinn_engine_set_interface(tsr_pinn_engine *e, const int *F, tsr_pinn_iface *x);
+
+/* The neighbours' values at the interface points (if_count x TSR_PINN_IFACE_NV x ncomp host
+ * doubles, kernels/pinn.h's layout): held fixed (tests: the gradient with the neighbours'
+ * values constant). Errors: TSR_ERR_CUDA. */
+tsr_err tsr_pinn_engine_set_neighbours(tsr_pinn_engine *e, const double *N);
+
+/* One exchange alone at the current parameters (collective with the neighbours): the values
+ * this subdomain sends (send) and those it received (recv), host doubles as above; either may
+ * be NULL. Without an exchange, recv gets the values held. Errors: the exchange's, the
+ * network's. */
+tsr_err tsr_pinn_engine_exchange(tsr_pinn_engine *e, double *send, double *recv);
+
+/* The interface mismatch of the last exchange: max over interface points and components of
+ * |u - u_nb| (this subdomain's value sent against the neighbour's received); 0 without
+ * interface points. */
+tsr_err tsr_pinn_engine_mismatch(tsr_pinn_engine *e, double *mismatch);
+
 /* Parameters and Adam's moments (nparam host doubles each; m, v NULL: zeros) and the
  * iterations done so far. */
 tsr_err tsr_pinn_engine_set_state(tsr_pinn_engine *e, const double *theta, const double *m,
@@ -43,8 +79,9 @@ tsr_err tsr_pinn_engine_set_state(tsr_pinn_engine *e, const double *theta, const
 tsr_err tsr_pinn_engine_set_theta(tsr_pinn_engine *e, const double *theta);
 tsr_err tsr_pinn_engine_get_state(tsr_pinn_engine *e, double *theta, double *m, double *v);
 
-/* n <= hist_cap iterations (forward, loss, backward, Adam); hist gets each iteration's term
- * losses (n x nterm, the loss before that iteration's update). */
+/* n <= hist_cap iterations (interface exchange begun, forward, exchange ended, loss, backward,
+ * Adam); hist gets each iteration's term losses (n x nterm, the loss before that iteration's
+ * update). With an exchange: collective with the neighbours, which must run as many. */
 tsr_err tsr_pinn_engine_run(tsr_pinn_engine *e, int n, double *hist);
 
 /* n iterations issued one phase at a time, each timed (device: CUDA events; host: the
@@ -56,7 +93,8 @@ tsr_err tsr_pinn_engine_profile(tsr_pinn_engine *e, int n, double *phase);
  * counting 2 per multiply-add: the share of the GEMMs' peak a run reaches. */
 double tsr_pinn_engine_gemm_flops(const tsr_pinn_engine *e);
 
-/* The loss terms and the gradient at the current parameters, without an update (tests). */
+/* The loss terms and the gradient at the current parameters, without an update and without an
+ * exchange (the neighbours' values held: L-BFGS on one rank, tests). */
 tsr_err tsr_pinn_engine_loss_grad(tsr_pinn_engine *e, double *loss, double *grad);
 
 /* The solution at npts <= eval_cap points X (nin x npts): u (ncomp x npts, host). */

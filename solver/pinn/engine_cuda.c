@@ -10,8 +10,10 @@
 
 typedef struct {
   cudaStream_t stream;
-  void *theta, *grad, *m, *v, *X, *U, *dU, *Xe, *Ue;
+  void *theta, *grad, *m, *v, *X, *U, *dU, *Xe, *Ue, *Ui;
   double *T, *lp, *loss, *hist;
+  double *S, *N;         /* interface values sent and received (nif x nv) */
+  int *F;                /* interface points' faces */
   int64_t *it;
   void *stage;           /* pinned host staging of the largest upload or download */
   size_t stage_bytes;
@@ -58,13 +60,18 @@ tsr_err tsr_pinn_engine_cuda_create(tsr_pinn_engine *e) {
       {&g->Ue, (size_t)e->ncomp * ne * es}, {(void **)&g->T, (size_t)e->ncomp * n * 8},
       {(void **)&g->lp, n * 8},    {(void **)&g->loss, TSR_PINN_MAX_TERMS * 8},
       {(void **)&g->hist, (size_t)e->o.hist_cap * TSR_PINN_MAX_TERMS * 8},
-      {(void **)&g->it, sizeof(int64_t)}};
+      {(void **)&g->it, sizeof(int64_t)},
+      {&g->Ui, (size_t)e->K * (size_t)e->ncomp * (size_t)e->nif * es},
+      {(void **)&g->S, (size_t)e->nif * (size_t)e->nv * 8},
+      {(void **)&g->N, (size_t)e->nif * (size_t)e->nv * 8},
+      {(void **)&g->F, (size_t)e->nif * sizeof(int)}};
   for (size_t i = 0; i < sizeof a / sizeof *a; ++i) TSR_CALL(dalloc(a[i].p, a[i].bytes));
   size_t big = (size_t)e->nin * (n > ne ? n : ne) * 8;
   if ((size_t)e->ncomp * n * 8 > big) big = (size_t)e->ncomp * n * 8;
   if (e->nparam * 8 > big) big = e->nparam * 8;
   if ((size_t)e->o.hist_cap * TSR_PINN_MAX_TERMS * 8 > big)
     big = (size_t)e->o.hist_cap * TSR_PINN_MAX_TERMS * 8;
+  if ((size_t)e->nif * (size_t)e->nv * 8 > big) big = (size_t)e->nif * (size_t)e->nv * 8;
   g->stage_bytes = big;
   TSR_CUDA(cudaMallocHost(&g->stage, big));
   return TSR_OK;
@@ -78,8 +85,8 @@ void tsr_pinn_engine_cuda_destroy(tsr_pinn_engine *e) {
   cuda_engine *g = e->dev;
   if (!g) return;
   if (g->graph) cudaGraphExecDestroy(g->graph);
-  void *arr[] = {g->theta, g->grad, g->m, g->v, g->X, g->U, g->dU, g->Xe, g->Ue,
-                 g->T, g->lp, g->loss, g->hist, g->it};
+  void *arr[] = {g->theta, g->grad, g->m,  g->v,    g->X,    g->U,  g->dU, g->Xe, g->Ue,
+                 g->T,     g->lp,   g->loss, g->hist, g->it, g->Ui, g->S,  g->N,  g->F};
   for (size_t i = 0; i < sizeof arr / sizeof *arr; ++i) cudaFree(arr[i]);
   if (g->stage) cudaFreeHost(g->stage);
   if (g->stream) cudaStreamDestroy(g->stream);
@@ -138,18 +145,76 @@ tsr_err tsr_pinn_engine_cuda_get_state(tsr_pinn_engine *e, double *theta, double
   return TSR_OK;
 }
 
-/* Forward, loss (its terms also into the history row of the device's iteration), backward. */
-static tsr_err issue_loss_grad(tsr_pinn_engine *e, int hist) {
+tsr_err tsr_pinn_engine_cuda_set_interface(tsr_pinn_engine *e) {
   cuda_engine *g = e->dev;
-  TSR_CALL(tsr_net_forward(e->net, g->theta, g->X, e->o.loss.npts, g->U));
-  TSR_CALL(tsr_pinn_loss_cuda(&e->o.loss, g->U, g->T, g->lp, g->loss, g->dU, g->it,
+  if (!e->nif) return TSR_OK;
+  memcpy(g->stage, e->Fh, (size_t)e->nif * sizeof(int));
+  TSR_CUDA(cudaMemcpyAsync(g->F, g->stage, (size_t)e->nif * sizeof(int), cudaMemcpyHostToDevice,
+                           g->stream));
+  TSR_CUDA(cudaStreamSynchronize(g->stream));
+  return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_cuda_set_neighbours(tsr_pinn_engine *e) {
+  cuda_engine *g = e->dev;
+  if (!e->nif) return TSR_OK;
+  return upload(e, e->Nh, (size_t)e->nif * (size_t)e->nv, 0, g->N);
+}
+
+/* The interface points' values from the network into S (what is sent) and the exchange
+ * posted after them: the NCCL group runs on the exchange's stream beside the batch's forward
+ * pass. */
+static tsr_err issue_iface_begin(tsr_pinn_engine *e) {
+  cuda_engine *g = e->dev;
+  if (!e->nif) return TSR_OK;
+  const void *Xi = (const char *)g->X + e->esize * (size_t)e->nin * (size_t)e->o.loss.if_start;
+  TSR_CALL(tsr_net_forward(e->xnet, g->theta, Xi, e->nif, g->Ui));
+  TSR_CALL(tsr_pinn_iface_values_cuda(&e->xd, g->Ui, g->T + (size_t)e->ncomp * e->o.loss.if_start,
+                                      g->F, g->S, g->stream));
+  if (e->xch) TSR_CALL(tsr_pinn_iface_begin(e->xch, g->S, g->N, g->stream));
+  return TSR_OK;
+}
+
+/* [exchange begun], forward, [exchange ended], loss (its terms also into the history row of
+ * the device's iteration), backward. */
+static tsr_err issue_loss_grad(tsr_pinn_engine *e, int hist, int exchange) {
+  cuda_engine *g = e->dev;
+  if (exchange) TSR_CALL(issue_iface_begin(e));
+  tsr_err err = tsr_net_forward(e->net, g->theta, g->X, e->o.loss.npts, g->U);
+  if (exchange && e->nif && e->xch) {
+    tsr_err e2 = tsr_pinn_iface_end(e->xch, g->stream);
+    if (!err) err = e2;
+  }
+  TSR_CALL(err);
+  TSR_CALL(tsr_pinn_loss_cuda(&e->o.loss, g->U, g->T, g->N, g->F, g->lp, g->loss, g->dU, g->it,
                               hist ? g->hist : NULL, e->o.hist_cap, g->stream));
   return tsr_net_backward(e->net, g->theta, g->dU, g->grad);
 }
 
+tsr_err tsr_pinn_engine_cuda_exchange(tsr_pinn_engine *e) {
+  cuda_engine *g = e->dev;
+  if (!e->nif) return TSR_OK;
+  TSR_CALL(issue_iface_begin(e));
+  if (e->xch) TSR_CALL(tsr_pinn_iface_end(e->xch, g->stream));
+  return tsr_pinn_engine_cuda_get_iface(e);
+}
+
+tsr_err tsr_pinn_engine_cuda_get_iface(tsr_pinn_engine *e) {
+  cuda_engine *g = e->dev;
+  size_t n = (size_t)e->nif * (size_t)e->nv * 8;
+  if (!n) return TSR_OK;
+  TSR_CUDA(cudaMemcpyAsync(g->stage, g->S, n, cudaMemcpyDeviceToHost, g->stream));
+  TSR_CUDA(cudaStreamSynchronize(g->stream));
+  memcpy(e->Sh, g->stage, n);
+  TSR_CUDA(cudaMemcpyAsync(g->stage, g->N, n, cudaMemcpyDeviceToHost, g->stream));
+  TSR_CUDA(cudaStreamSynchronize(g->stream));
+  memcpy(e->Nh, g->stage, n);
+  return TSR_OK;
+}
+
 static tsr_err issue_iteration(tsr_pinn_engine *e) {
   cuda_engine *g = e->dev;
-  TSR_CALL(issue_loss_grad(e, 1));
+  TSR_CALL(issue_loss_grad(e, 1, 1));
   return tsr_pinn_adam_cuda(&e->o.adam, g->it, g->theta, g->grad, g->m, g->v, g->stream);
 }
 
@@ -169,7 +234,8 @@ static tsr_err capture(tsr_pinn_engine *e) {
 
 tsr_err tsr_pinn_engine_cuda_run(tsr_pinn_engine *e, int n, double *hist) {
   cuda_engine *g = e->dev;
-  if (e->o.graphs && !g->graph && n > 0) TSR_CALL(capture(e));
+  /* with an exchange an iteration is issued call by call: its NCCL group is not captured */
+  if (e->o.graphs && !e->xch && !g->graph && n > 0) TSR_CALL(capture(e));
   for (int i = 0; i < n; ++i) {
     if (g->graph) TSR_CUDA(cudaGraphLaunch(g->graph, g->stream));
     else TSR_CALL(issue_iteration(e));
@@ -191,7 +257,7 @@ tsr_err tsr_pinn_engine_cuda_run(tsr_pinn_engine *e, int n, double *hist) {
 
 tsr_err tsr_pinn_engine_cuda_loss_grad(tsr_pinn_engine *e, double *loss, double *grad) {
   cuda_engine *g = e->dev;
-  TSR_CALL(issue_loss_grad(e, 0));
+  TSR_CALL(issue_loss_grad(e, 0, 0));
   TSR_CUDA(cudaMemcpyAsync(loss, g->loss, (size_t)e->o.loss.nterm * 8, cudaMemcpyDeviceToHost,
                            g->stream));
   return download(e, g->grad, e->nparam, grad);
@@ -215,8 +281,8 @@ tsr_err tsr_pinn_engine_cuda_profile(tsr_pinn_engine *e, int n, double *phase) {
     err = tsr_net_forward(e->net, g->theta, g->X, e->o.loss.npts, g->U);
     cudaEventRecord(ev[1], g->stream);
     if (!err)
-      err = tsr_pinn_loss_cuda(&e->o.loss, g->U, g->T, g->lp, g->loss, g->dU, g->it, NULL, 1,
-                               g->stream);
+      err = tsr_pinn_loss_cuda(&e->o.loss, g->U, g->T, g->N, g->F, g->lp, g->loss, g->dU, g->it,
+                               NULL, 1, g->stream);
     cudaEventRecord(ev[2], g->stream);
     if (!err) err = tsr_net_backward(e->net, g->theta, g->dU, g->grad);
     cudaEventRecord(ev[3], g->stream);

@@ -13,9 +13,18 @@ struct tsr_pinn_engine {
   tsr_net *net;           /* the batch's network, every derivative channel */
   tsr_net *eval;          /* the same parameters, value channel only, for eval_cap points */
   int64_t it;             /* iterations done */
+  /* interface points (o.loss.if_count of them): the network over them alone, with every
+   * derivative channel (what is sent is computed from it before the batch's forward pass) */
+  int nif, nv;            /* points; doubles exchanged per point */
+  tsr_net *xnet;
+  tsr_pinn_loss_desc xd;  /* the loss desc over the interface points alone */
+  tsr_pinn_iface *xch;    /* borrowed, or NULL */
+  int *Fh;                /* host copy of the faces */
+  double *Sh, *Nh;        /* host copies of the last values sent and received (device: filled
+                             on request) */
   /* host backend: arrays in the network's precision (T and the losses in double) */
-  void *theta, *grad, *m, *v, *X, *U, *dU, *Xe, *Ue;
-  double *T;
+  void *theta, *grad, *m, *v, *X, *U, *dU, *Xe, *Ue, *Ui;
+  double *T, *lp;         /* lp: the loss's per-point scratch, allocated once */
   void *dev;              /* the CUDA backend's (solver/pinn/engine_cuda.c) */
 };
 
@@ -41,6 +50,13 @@ tsr_err tsr_pinn_engine_cuda_run(struct tsr_pinn_engine *e, int n, double *hist)
 tsr_err tsr_pinn_engine_cuda_loss_grad(struct tsr_pinn_engine *e, double *loss, double *grad);
 tsr_err tsr_pinn_engine_cuda_eval(struct tsr_pinn_engine *e, const double *X, int npts,
                                   double *u);
+/* Faces and neighbours' values into the device arrays. */
+tsr_err tsr_pinn_engine_cuda_set_interface(struct tsr_pinn_engine *e);
+tsr_err tsr_pinn_engine_cuda_set_neighbours(struct tsr_pinn_engine *e);
+/* One exchange alone; the values sent and received into e->Sh, e->Nh. */
+tsr_err tsr_pinn_engine_cuda_exchange(struct tsr_pinn_engine *e);
+/* The last values sent and received into e->Sh, e->Nh. */
+tsr_err tsr_pinn_engine_cuda_get_iface(struct tsr_pinn_engine *e);
 #endif
 
 #endif

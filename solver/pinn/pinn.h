@@ -1,7 +1,9 @@
 /* Method pinn (DESIGN.md, PINN method): trains a network on the case's PDE, boundary and
  * initial conditions, and writes what the explicit method writes (final.h5 + XDMF sampled on
  * the grid's cells, snapshots at output times, report.json, checkpoints) plus history.csv.
- * One rank in this version. The run driver (solver/run.c) calls it for method: pinn. */
+ * On several ranks one network per rank's box (the classical partitioners), joined by
+ * interface terms exchanged every iteration (solver/pinn/iface.h). The run driver
+ * (solver/run.c) calls it for method: pinn. */
 #ifndef TSR_PINN_H
 #define TSR_PINN_H
 
@@ -11,16 +13,19 @@
 #include "io/case.h"
 #include "solver/run.h"
 
-/* Trains the case (collective over comm, which must have one rank). res gets iterations
- * (steps), wall (seconds training), the final loss and the relative L2 error against exact:
- * see tsr_run_result. Errors: TSR_ERR_INPUT (several ranks, a network too large for the
- * memory, a loss that became NaN: the message names the iteration and the term), TSR_ERR_IO,
- * TSR_ERR_HDF5, TSR_ERR_MEMORY, TSR_ERR_CUDA. */
+/* Trains the case (collective over comm). res gets iterations (steps), wall (seconds
+ * training), the final loss (summed over the ranks' networks) and the relative L2 error
+ * against exact over the whole grid: see tsr_run_result. Errors, the same on every rank where
+ * they are found collectively: TSR_ERR_INPUT (a grid too small for the ranks, L-BFGS on
+ * several ranks, a checkpoint of another decomposition, a network too large for the memory, a
+ * loss that became NaN: the message names the iteration and the term), TSR_ERR_IO,
+ * TSR_ERR_HDF5, TSR_ERR_MEMORY, TSR_ERR_MPI, TSR_ERR_NCCL, TSR_ERR_CUDA. */
 tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
                      tsr_run_result *res);
 
-/* The plan of a PINN case for `tessera check`: network, parameters, points per term,
- * memory. Errors: TSR_ERR_INPUT (expressions), TSR_ERR_MEMORY. */
+/* The plan of a PINN case for `tessera check` on nranks ranks: network, parameters, points
+ * per term, each rank's box and points, memory. Errors: TSR_ERR_INPUT (a grid too small for
+ * the ranks, L-BFGS on several ranks), TSR_ERR_MEMORY. */
 tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out);
 
 #endif

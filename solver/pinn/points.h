@@ -10,12 +10,40 @@
 
 #include <stdint.h>
 
+#include "decomp/layout.h"
 #include "io/case.h"
 #include "kernels/pinn.h"
 
 enum { TSR_PINN_GROUP_PDE = 0, TSR_PINN_GROUP_BOUNDARY, TSR_PINN_GROUP_INITIAL,
-       TSR_PINN_NGROUP };
+       TSR_PINN_GROUP_INTERFACE, TSR_PINN_NGROUP };
 extern const char *const tsr_pinn_group_names[TSR_PINN_NGROUP];
+
+/* The subdomain a rank trains (DESIGN.md, PINN method): box `box` of the layout of every
+ * rank's boxes (decomp/layout.h, the classical method's partitioners). NULL wherever one is
+ * taken: one subdomain, the whole grid (the bits of a one-rank run). */
+typedef struct {
+  const tsr_layout *layout; /* borrowed */
+  int box;
+} tsr_pinn_sub;
+
+/* Where the subdomain's points are, per kind, and which neighbours share its faces. Points of
+ * a box: interior `cells` are the box's cells (x fastest) times the time levels; N random
+ * points become round(N * box cells / grid cells) (at least 1) uniform in the box; boundary
+ * points per face become round(N * face share) on the box's part of each physical face (a
+ * periodic axis the box spans whole keeps its pairs; a periodic face shared with another box
+ * is an interface); initial points round(N * box share). Interface points (issue 18): on each
+ * face piece shared with a neighbour box (the intersection of the two faces, a periodic image
+ * included), `cells`: the centres of the piece's face cells (times the time levels), or N
+ * random points per piece from the generator keyed by the pair of boxes, the axis and the
+ * lower box's side, so both sides make the same points (the normal coordinate is each side's
+ * own face: lo and hi across a periodic wrap). They are ordered by neighbour rank, then by
+ * piece (axis, the lower box's side), then point: each neighbour's points are one run. */
+typedef struct {
+  int npeer;
+  int *peer;        /* neighbour ranks, ascending */
+  int *start;       /* first interface point of each (index from if_start) */
+  int *count;       /* interface points shared with it */
+} tsr_pinn_peers;
 
 typedef struct {
   int nin, ncomp, nspace, timed;
@@ -25,7 +53,11 @@ typedef struct {
   int nterm;
   tsr_loss_term term[TSR_PINN_MAX_TERMS];
   int group[TSR_PINN_MAX_TERMS];     /* TSR_PINN_GROUP_* of each term */
-  char name[TSR_PINN_MAX_TERMS][16]; /* "pde", "xlo", "x periodic", "initial" */
+  char name[TSR_PINN_MAX_TERMS][16]; /* "pde", "xlo", "x periodic", "initial", "interface" */
+  int if_start, if_count; /* the interface points: the batch's last */
+  int *F;           /* if_count faces of the interface points: 2 axis + side (this box's) */
+  tsr_pinn_peers peers;
+  tsr_box box;      /* the subdomain's cells */
 } tsr_pinn_batch;
 
 /* Uniform double in [0, 1) from (seed, draw, stream, i). */
@@ -36,18 +68,37 @@ double tsr_pinn_uniform(uint64_t seed, uint64_t draw, uint64_t stream, uint64_t 
  * case's expressions (boundary values at each point's x and t, the source, the initial
  * condition). Errors: TSR_ERR_INPUT (an expression that does not compile: a message at its
  * position), TSR_ERR_MEMORY. */
-tsr_err tsr_pinn_batch_build(const tsr_case *c, uint64_t draw, tsr_pinn_batch *b);
+tsr_err tsr_pinn_batch_build(const tsr_case *c, const tsr_pinn_sub *sub, uint64_t draw,
+                             tsr_pinn_batch *b);
 
-/* The batch's size without building it (for memory checks and the plan). */
-int tsr_pinn_batch_size(const tsr_case *c, int *nterm);
+/* The batch's size without building it (for memory checks and the plan); *nif (may be NULL)
+ * its interface points. -1 beyond 2^31 points. */
+int tsr_pinn_batch_size(const tsr_case *c, const tsr_pinn_sub *sub, int *nterm, int *nif);
 
 void tsr_pinn_batch_free(tsr_pinn_batch *b);
 
-/* The cell centres of the grid at time t (x fastest), as network inputs (nin x cells). *X is
- * new (free). Errors: TSR_ERR_MEMORY. */
-tsr_err tsr_pinn_grid_points(const tsr_case *c, double t, double **X, int64_t *n);
+/* The cell centres of the subdomain's box at time t (x fastest), as network inputs
+ * (nin x cells). *X is new (free). Errors: TSR_ERR_MEMORY. */
+tsr_err tsr_pinn_grid_points(const tsr_case *c, const tsr_pinn_sub *sub, double t, double **X,
+                             int64_t *n);
 
-/* The case's network shape and input normalisation (to [-1, 1] over the box and [0, end]). */
-void tsr_pinn_shape(const tsr_case *c, int *nin, double in_scale[4], double in_shift[4]);
+/* The case's network shape and input normalisation (to [-1, 1] over the subdomain's box and
+ * [0, end]: each rank's network normalises over its own box). */
+void tsr_pinn_shape(const tsr_case *c, const tsr_pinn_sub *sub, int *nin, double in_scale[4],
+                    double in_shift[4]);
+
+/* The boxes of nranks ranks for the case: the classical method's partitioners
+ * (decomposition.partition, ranks, weights) over the grid, a 1-D grid as a 2-D one a cell
+ * high, at least one cell per box and axis. *layout new (tsr_layout_free). Errors:
+ * TSR_ERR_INPUT (the grid cannot give every rank a cell, weights of another rank count). */
+tsr_err tsr_pinn_partition(const tsr_case *c, int nranks, tsr_layout *layout);
+
+/* The subdomain's box (the whole grid without a layout) and its physical extent. */
+tsr_box tsr_pinn_sub_box(const tsr_case *c, const tsr_pinn_sub *sub, double plo[3],
+                         double phi[3]);
+
+/* The physical coordinate of face index i (0..cells) along axis a: lo and hi exactly at the
+ * ends, so neighbours and the whole grid agree bit for bit. */
+double tsr_pinn_face_coord(const tsr_case *c, int a, int i);
 
 #endif

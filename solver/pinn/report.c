@@ -9,6 +9,7 @@
 #include "io/output.h"
 #include "solver/pinn/pinn.h"
 #include "solver/pinn/train.h"
+#include "solver/run.h"
 #include "tsr_version.h"
 
 /* Closes fp, written at tmp, and renames it to path: the file is whole or absent. */
@@ -34,16 +35,21 @@ static tsr_grid_meta meta_of(const tsr_case *c, double t, int64_t it) {
   return m;
 }
 
-/* The network at the grid's cell centres at time t into a fields file. */
+/* The networks at the grid's cell centres at time t into a fields file: each rank samples its
+ * own network over its own box, and the ranks write their boxes through the output module.
+ * Collective. */
 static tsr_err sample(tsr_pinn_ctx *x, const char *path, double t, int64_t it) {
   const tsr_case *c = x->c;
-  double *X = NULL;
-  int64_t n;
-  TSR_CALL(tsr_pinn_grid_points(c, t, &X, &n));
+  double *X = NULL, *u = NULL, *f = NULL;
+  int64_t n = 0;
+  tsr_err err = tsr_pinn_grid_points(c, x->psub, t, &X, &n);
   int nc = c->ncomp, cap = x->eo.eval_cap;
-  double *u = malloc((size_t)n * nc * sizeof *u), *f = malloc((size_t)n * nc * sizeof *f);
-  tsr_err err = u && f ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
-                                              "out of memory sampling the network");
+  if (!err) {
+    u = malloc((size_t)(n ? n : 1) * nc * sizeof *u);
+    f = malloc((size_t)(n ? n : 1) * nc * sizeof *f);
+    if (!u || !f)
+      err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory sampling the network");
+  }
   for (int64_t p0 = 0; p0 < n && !err; p0 += cap) {
     int m = (int)(n - p0 < cap ? n - p0 : cap);
     err = tsr_pinn_engine_eval(x->eng, X + (size_t)x->batch.nin * p0, m, u + p0 * nc);
@@ -52,13 +58,14 @@ static tsr_err sample(tsr_pinn_ctx *x, const char *path, double t, int64_t it) {
   for (int64_t p = 0; p < n && !err; ++p)
     for (int k = 0; k < nc; ++k) f[k * n + p] = u[p * nc + k];
   const double *data[TSR_MAX_COMP];
-  for (int k = 0; k < nc; ++k) data[k] = f + k * n;
+  for (int k = 0; k < nc; ++k) data[k] = f ? f + k * n : NULL;
   tsr_grid_meta meta = meta_of(c, t, it);
-  tsr_box owned = tsr_box_make(meta.dim, meta.cells);
+  tsr_box owned = x->psub ? x->batch.box : tsr_box_make(meta.dim, meta.cells);
   tsr_output_opts oo = {.force_serial = 1};
+  err = tsr_run_agree(x->comm, err);
   if (!err)
-    err = tsr_output_write_fields(MPI_COMM_SELF, path, &meta, &owned, nc,
-                                  tsr_models[c->model].comp, data, &oo);
+    err = tsr_output_write_fields(x->comm, path, &meta, &owned, nc, tsr_models[c->model].comp,
+                                  data, &oo);
   free(X);
   free(u);
   free(f);
@@ -85,13 +92,14 @@ static tsr_err snapshots(tsr_pinn_ctx *x, int64_t it) {
     steps[k] = (tsr_xdmf_step){.h5_name = names[k], .time = t, .step = k,
                                .precision = c->precision == TSR_PRECISION_SINGLE ? 4 : 8};
   }
-  if (!err) {
+  if (!err && x->rank == 0) {
     char path[4200];
     snprintf(path, sizeof path, "%s/snapshots.xmf", x->out_dir);
     tsr_grid_meta meta = meta_of(c, 0.0, it);
     err = tsr_output_write_xdmf_series(path, &meta, total, steps, c->ncomp,
                                        tsr_models[c->model].comp);
   }
+  err = tsr_run_agree(x->comm, err);
   free(steps);
   free(names);
   return err;
@@ -127,7 +135,7 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
   tsr_json_string(j, "method", "pinn");
   tsr_json_string(j, "backend", x->device ? "cuda" : "host");
   tsr_json_string(j, "precision", x->eo.single ? "single" : "double");
-  tsr_json_int(j, "ranks", 1);
+  tsr_json_int(j, "ranks", x->size);
   tsr_json_object_begin(j, "network");
   tsr_json_int(j, "inputs", x->shape.nin);
   tsr_json_int(j, "outputs", x->shape.nout);
@@ -168,6 +176,48 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
   }
   tsr_json_number(j, "loss", res->loss);
   tsr_json_number(j, "rel_l2_error", res->rel_l2);
+  if (x->size > 1 && x->subs) {
+    static const char *const parts[] = {"rcb", "slabs", "grid"};
+    tsr_json_string(j, "partition", parts[c->decomp.partition]);
+    tsr_json_string(j, "interface_points", c->pinn.iface ? "random" : "cells");
+    tsr_json_object_begin(j, "interface_weights");
+    tsr_json_number(j, "value", c->pinn.w_iface[0]);
+    tsr_json_number(j, "flux", c->pinn.w_iface[1]);
+    tsr_json_number(j, "residual", c->pinn.w_iface[2]);
+    tsr_json_object_end(j);
+    double mm = 0.0;
+    for (int r = 0; r < x->size; ++r) mm = fmax(mm, x->subs[r].mismatch);
+    tsr_json_number(j, "interface_mismatch", mm);
+    /* each rank's network at the last iteration: its box, its terms, its mismatch */
+    tsr_json_array_begin(j, "subdomains");
+    for (int r = 0; r < x->size; ++r) {
+      const tsr_pinn_subdomain *q = &x->subs[r];
+      tsr_json_object_begin(j, NULL);
+      tsr_json_int(j, "rank", r);
+      tsr_json_array_begin(j, "box_lo");
+      for (int a = 0; a < c->dim; ++a) tsr_json_int(j, NULL, q->box[a]);
+      tsr_json_array_end(j);
+      tsr_json_array_begin(j, "box_hi");
+      for (int a = 0; a < c->dim; ++a) tsr_json_int(j, NULL, q->box[3 + a]);
+      tsr_json_array_end(j);
+      tsr_json_int(j, "points", q->npts);
+      double sum = 0.0;
+      for (int k = 0; k < q->nterm; ++k) sum += q->loss[k];
+      tsr_json_number(j, "loss", sum);
+      tsr_json_array_begin(j, "terms");
+      for (int k = 0; k < q->nterm; ++k) {
+        tsr_json_object_begin(j, NULL);
+        tsr_json_string(j, "name", q->name[k]);
+        tsr_json_int(j, "points", q->count[k]);
+        tsr_json_number(j, "loss", q->loss[k]);
+        tsr_json_object_end(j);
+      }
+      tsr_json_array_end(j);
+      tsr_json_number(j, "interface_mismatch", q->mismatch);
+      tsr_json_object_end(j);
+    }
+    tsr_json_array_end(j);
+  }
   tsr_json_array_begin(j, "history_columns");
   for (int k = 0; k < H_NCOL; ++k) tsr_json_string(j, NULL, tsr_pinn_hist_names[k]);
   tsr_json_array_end(j);
@@ -203,40 +253,62 @@ tsr_err tsr_pinn_write_outputs(tsr_pinn_ctx *x, const tsr_run_result *res) {
   char path[4200];
   snprintf(path, sizeof path, "%s/final.h5", x->out_dir);
   TSR_CALL(sample(x, path, end, res->steps));
-  snprintf(path, sizeof path, "%s/final.xmf", x->out_dir);
-  tsr_grid_meta meta = meta_of(c, end, res->steps);
-  TSR_CALL(tsr_output_write_xdmf(path, "final.h5", &meta, c->ncomp, tsr_models[c->model].comp));
+  tsr_err err = TSR_OK;
+  if (x->rank == 0) {
+    snprintf(path, sizeof path, "%s/final.xmf", x->out_dir);
+    tsr_grid_meta meta = meta_of(c, end, res->steps);
+    err = tsr_output_write_xdmf(path, "final.h5", &meta, c->ncomp, tsr_models[c->model].comp);
+  }
+  TSR_CALL(tsr_run_agree(x->comm, err));
   TSR_CALL(snapshots(x, res->steps));
-  TSR_CALL(tsr_pinn_write_history(x));
+  err = x->rank == 0 ? tsr_pinn_write_history(x) : TSR_OK;
   x->output_s = MPI_Wtime() - t0;
-  return write_report(x, res);
+  if (!err && x->rank == 0) err = write_report(x, res);
+  return tsr_run_agree(x->comm, err);
 }
 
 tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out) {
-  int nterm, nin;
+  tsr_layout L = {0};
+  tsr_pinn_sub sub = {.layout = &L, .box = 0};
+  const tsr_pinn_sub *ps = nranks > 1 ? &sub : NULL;
+  if (nranks > 1) TSR_CALL(tsr_pinn_partition(c, nranks, &L));
+  int nterm, nin, nif;
   double sc[4], sh[4];
-  tsr_pinn_shape(c, &nin, sc, sh);
-  int npts = tsr_pinn_batch_size(c, &nterm);
+  tsr_pinn_shape(c, ps, &nin, sc, sh);
+  int npts = tsr_pinn_batch_size(c, ps, &nterm, &nif);
   tsr_net_shape s = {.nin = nin, .nout = c->ncomp, .width = c->pinn.width,
                      .depth = c->pinn.depth, .nd1 = nin, .nd2 = c->dim};
   tsr_net_opts no = {.shape = s, .single = c->precision == TSR_PRECISION_SINGLE, .npts = npts};
   fprintf(out, "case %s: model %s, method pinn, %dD%s, %s precision\n", c->name,
           tsr_models[c->model].name, c->dim, tsr_models[c->model].steady ? " (steady)" : " + t",
           no.single ? "single" : "double");
-  fprintf(out, "network: %d inputs, %d hidden layers of %d (%s), %d output%s: %zu parameters\n",
+  fprintf(out, "network: %d inputs, %d hidden layers of %d (%s), %d output%s: %zu parameters%s\n",
           nin, s.depth, s.width, c->pinn.act == TSR_PINN_SIN ? "sin" : "tanh", s.nout,
-          s.nout == 1 ? "" : "s", tsr_net_nparam(&s));
-  fprintf(out, "points: %d in %d loss terms (interior %s), %d channels each\n", npts, nterm,
-          c->pinn.interior ? "random" : "the cell centres", tsr_net_channels(&s));
+          s.nout == 1 ? "" : "s", tsr_net_nparam(&s), nranks > 1 ? " per rank" : "");
+  fprintf(out, "points: %d in %d loss terms (interior %s), %d channels each%s\n", npts, nterm,
+          c->pinn.interior ? "random" : "the cell centres", tsr_net_channels(&s),
+          nranks > 1 ? " (rank 0)" : "");
+  for (int r = 0; nranks > 1 && r < nranks; ++r) {
+    sub.box = tsr_layout_box_of(&L, r);
+    const tsr_box *b = &L.boxes[sub.box];
+    int n = tsr_pinn_batch_size(c, &sub, NULL, &nif);
+    if (r < 16 || r == nranks - 1)
+      fprintf(out, "rank %d: cells [%d, %d) x [%d, %d) x [%d, %d), %d points, %d on interfaces\n",
+              r, b->lo[0], b->hi[0], b->lo[1], b->hi[1], b->lo[2], b->hi[2], n, nif);
+    else if (r == 16)
+      fprintf(out, "...\n");
+  }
   fprintf(out, "training: %ld Adam iterations, lr %g x %g^(it/%ld)", c->pinn.iterations,
           c->pinn.lr, c->pinn.decay, c->pinn.decay_every);
   if (c->pinn.lbfgs > 0)
     fprintf(out, ", then %ld L-BFGS iterations (history %d)", c->pinn.lbfgs,
             c->pinn.lbfgs_history);
   fputc('\n', out);
-  fprintf(out, "memory: %.1f MiB for the network's workspace\n",
-          (double)tsr_net_workspace_bytes(&no) / 1048576.0);
-  TSR_CHECK(nranks == 1, TSR_ERR_INPUT,
-            "%s: method pinn trains on one rank in this version; check with --ranks 1", c->path);
+  fprintf(out, "memory: %.1f MiB for the network's workspace%s\n",
+          (double)tsr_net_workspace_bytes(&no) / 1048576.0, nranks > 1 ? " (rank 0)" : "");
+  tsr_layout_free(&L);
+  TSR_CHECK(nranks == 1 || c->pinn.lbfgs == 0, TSR_ERR_INPUT,
+            "%s: pinn.lbfgs.iterations: L-BFGS of a PINN decomposed over ranks is not in this "
+            "version; set pinn.lbfgs.iterations: 0 or check with --ranks 1", c->path);
   return TSR_OK;
 }

@@ -1,5 +1,12 @@
-/* The PINN trainer: set-up (backend, points, network, restart), the loop of Adam iterations in
- * chunks between log points, checkpoints and resampling, and the stop on a non-finite loss. */
+/* The PINN trainer: set-up (decomposition, backend, points, network, interface exchange,
+ * restart), the loop of Adam iterations in chunks between log points, checkpoints and
+ * resampling, and the stop on a non-finite loss.
+ *
+ * On several ranks each rank trains the network of its own box (issue 18): the boxes are the
+ * classical method's partition, the interface exchange runs inside every iteration of the
+ * engine, and the ranks agree once per chunk (one MPI_Allgather of a few numbers per rank:
+ * losses, error sums, mismatch, a non-finite flag), so every rank leaves the loop, checkpoints
+ * and stops at the same iteration. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +21,12 @@
 #include "solver/pinn/pinn.h"
 #include "solver/pinn/train.h"
 
-const char *const tsr_pinn_hist_names[H_NCOL] = {"iteration", "loss", "pde",  "boundary",
-                                                 "initial",   "error_l2", "lr", "seconds"};
+const char *const tsr_pinn_hist_names[H_NCOL] = {
+    "iteration", "loss", "pde", "boundary", "initial", "error_l2", "lr", "seconds",
+    "interface", "mismatch"};
+
+/* The history column of each loss group. */
+static const int group_col[TSR_PINN_NGROUP] = {H_PDE, H_BOUNDARY, H_INITIAL, H_INTERFACE};
 
 static tsr_err choose_device(tsr_pinn_ctx *x, MPI_Comm comm) {
   tsr_backend want = x->opts.backend != TSR_BACKEND_AUTO ? x->opts.backend : x->c->backend;
@@ -25,48 +36,18 @@ static tsr_err choose_device(tsr_pinn_ctx *x, MPI_Comm comm) {
   return TSR_OK;
 }
 
-/* The network and engine options of the case, for the batch b. */
-static void engine_opts(const tsr_case *c, const tsr_pinn_batch *b, int device,
-                        tsr_pinn_engine_opts *o) {
-  memset(o, 0, sizeof *o);
-  int nin;
-  tsr_pinn_shape(c, &nin, o->in_scale, o->in_shift);
-  o->shape = (tsr_net_shape){.nin = nin, .nout = c->ncomp, .width = c->pinn.width,
-                             .depth = c->pinn.depth,
-                             .act = c->pinn.act == TSR_PINN_SIN ? TSR_NET_SIN : TSR_NET_TANH,
-                             .nd1 = nin, .nd2 = c->dim};
-  o->single = c->precision == TSR_PRECISION_SINGLE;
-  o->device = device;
-  tsr_pinn_loss_desc *d = &o->loss;
-  d->model = c->model;
-  d->ncomp = c->ncomp;
-  d->nspace = c->dim;
-  d->timed = b->timed;
-  d->nd1 = nin;
-  d->npts = b->npts;
-  d->coef.dim = c->dim;
-  for (int i = 0; i < tsr_models[c->model].nparam; ++i) d->coef.p[i] = c->param_value[i];
-  tsr_model_coef_derived(c->model, d->coef.p, d->coef.q);
-  d->nterm = b->nterm;
-  memcpy(d->term, b->term, sizeof d->term);
-  o->adam = (tsr_pinn_adam){.lr = c->pinn.lr, .decay = c->pinn.decay,
-                            .decay_every = (double)c->pinn.decay_every, .beta1 = 0.9,
-                            .beta2 = 0.999, .eps = 1e-8};
-  o->hist_cap = (int)(c->pinn.log_every < 4096 ? c->pinn.log_every : 4096);
-  o->graphs = c->gpu.graphs != TSR_GRAPHS_OFF;
-}
-
 /* The error's points: the grid's cell centres at `times` levels (cell centres of [0, end]), or
  * at once for a steady model; the exact solution there. */
 static tsr_err error_points(tsr_pinn_ctx *x) {
   const tsr_case *c = x->c;
   int has = 0;
   for (int k = 0; k < c->ncomp; ++k) has |= c->exact[k].text != NULL;
+  x->has_exact = has;
   if (!has) return TSR_OK;
   int levels = x->batch.timed ? c->pinn.times : 1, nin = x->batch.nin;
   int64_t ng;
   double *G = NULL;
-  TSR_CALL(tsr_pinn_grid_points(c, 0.0, &G, &ng));
+  TSR_CALL(tsr_pinn_grid_points(c, x->psub, 0.0, &G, &ng));
   x->ne = ng * levels;
   x->Xe = malloc((size_t)x->ne * nin * sizeof *x->Xe);
   x->ue = malloc((size_t)x->ne * c->ncomp * sizeof *x->ue);
@@ -98,8 +79,8 @@ static tsr_err error_points(tsr_pinn_ctx *x) {
   return TSR_OK;
 }
 
-tsr_err tsr_pinn_error(tsr_pinn_ctx *x, double *err) {
-  *err = NAN;
+tsr_err tsr_pinn_error_sums(tsr_pinn_ctx *x, double *pse, double *psx) {
+  *pse = *psx = 0.0;
   if (!x->ne) return TSR_OK;
   int nc = x->c->ncomp, cap = x->eo.eval_cap;
   double *u = malloc((size_t)cap * nc * sizeof *u);
@@ -118,8 +99,30 @@ tsr_err tsr_pinn_error(tsr_pinn_ctx *x, double *err) {
   }
   free(u);
   TSR_CALL(e);
-  *err = sx > 0.0 ? sqrt(se / sx) : sqrt(se);
+  *pse = se;
+  *psx = sx;
   return TSR_OK;
+}
+
+/* The relative error from every rank's sums, added in rank order (the same bits everywhere). */
+static double error_of(const tsr_pinn_ctx *x, const double *se, const double *sx, int stride) {
+  if (!x->has_exact) return NAN;
+  double a = 0.0, b = 0.0;
+  for (int r = 0; r < x->size; ++r) {
+    a += se[(size_t)r * stride];
+    b += sx[(size_t)r * stride];
+  }
+  return b > 0.0 ? sqrt(a / b) : sqrt(a);
+}
+
+tsr_err tsr_pinn_error(tsr_pinn_ctx *x, double *err) {
+  double mine[2], *all = malloc((size_t)x->size * 2 * sizeof *all);
+  TSR_CHECK(all, TSR_ERR_MEMORY, "out of memory");
+  tsr_err e = tsr_pinn_error_sums(x, &mine[0], &mine[1]);
+  MPI_Allgather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, x->comm);
+  *err = error_of(x, all, all + 1, 2);
+  free(all);
+  return tsr_run_agree(x->comm, e);
 }
 
 static tsr_err add_row(tsr_pinn_ctx *x, const double *row) {
@@ -139,23 +142,8 @@ static double lr_at(const tsr_case *c, int64_t it) {
   return c->pinn.lr * pow(c->pinn.decay, (double)it / (double)c->pinn.decay_every);
 }
 
-/* Group sums of one iteration's term losses into a history row (the error filled later). */
-static void row_of(const tsr_pinn_ctx *x, const double *terms, int64_t it, double *row) {
-  for (int k = 0; k < H_NCOL; ++k) row[k] = NAN;
-  row[H_ITER] = (double)it;
-  double g[TSR_PINN_NGROUP] = {0}, all = 0.0;
-  int has[TSR_PINN_NGROUP] = {0};
-  for (int k = 0; k < x->batch.nterm; ++k) {
-    g[x->batch.group[k]] += terms[k];
-    has[x->batch.group[k]] = 1;
-    all += terms[k];
-  }
-  row[H_LOSS] = all;
-  for (int k = 0; k < TSR_PINN_NGROUP; ++k)
-    if (has[k]) row[H_PDE + k] = g[k];
-  row[H_LR] = lr_at(x->c, it);
-  row[H_SECONDS] = x->prior_s + x->train_s;
-}
+/* What each rank contributes at the end of a chunk (gather_row). */
+enum { A_GROUP = 0, A_TOTAL = A_GROUP + TSR_PINN_NGROUP, A_BAD, A_SE, A_SX, A_MISMATCH, A_N };
 
 /* A term whose loss is not finite in any of the n rows: the stop's message. */
 static tsr_err check_finite(const tsr_pinn_ctx *x, const double *rows, int n, int64_t it) {
@@ -177,6 +165,70 @@ static tsr_err check_finite(const tsr_pinn_ctx *x, const double *rows, int n, in
   return TSR_OK;
 }
 
+/* The end of a chunk whose last iteration (it - 1) had this rank's loss terms `terms`: every
+ * rank's figures gathered in one MPI_Allgather; a loss that is not finite on any rank stops
+ * every rank (with the message of the lowest such rank: local is this rank's check); the
+ * history row of iteration it from the figures of all ranks, summed in rank order (loss
+ * groups, error sums; at log points, is_log, also the error and the interface mismatch).
+ * Collective. */
+static tsr_err gather_row(tsr_pinn_ctx *x, const double *terms, int64_t it, int is_log,
+                          tsr_err local, double *row) {
+  double mine[A_N];
+  for (int k = 0; k < A_N; ++k) mine[k] = 0.0;
+  for (int g = 0; g < TSR_PINN_NGROUP; ++g) mine[A_GROUP + g] = NAN;
+  double all = 0.0;
+  for (int k = 0; k < x->batch.nterm; ++k) {
+    double *g = &mine[A_GROUP + x->batch.group[k]];
+    if (isnan(*g) && isfinite(terms[k])) *g = 0.0;
+    *g += terms[k];
+    all += terms[k];
+  }
+  memcpy(x->last_terms, terms, (size_t)x->batch.nterm * sizeof *terms);
+  mine[A_TOTAL] = all;
+  if (is_log && !local) {
+    double te = MPI_Wtime();
+    local = tsr_pinn_error_sums(x, &mine[A_SE], &mine[A_SX]);
+    if (!local) local = tsr_pinn_engine_mismatch(x->eng, &mine[A_MISMATCH]);
+    x->eval_s += MPI_Wtime() - te;
+  }
+  mine[A_BAD] = local != TSR_OK;
+  double *v = malloc((size_t)x->size * A_N * sizeof *v);
+  TSR_CHECK(v, TSR_ERR_MEMORY, "out of memory");
+  MPI_Allgather(mine, A_N, MPI_DOUBLE, v, A_N, MPI_DOUBLE, x->comm);
+  int bad = 0;
+  for (int r = 0; r < x->size; ++r) bad |= v[(size_t)r * A_N + A_BAD] != 0.0;
+  if (bad) {
+    free(v);
+    return tsr_run_agree(x->comm, local);
+  }
+  for (int k = 0; k < H_NCOL; ++k) row[k] = NAN;
+  row[H_ITER] = (double)it;
+  row[H_LOSS] = 0.0;
+  x->worst = -INFINITY;
+  x->worst_rank = 0;
+  double mm = 0.0;
+  for (int r = 0; r < x->size; ++r) {
+    const double *q = v + (size_t)r * A_N;
+    row[H_LOSS] += q[A_TOTAL];
+    if (q[A_TOTAL] > x->worst) x->worst = q[A_TOTAL], x->worst_rank = r;
+    for (int g = 0; g < TSR_PINN_NGROUP; ++g) {
+      if (isnan(q[A_GROUP + g])) continue;
+      double *c = &row[group_col[g]];
+      *c = isnan(*c) ? q[A_GROUP + g] : *c + q[A_GROUP + g];
+    }
+    mm = fmax(mm, q[A_MISMATCH]);
+  }
+  x->mean = row[H_LOSS] / x->size;
+  if (is_log) {
+    row[H_ERROR] = error_of(x, v + A_SE, v + A_SX, A_N);
+    if (x->size > 1) row[H_MISMATCH] = x->mismatch = mm;
+  }
+  row[H_LR] = lr_at(x->c, it - 1);
+  row[H_SECONDS] = x->prior_s + x->train_s;
+  free(v);
+  return TSR_OK;
+}
+
 /* Once per group: a warning when its loss has not gone below 0.99 of its best for the last
  * fifth of the run so far (at least 10 log points). */
 static void stall_warning(tsr_pinn_ctx *x, tsr_progress *pg, int *warned) {
@@ -187,7 +239,7 @@ static void stall_warning(tsr_pinn_ctx *x, tsr_progress *pg, int *warned) {
     int cut = n - n / 5;
     double before = INFINITY, after = INFINITY;
     for (int i = 0; i < n; ++i) {
-      double v = x->hist[(size_t)i * H_NCOL + H_PDE + g];
+      double v = x->hist[(size_t)i * H_NCOL + group_col[g]];
       if (isnan(v)) continue;
       if (i < cut) before = v < before ? v : before;
       else after = v < after ? v : after;
@@ -197,47 +249,135 @@ static void stall_warning(tsr_pinn_ctx *x, tsr_progress *pg, int *warned) {
     snprintf(line, sizeof line, "warning: loss term %s has not decreased since iteration %lld "
              "(best %.3e, now %.3e): the weights (pinn.weights) or the learning rate may need a "
              "change", tsr_pinn_group_names[g], (long long)x->hist[(size_t)cut * H_NCOL],
-             before, x->hist[(size_t)(n - 1) * H_NCOL + H_PDE + g]);
+             before, x->hist[(size_t)(n - 1) * H_NCOL + group_col[g]]);
     tsr_progress_line(pg, line);
     warned[g] = 1;
   }
 }
 
+/* Every rank's box as the checkpoint records it (NULL on one rank); new. */
+static int64_t *boxes_of(const tsr_pinn_ctx *x) {
+  if (x->size == 1) return NULL;
+  int64_t *b = malloc((size_t)x->size * 6 * sizeof *b);
+  for (int r = 0; b && r < x->size; ++r) {
+    const tsr_box *q = &x->layout.boxes[tsr_layout_box_of(&x->layout, r)];
+    for (int a = 0; a < 3; ++a) {
+      b[6 * r + a] = q->lo[a];
+      b[6 * r + 3 + a] = q->hi[a];
+    }
+  }
+  return b;
+}
+
+static tsr_pinn_state state_of(const tsr_pinn_ctx *x) {
+  return (tsr_pinn_state){.nparam = x->nparam, .nranks = x->size,
+                          .net = {x->c->pinn.width, x->c->pinn.depth, x->c->pinn.act,
+                                  x->c->precision == TSR_PRECISION_SINGLE}};
+}
+
+/* The checkpoint of iteration it: every rank's parameters and moments gathered on rank 0,
+ * which writes the file. Collective. */
 static tsr_err checkpoint(tsr_pinn_ctx *x, int64_t it) {
   double t0 = MPI_Wtime();
-  tsr_pinn_state st = {.iteration = it, .nparam = x->nparam, .hist_rows = x->nrow,
-                       .hist_cols = H_NCOL, .hist = x->hist,
-                       .net = {x->c->pinn.width, x->c->pinn.depth, x->c->pinn.act,
-                               x->c->precision == TSR_PRECISION_SINGLE}};
-  st.theta = malloc(3 * x->nparam * sizeof(double));
-  TSR_CHECK(st.theta, TSR_ERR_MEMORY, "out of memory for a checkpoint");
-  st.m = st.theta + x->nparam;
-  st.v = st.m + x->nparam;
-  tsr_err err = tsr_pinn_engine_get_state(x->eng, st.theta, st.m, st.v);
-  if (!err) err = tsr_pinn_state_write(x->c, x->out_dir, &st, x->ckpt_path, sizeof x->ckpt_path);
-  free(st.theta);
+  size_t np = x->nparam, nr = (size_t)x->size;
+  tsr_pinn_state st = state_of(x);
+  st.iteration = it;
+  st.hist_rows = x->nrow;
+  st.hist_cols = H_NCOL;
+  st.hist = x->hist;
+  double *mine = malloc(3 * np * sizeof *mine);
+  double *all = x->rank == 0 ? malloc(3 * np * nr * sizeof *all) : NULL;
+  double *sorted = x->rank == 0 ? malloc(3 * np * nr * sizeof *sorted) : NULL;
+  int64_t *boxes = boxes_of(x);
+  tsr_err err = mine && (x->rank || (all && sorted)) && (nr == 1 || boxes)
+                    ? TSR_OK
+                    : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                  "out of memory for a checkpoint");
+  if (!err) err = tsr_pinn_engine_get_state(x->eng, mine, mine + np, mine + 2 * np);
+  err = tsr_run_agree(x->comm, err);
+  if (!err) {
+    MPI_Gather(mine, (int)(3 * np), MPI_DOUBLE, all, (int)(3 * np), MPI_DOUBLE, 0, x->comm);
+    if (x->rank == 0) {
+      /* rank-major [theta m v] -> theta of every rank, then m, then v */
+      for (size_t r = 0; r < nr; ++r)
+        for (int k = 0; k < 3; ++k)
+          memcpy(sorted + (k * nr + r) * np, all + (3 * r + k) * np, np * sizeof *all);
+      st.theta = sorted;
+      st.m = sorted + nr * np;
+      st.v = sorted + 2 * nr * np;
+      st.boxes = boxes;
+      err = tsr_pinn_state_write(x->c, x->out_dir, &st, x->ckpt_path, sizeof x->ckpt_path);
+    }
+    err = tsr_run_agree(x->comm, err);
+    MPI_Bcast(x->ckpt_path, (int)sizeof x->ckpt_path, MPI_CHAR, 0, x->comm);
+  }
+  free(mine);
+  free(all);
+  free(sorted);
+  free(boxes);
   x->ckpt_s += MPI_Wtime() - t0;
   if (!err) ++x->ckpt_count;
   return err;
 }
 
+/* Rank 0 reads the checkpoint (the decomposition must be this run's), every rank gets its own
+ * network's parameters and moments and the history. Collective. */
 static tsr_err restart(tsr_pinn_ctx *x) {
-  tsr_pinn_state st = {.nparam = x->nparam,
-                       .net = {x->c->pinn.width, x->c->pinn.depth, x->c->pinn.act,
-                               x->c->precision == TSR_PRECISION_SINGLE}};
-  TSR_CALL(tsr_pinn_state_read(x->c, x->opts.restart, x->out_dir, &st, x->ckpt_path,
-                               sizeof x->ckpt_path));
-  tsr_err err = TSR_OK;
-  if (st.hist_cols != H_NCOL && st.hist_rows > 0)
+  size_t np = x->nparam, nr = (size_t)x->size;
+  tsr_pinn_state st = state_of(x);
+  int64_t *boxes = boxes_of(x);
+  st.boxes = boxes;
+  tsr_err err = nr == 1 || boxes ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                                        "out of memory");
+  if (!err && x->rank == 0)
+    err = tsr_pinn_state_read(x->c, x->opts.restart, x->out_dir, &st, x->ckpt_path,
+                              sizeof x->ckpt_path);
+  if (!err && x->rank == 0 && st.hist_rows > 0 && st.hist_cols != H_NCOL &&
+      st.hist_cols != H_NCOL_V1)
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s': its history has %d columns, "
                       "this tessera writes %d; restart with the tessera that wrote it",
                       x->ckpt_path, st.hist_cols, H_NCOL);
-  for (int i = 0; i < st.hist_rows && !err; ++i) err = add_row(x, st.hist + (size_t)i * H_NCOL);
-  if (!err) err = tsr_pinn_engine_set_state(x->eng, st.theta, st.m, st.v, st.iteration);
-  x->it0 = st.iteration;
+  err = tsr_run_agree(x->comm, err);
+  if (err) {
+    if (x->rank == 0) tsr_pinn_state_free(&st);
+    free(boxes);
+    return err;
+  }
+  int64_t head[3] = {st.iteration, st.hist_rows, st.hist_cols};
+  MPI_Bcast(head, 3, MPI_INT64_T, 0, x->comm);
+  MPI_Bcast(x->ckpt_path, (int)sizeof x->ckpt_path, MPI_CHAR, 0, x->comm);
+  size_t nh = (size_t)head[1] * (size_t)head[2];
+  double *hist = x->rank == 0 ? st.hist : malloc((nh ? nh : 1) * sizeof *hist);
+  double *mine = malloc(3 * np * sizeof *mine);
+  double *packed = x->rank == 0 ? malloc(3 * np * nr * sizeof *packed) : NULL;
+  int ok = hist && mine && (x->rank || packed);
+  err = tsr_run_agree(x->comm, ok ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                                         "out of memory for a restart"));
+  if (!err) {
+    MPI_Bcast(hist, (int)nh, MPI_DOUBLE, 0, x->comm);
+    if (x->rank == 0)
+      for (size_t r = 0; r < nr; ++r) {
+        memcpy(packed + 3 * r * np, st.theta + r * np, np * sizeof *packed);
+        memcpy(packed + (3 * r + 1) * np, st.m + r * np, np * sizeof *packed);
+        memcpy(packed + (3 * r + 2) * np, st.v + r * np, np * sizeof *packed);
+      }
+    MPI_Scatter(packed, (int)(3 * np), MPI_DOUBLE, mine, (int)(3 * np), MPI_DOUBLE, 0, x->comm);
+    double row[H_NCOL];
+    for (int i = 0; i < (int)head[1] && !err; ++i) {
+      for (int k = 0; k < H_NCOL; ++k) row[k] = k < head[2] ? hist[(size_t)i * head[2] + k] : NAN;
+      err = add_row(x, row);
+    }
+    if (!err) err = tsr_pinn_engine_set_state(x->eng, mine, mine + np, mine + 2 * np, head[0]);
+    err = tsr_run_agree(x->comm, err);
+  }
+  x->it0 = head[0];
   if (x->nrow) x->prior_s = x->hist[(size_t)(x->nrow - 1) * H_NCOL + H_SECONDS];
-  tsr_pinn_state_free(&st);
-  if (!err && !x->opts.quiet)
+  if (x->rank == 0) tsr_pinn_state_free(&st);
+  else free(hist);
+  free(mine);
+  free(packed);
+  free(boxes);
+  if (!err && !x->opts.quiet && x->rank == 0)
     printf("restart: iteration %lld from %s\n", (long long)x->it0, x->ckpt_path);
   return err;
 }
@@ -246,37 +386,75 @@ static tsr_err restart(tsr_pinn_ctx *x) {
 static tsr_err set_draw(tsr_pinn_ctx *x, uint64_t k) {
   if (k == x->draw && x->batch.X) return tsr_pinn_engine_set_batch(x->eng, x->batch.X, x->batch.T);
   tsr_pinn_batch_free(&x->batch);
-  TSR_CALL(tsr_pinn_batch_build(x->c, k, &x->batch));
+  TSR_CALL(tsr_pinn_batch_build(x->c, x->psub, k, &x->batch));
   x->draw = k;
   return tsr_pinn_engine_set_batch(x->eng, x->batch.X, x->batch.T);
+}
+
+/* The boxes of the ranks (several ranks): the classical method's partitioners. */
+static tsr_err decompose(tsr_pinn_ctx *x) {
+  if (x->size == 1) return TSR_OK;
+  TSR_CALL(tsr_pinn_partition(x->c, x->size, &x->layout));
+  x->sub = (tsr_pinn_sub){.layout = &x->layout, .box = tsr_layout_box_of(&x->layout, x->rank)};
+  TSR_CHECK(x->sub.box >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
+  x->psub = &x->sub;
+  return TSR_OK;
+}
+
+/* The interface exchange with the neighbours (several ranks): MPI on CPU ranks, NCCL on GPUs.
+ * Collective. */
+static tsr_err exchange(tsr_pinn_ctx *x) {
+  if (x->size == 1) return TSR_OK;
+  int nv = TSR_PINN_IFACE_NV * x->c->ncomp;
+  tsr_err err = TSR_OK;
+  if (x->device) {
+#ifdef TSR_HAVE_CUDA
+    ncclComm_t nccl = NULL;
+    err = tsr_nccl_create(x->comm, &nccl);
+    x->nccl = nccl;
+    if (!err) err = tsr_pinn_iface_create_nccl(nccl, &x->batch.peers, nv, &x->xch);
+#endif
+  } else {
+    err = tsr_pinn_iface_create_mpi(x->comm, &x->batch.peers, nv, &x->xch);
+  }
+  if (!err) err = tsr_pinn_engine_set_interface(x->eng, x->batch.F, x->xch);
+  return tsr_run_agree(x->comm, err);
 }
 
 static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
   const tsr_case *c = x->c;
   TSR_CALL(choose_device(x, comm));
-  TSR_CALL(tsr_pinn_batch_build(c, 0, &x->batch));
-  engine_opts(c, &x->batch, x->device, &x->eo);
+  tsr_err err = decompose(x);
+  if (!err) err = tsr_pinn_batch_build(c, x->psub, 0, &x->batch);
+  TSR_CALL(tsr_run_agree(comm, err));
+  tsr_pinn_engine_opts_of(c, x->psub, &x->batch, x->device, &x->eo);
   x->shape = x->eo.shape;
   x->nparam = tsr_net_nparam(&x->shape);
-  TSR_CALL(error_points(x));
+  err = error_points(x);
+  double lo[3], hi[3];
+  tsr_box b = tsr_pinn_sub_box(c, x->psub, lo, hi);
   int64_t ng = 1;
-  for (int a = 0; a < c->dim; ++a) ng *= c->cells[a];
+  for (int a = 0; a < c->dim; ++a) ng *= tsr_box_len(&b, a);
   int64_t cap = x->ne > ng ? x->ne : ng;
   x->eo.eval_cap = (int)(cap < 65536 ? cap : 65536);
-  TSR_CALL(tsr_pinn_engine_create(&x->eo, &x->eng));
-  double *theta = malloc(x->nparam * sizeof *theta);
-  TSR_CHECK(theta, TSR_ERR_MEMORY, "out of memory for %zu parameters", x->nparam);
-  tsr_net_init(&x->shape, c->pinn.seed, theta);
-  tsr_err err = tsr_pinn_engine_set_state(x->eng, theta, NULL, NULL, 0);
+  if (!err) err = tsr_pinn_engine_create(&x->eo, &x->eng);
+  double *theta = err ? NULL : malloc(x->nparam * sizeof *theta);
+  if (!err && !theta)
+    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for %zu parameters",
+                      x->nparam);
+  /* every rank's network starts from the case's seed (each normalises over its own box) */
+  if (!err) tsr_net_init(&x->shape, c->pinn.seed, theta);
+  if (!err) err = tsr_pinn_engine_set_state(x->eng, theta, NULL, NULL, 0);
   free(theta);
-  TSR_CALL(err);
+  TSR_CALL(tsr_run_agree(comm, err));
   if (x->opts.restart) TSR_CALL(restart(x));
+  TSR_CALL(exchange(x));
   uint64_t k = c->pinn.resample_every ? (uint64_t)(x->it0 / c->pinn.resample_every) : 0;
-  return set_draw(x, k);
+  return tsr_run_agree(comm, set_draw(x, k));
 }
 
 static void summary(const tsr_pinn_ctx *x, tsr_progress *pg) {
-  char line[512];
+  char line[640];
   int n = snprintf(line, sizeof line, "pinn: %s on %s, %s precision: network %d x %d %s, %zu "
                    "parameters; points", tsr_models[x->c->model].name,
                    x->device ? "the GPU" : "the host",
@@ -285,22 +463,29 @@ static void summary(const tsr_pinn_ctx *x, tsr_progress *pg) {
   for (int k = 0; k < x->batch.nterm && n < (int)sizeof line; ++k)
     n += snprintf(line + n, sizeof line - n, "%s %s %d", k ? "," : "", x->batch.name[k],
                   x->batch.term[k].count);
+  if (x->size > 1 && n < (int)sizeof line)
+    snprintf(line + n, sizeof line - n, " (rank 0's); %d ranks, one network per rank's box, "
+             "%d neighbour%s of rank 0", x->size, x->batch.peers.npeer,
+             x->batch.peers.npeer == 1 ? "" : "s");
   tsr_progress_line(pg, line);
 }
 
 static void log_line(const tsr_pinn_ctx *x, const double *row, int64_t total, tsr_progress *pg,
                      double rate) {
-  char line[512];
+  char line[640];
   int n = snprintf(line, sizeof line, "iteration %lld/%lld loss %.4e (", (long long)row[H_ITER],
                    (long long)total, row[H_LOSS]);
   const char *sep = "";
   for (int g = 0; g < TSR_PINN_NGROUP; ++g) {
-    if (isnan(row[H_PDE + g])) continue;
+    if (isnan(row[group_col[g]])) continue;
     n += snprintf(line + n, sizeof line - n, "%s%s %.3e", sep, tsr_pinn_group_names[g],
-                  row[H_PDE + g]);
+                  row[group_col[g]]);
     sep = ", ";
   }
   n += snprintf(line + n, sizeof line - n, ")");
+  if (x->size > 1)
+    n += snprintf(line + n, sizeof line - n, " subdomains: worst %.3e (rank %d), mean %.3e, "
+                  "mismatch %.2e", x->worst, x->worst_rank, x->mean, row[H_MISMATCH]);
   if (!isnan(row[H_ERROR])) n += snprintf(line + n, sizeof line - n, " error %.3e", row[H_ERROR]);
   snprintf(line + n, sizeof line - n, " lr %.3e, %.4g it/s", row[H_LR], rate);
   tsr_progress_line(pg, line);
@@ -321,10 +506,13 @@ static int chunk(const tsr_pinn_ctx *x, int64_t it, int64_t total) {
   return (int)n;
 }
 
-/* --inject-fault kind=nan: after iteration f->step a parameter becomes NaN. */
+/* --inject-fault kind=nan[,rank=R]: after iteration f->step a parameter of rank R's network
+ * becomes NaN. */
 static tsr_err inject_nan(tsr_pinn_ctx *x, int64_t it) {
   const tsr_fault *f = x->opts.fault;
-  if (!f || f->kind != TSR_FAULT_NAN || f->step != it || !tsr_fault_armed()) return TSR_OK;
+  if (!f || f->kind != TSR_FAULT_NAN || f->step != it || f->rank != x->rank ||
+      !tsr_fault_armed())
+    return TSR_OK;
   double *st = malloc(3 * x->nparam * sizeof *st);
   TSR_CHECK(st, TSR_ERR_MEMORY, "out of memory");
   tsr_err err = tsr_pinn_engine_get_state(x->eng, st, st + x->nparam, st + 2 * x->nparam);
@@ -337,7 +525,8 @@ static tsr_err inject_nan(tsr_pinn_ctx *x, int64_t it) {
 
 /* A signal or the wall time (solver/stop.h): *why set when training stops here, after the
  * checkpoint of iteration it is written (in Adam's phase; in L-BFGS's the one at Adam's end is
- * the latest) and the command that continues is printed. chunk_s: the last chunk's seconds. */
+ * the latest) and the command that continues is printed. chunk_s: the last chunk's seconds.
+ * Collective: every rank gets the same answer. */
 static tsr_err stop_here(tsr_pinn_ctx *x, tsr_stop *st, int64_t it, double chunk_s, int *why) {
   tsr_stop_margin(st, x->ckpt_s / (x->ckpt_count ? x->ckpt_count : 1), 0.5, chunk_s);
   TSR_CALL(tsr_stop_poll(st, 1, why));
@@ -345,6 +534,7 @@ static tsr_err stop_here(tsr_pinn_ctx *x, tsr_stop *st, int64_t it, double chunk
   const tsr_case *c = x->c;
   int in_adam = it <= c->pinn.iterations;
   if (in_adam && x->opts.write_output) TSR_CALL(checkpoint(x, it));
+  if (x->rank != 0) return TSR_OK;
   fprintf(stderr, "tessera: stopped by %s after iteration %lld of %lld: %s\n",
           tsr_stop_reason(*why), (long long)it, (long long)(c->pinn.iterations + c->pinn.lbfgs),
           !x->opts.write_output ? "no output is written in this run"
@@ -358,13 +548,15 @@ static tsr_err stop_here(tsr_pinn_ctx *x, tsr_stop *st, int64_t it, double chunk
   return TSR_OK;
 }
 
-/* A history row (and its log line) at iteration it, when it is a log point or the last. */
+/* Whether iteration it is a log point (or the last, or forced). */
+static int is_log(const tsr_pinn_ctx *x, int64_t it, int64_t total, int force) {
+  return it % x->c->pinn.log_every == 0 || it == total || force;
+}
+
+/* The history row (and its log line) at a log point: row from gather_row. */
 static tsr_err log_point(tsr_pinn_ctx *x, double *row, int64_t it, int64_t total,
                          tsr_progress *pg, int *warned, int force) {
-  if (it % x->c->pinn.log_every != 0 && it != total && !force) return TSR_OK;
-  double te = MPI_Wtime();
-  TSR_CALL(tsr_pinn_error(x, &row[H_ERROR]));
-  x->eval_s += MPI_Wtime() - te;
+  if (!is_log(x, it, total, force)) return TSR_OK;
   row[H_ITER] = (double)it;
   TSR_CALL(add_row(x, row));
   log_line(x, row, total, pg, (double)(it - x->it0) / (x->train_s + 1e-300));
@@ -372,7 +564,7 @@ static tsr_err log_point(tsr_pinn_ctx *x, double *row, int64_t it, int64_t total
   return TSR_OK;
 }
 
-/* pinn.lbfgs iterations after Adam's, from iteration it (Adam's last). */
+/* pinn.lbfgs iterations after Adam's, from iteration it (Adam's last). One rank only. */
 static tsr_err lbfgs(tsr_pinn_ctx *x, int64_t *pit, int64_t total, tsr_progress *pg,
                      int *warned, tsr_stop *st, tsr_run_result *res) {
   const tsr_case *c = x->c;
@@ -398,10 +590,10 @@ static tsr_err lbfgs(tsr_pinn_ctx *x, int64_t *pit, int64_t total, tsr_progress 
       tsr_progress_line(pg, line);
       break;
     }
-    err = check_finite(x, terms, 1, it);
-    if (err) break;
     ++it;
-    row_of(x, terms, it - 1, row);
+    err = gather_row(x, terms, it, is_log(x, it, total, 0), check_finite(x, terms, 1, it - 1),
+                     row);
+    if (err) break;
     row[H_LR] = step;
     res->loss = row[H_LOSS];
     tsr_progress_step(pg, it, row[H_LOSS], (double)(it - x->it0) / (x->train_s + 1e-300));
@@ -410,8 +602,9 @@ static tsr_err lbfgs(tsr_pinn_ctx *x, int64_t *pit, int64_t total, tsr_progress 
     if (res->stopped) break;
   }
   if (!err && !res->stopped && it < total && x->nrow && x->hist[(size_t)(x->nrow - 1) * H_NCOL] != (double)it) {
-    row_of(x, terms, it, row); /* the row of where it stopped */
-    err = log_point(x, row, it, total, pg, warned, 1);
+    /* the row of where it stopped */
+    err = gather_row(x, terms, it, 1, TSR_OK, row);
+    if (!err) err = log_point(x, row, it, total, pg, warned, 1);
   }
   tsr_pinn_lbfgs_destroy(&l);
   *pit = it;
@@ -425,9 +618,10 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
             "%lld iterations (pinn.adam.iterations); raise them to continue it",
             (long long)x->it0, (long long)adam);
   tsr_stop st;
-  TSR_CALL(tsr_stop_begin(&st, MPI_COMM_SELF));
+  TSR_CALL(tsr_stop_begin(&st, x->comm));
   tsr_progress pg;
-  tsr_progress_init(&pg, x->opts.quiet ? 3 : (int)c->output.progress, stdout, total);
+  tsr_progress_init(&pg, x->opts.quiet || x->rank != 0 ? 3 : (int)c->output.progress, stdout,
+                    total);
   pg.unit = "iteration";
   pg.per_s = "it/s";
   summary(x, &pg);
@@ -445,18 +639,18 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
     double t0 = MPI_Wtime();
     if (!err) err = tsr_pinn_engine_run(x->eng, n, rows);
     x->train_s += MPI_Wtime() - t0;
-    if (!err) err = check_finite(x, rows, n, it);
     if (err) break;
     it += n;
-    row_of(x, rows + (size_t)(n - 1) * nt, it - 1, row);
+    err = gather_row(x, rows + (size_t)(n - 1) * nt, it, is_log(x, it, total, it == adam),
+                     check_finite(x, rows, n, it - n), row);
+    if (err) break;
     res->loss = row[H_LOSS];
     tsr_progress_step(&pg, it, row[H_LOSS], (double)(it - x->it0) / (x->train_s + 1e-300));
     err = log_point(x, row, it, total, &pg, warned, it == adam);
     int64_t ce = c->output.checkpoint_every.steps;
-    /* at Adam's end too when L-BFGS follows: L-BFGS has no checkpoints of its own, and from
-     * there it runs the same again */
-    if (!err && ce && (it % ce == 0 || (it == adam && c->pinn.lbfgs)) && it < total &&
-        x->opts.write_output)
+    /* at Adam's end too: L-BFGS has no checkpoints of its own, and from there it runs the same
+     * again; without L-BFGS it is the end of the run, whose weights final.h5 does not hold */
+    if (!err && ce && (it % ce == 0 || it == adam) && x->opts.write_output)
       err = checkpoint(x, it);
     if (!err) err = inject_nan(x, it);
     if (!err) err = stop_here(x, &st, it, MPI_Wtime() - t0, &res->stopped);
@@ -477,10 +671,64 @@ static tsr_err profile(tsr_pinn_ctx *x) {
   double *st = malloc(3 * x->nparam * sizeof *st);
   TSR_CHECK(st, TSR_ERR_MEMORY, "out of memory");
   int64_t it = x->c->pinn.iterations;
+  /* each rank alone: the phases of its own iteration, no exchange */
   tsr_err err = tsr_pinn_engine_get_state(x->eng, st, st + x->nparam, st + 2 * x->nparam);
   if (!err) err = tsr_pinn_engine_profile(x->eng, x->prof_n, x->prof);
   if (!err) err = tsr_pinn_engine_set_state(x->eng, st, st + x->nparam, st + 2 * x->nparam, it);
   free(st);
+  return tsr_run_agree(x->comm, err);
+}
+
+/* This rank's figures for report.json's subdomains, gathered on rank 0 (*all: size of them,
+ * new, on rank 0). Collective. */
+static tsr_err gather_subdomains(tsr_pinn_ctx *x, tsr_pinn_subdomain **all) {
+  tsr_pinn_subdomain me;
+  memset(&me, 0, sizeof me);
+  me.nterm = x->batch.nterm;
+  me.npts = x->batch.npts;
+  for (int a = 0; a < 3; ++a) {
+    me.box[a] = x->batch.box.lo[a];
+    me.box[3 + a] = x->batch.box.hi[a];
+  }
+  for (int k = 0; k < me.nterm; ++k) {
+    me.loss[k] = x->last_terms[k];
+    me.count[k] = x->batch.term[k].count;
+    memcpy(me.name[k], x->batch.name[k], sizeof me.name[k]);
+  }
+  tsr_err err = tsr_pinn_engine_mismatch(x->eng, &me.mismatch);
+  *all = x->rank == 0 ? calloc((size_t)x->size, sizeof **all) : NULL;
+  if (!err && x->rank == 0 && !*all)
+    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
+  TSR_CALL(tsr_run_agree(x->comm, err));
+  MPI_Gather(&me, (int)sizeof me, MPI_BYTE, *all, (int)sizeof me, MPI_BYTE, 0, x->comm);
+  return TSR_OK;
+}
+
+static tsr_err run(tsr_pinn_ctx *x, MPI_Comm comm, tsr_run_result *res) {
+  const tsr_case *c = x->c;
+  TSR_CHECK(x->size == 1 || c->pinn.lbfgs == 0, TSR_ERR_INPUT,
+            "%s: pinn.lbfgs.iterations: L-BFGS of a PINN decomposed over ranks (one network per "
+            "rank's box, %d ranks) is not in this version: its line search would have to agree "
+            "on every rank; set pinn.lbfgs.iterations: 0 or run on one rank", c->path, x->size);
+  double t0 = MPI_Wtime();
+  int created = 0;
+  tsr_err err = TSR_OK;
+  if (x->opts.write_output) err = tsr_run_prepare_outdir(comm, x->out_dir, &created);
+  if (!err) err = setup(x, comm);
+  x->setup_s = MPI_Wtime() - t0;
+  if (!err) err = loop(x, res);
+  res->wall = x->train_s;
+  res->first_step = x->it0;
+  if (!err && !res->stopped) err = profile(x);
+  if (!err) err = tsr_pinn_error(x, &res->rel_l2);
+  if (!err && x->opts.write_output && x->nrow && !res->stopped) {
+    err = gather_subdomains(x, &x->subs);
+    if (!err) err = tsr_pinn_write_outputs(x, res);
+  } else if (x->opts.write_output && x->nrow && x->eng) {
+    /* what was trained stays on disk, also when the loss blew up or a signal came */
+    tsr_err e2 = x->rank == 0 ? tsr_pinn_write_history(x) : TSR_OK;
+    if (!err) err = tsr_run_agree(comm, e2);
+  }
   return err;
 }
 
@@ -489,32 +737,22 @@ tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
   memset(res, 0, sizeof *res);
   res->pinn = 1;
   res->rel_l2 = NAN;
-  int size;
-  MPI_Comm_size(comm, &size);
-  TSR_CHECK(size == 1, TSR_ERR_INPUT,
-            "%s: method pinn trains on one rank in this version, and the run has %d; launch one "
-            "rank (decomposed training across ranks is not in this version)", c->path, size);
-  tsr_pinn_ctx x = {.c = c, .opts = opts ? *opts : tsr_run_opts_default()};
+  tsr_pinn_ctx x = {.c = c, .opts = opts ? *opts : tsr_run_opts_default(), .comm = comm};
+  MPI_Comm_rank(comm, &x.rank);
+  MPI_Comm_size(comm, &x.size);
   x.out_dir = x.opts.out_dir ? x.opts.out_dir : c->output.dir;
-  double t0 = MPI_Wtime();
-  int created = 0;
-  tsr_err err = TSR_OK;
-  if (x.opts.write_output) err = tsr_run_prepare_outdir(comm, x.out_dir, &created);
-  if (!err) err = setup(&x, comm);
-  x.setup_s = MPI_Wtime() - t0;
-  if (!err) err = loop(&x, res);
-  res->wall = x.train_s;
-  res->first_step = x.it0;
-  if (!err && !res->stopped) err = profile(&x);
-  if (!err) err = tsr_pinn_error(&x, &res->rel_l2);
-  if (x.opts.write_output && x.nrow && (!err || x.eng)) {
-    /* what was trained stays on disk, also when the loss blew up or a signal came */
-    tsr_err e2 = err || res->stopped ? tsr_pinn_write_history(&x)
-                                     : tsr_pinn_write_outputs(&x, res);
-    if (!err) err = e2;
-  }
+  tsr_err err = run(&x, comm, res);
+  tsr_pinn_iface_destroy(&x.xch);
   tsr_pinn_engine_destroy(&x.eng);
+#ifdef TSR_HAVE_CUDA
+  if (x.nccl) {
+    ncclComm_t n = x.nccl;
+    tsr_nccl_destroy(&n);
+  }
+#endif
   tsr_pinn_batch_free(&x.batch);
+  tsr_layout_free(&x.layout);
+  free(x.subs);
   free(x.Xe);
   free(x.ue);
   free(x.hist);

@@ -6,18 +6,48 @@
 #include <mpi.h>
 
 #include "io/case.h"
+#include "decomp/layout.h"
 #include "io/progress.h"
+#include "solver/pinn/iface.h"
 #include "solver/pinn/engine.h"
 #include "solver/pinn/points.h"
 #include "solver/run.h"
 
-/* Columns of the history (history.csv, report.json, checkpoints). */
-enum { H_ITER, H_LOSS, H_PDE, H_BOUNDARY, H_INITIAL, H_ERROR, H_LR, H_SECONDS, H_NCOL };
+/* Columns of the history (history.csv, report.json, checkpoints). On several ranks the loss
+ * columns are sums over the subdomains (the loss every rank's network minimises its part of),
+ * the error is the whole grid's, interface the interface terms' sum and mismatch the largest
+ * |u - u_nb| over the interface points of every rank (empty on one rank). H_NCOL_V1: the
+ * columns of checkpoints written before interface and mismatch existed. */
+enum { H_ITER, H_LOSS, H_PDE, H_BOUNDARY, H_INITIAL, H_ERROR, H_LR, H_SECONDS, H_INTERFACE,
+       H_MISMATCH, H_NCOL };
+enum { H_NCOL_V1 = H_SECONDS + 1 };
 extern const char *const tsr_pinn_hist_names[H_NCOL];
+
+/* One subdomain's figures at the end of a run (report.json's subdomains). */
+typedef struct {
+  int nterm, npts;
+  int box[6];
+  double loss[TSR_PINN_MAX_TERMS];
+  int count[TSR_PINN_MAX_TERMS];
+  char name[TSR_PINN_MAX_TERMS][16];
+  double mismatch;
+} tsr_pinn_subdomain;
 
 typedef struct {
   const tsr_case *c;
   tsr_run_opts opts;
+  MPI_Comm comm;
+  int rank, size;
+  tsr_layout layout;        /* every rank's box (several ranks) */
+  tsr_pinn_sub sub;
+  const tsr_pinn_sub *psub; /* &sub on several ranks, NULL on one (the whole grid) */
+  tsr_pinn_iface *xch;      /* the interface exchange (several ranks) */
+  void *nccl;               /* the NCCL communicator of a GPU run on several ranks */
+  double last_terms[TSR_PINN_MAX_TERMS]; /* this rank's terms at the last iteration */
+  double mismatch;          /* the interface mismatch at the last log point, all ranks */
+  double worst, mean;       /* worst and mean subdomain loss at the last log point */
+  int worst_rank;
+  tsr_pinn_subdomain *subs; /* rank 0, at the end: every rank's figures */
   const char *out_dir;
   int device;               /* 1: the CUDA backend */
   tsr_net_shape shape;
@@ -28,6 +58,7 @@ typedef struct {
   tsr_pinn_engine *eng;
   double *Xe, *ue;          /* the error's points (nin x ne) and exact values (ncomp x ne) */
   int64_t ne;
+  int has_exact;             /* the case gives exact: */
   double *hist;             /* rows of H_NCOL */
   int nrow, caprow;
   int64_t it0;              /* the iteration the run started from (a restart's) */
@@ -41,15 +72,20 @@ typedef struct {
   char ckpt_path[4200];     /* the last checkpoint written or read */
 } tsr_pinn_ctx;
 
-/* The relative L2 error of the network against exact over the error's points (NaN without
- * exact). */
+/* This rank's squared error and squared exact values over its error points (both 0 without
+ * exact); tsr_pinn_error_of combines every rank's, in rank order. */
+tsr_err tsr_pinn_error_sums(tsr_pinn_ctx *x, double *se, double *sx);
+
+/* The relative L2 error of the networks against exact over the whole grid's error points (NaN
+ * without exact). Collective. */
 tsr_err tsr_pinn_error(tsr_pinn_ctx *x, double *err);
 
-/* final.h5 + final.xmf (the network sampled on the grid's cells at the end), the snapshots of
- * output.snapshot_every {time: T} with snapshots.xmf, history.csv and report.json. */
+/* final.h5 + final.xmf (the networks sampled on the grid's cells at the end, each cell from
+ * its rank's network), the snapshots of output.snapshot_every {time: T} with snapshots.xmf,
+ * history.csv and report.json (rank 0). Collective. */
 tsr_err tsr_pinn_write_outputs(tsr_pinn_ctx *x, const tsr_run_result *res);
 
-/* history.csv alone (also after a stop, so what was trained is on disk). */
+/* history.csv alone (also after a stop, so what was trained is on disk); rank 0 writes. */
 tsr_err tsr_pinn_write_history(const tsr_pinn_ctx *x);
 
 #endif

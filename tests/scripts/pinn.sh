@@ -192,10 +192,4 @@ refused "snapshots by steps" "method pinn samples the network at times" \
   "$cases/pinn_heat2d.yaml" --set output.snapshot_every=10
 refused "unknown pinn key" "unknown key 'pinn.adam.iters'" "$cases/pinn_poisson2d.yaml" \
   --set pinn.adam.iters=10
-log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$cases/pinn_poisson2d.yaml" --out "$work/np2" $small 2>&1)
-if [ $? -ne 0 ] && echo "$log" | grep -q "method pinn trains on one rank"; then
-  pass "two ranks: refused with its message"
-else
-  echo "$log" | tail -3; failure "two ranks"
-fi
 finish

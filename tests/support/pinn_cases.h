@@ -37,6 +37,8 @@ static const char *const tsr_test_pinn_cases[] = {
 
 typedef struct {
   tsr_case *c;
+  tsr_layout L;       /* several subdomains: their boxes */
+  tsr_pinn_sub sub;
   tsr_pinn_batch b;
   tsr_pinn_engine_opts o;
   tsr_pinn_engine *e;
@@ -44,36 +46,28 @@ typedef struct {
   double *theta;
 } tsr_test_pinn;
 
-/* Case k on the host (device 0) or the GPU, double or single; theta from the case's seed.
- * Returns 0 on success. */
-static int tsr_test_pinn_make(int k, int device, int single, tsr_test_pinn *t) {
+/* Case k on the host (device 0) or the GPU, double or single, on box `box` of nbox subdomains
+ * (nbox 1: the whole grid); theta from the case's seed. Returns 0 on success. */
+static int tsr_test_pinn_make_sub(int k, int device, int single, int nbox, int box,
+                                  tsr_test_pinn *t) {
   memset(t, 0, sizeof *t);
   if (tsr_case_load_string("t.yaml", tsr_test_pinn_cases[k], 0, NULL, &t->c)) return 1;
   t->c->precision = single ? TSR_PRECISION_SINGLE : TSR_PRECISION_DOUBLE;
-  if (tsr_pinn_batch_build(t->c, 0, &t->b)) return 2;
+  const tsr_pinn_sub *ps = NULL;
+  if (nbox > 1) {
+    if (tsr_pinn_partition(t->c, nbox, &t->L)) return 7;
+    t->sub = (tsr_pinn_sub){.layout = &t->L, .box = box};
+    ps = &t->sub;
+  }
+  if (tsr_pinn_batch_build(t->c, ps, 0, &t->b)) return 2;
   tsr_pinn_engine_opts *o = &t->o;
-  int nin;
-  tsr_pinn_shape(t->c, &nin, o->in_scale, o->in_shift);
-  o->shape = (tsr_net_shape){.nin = nin, .nout = t->c->ncomp, .width = t->c->pinn.width,
-                             .depth = t->c->pinn.depth,
-                             .act = t->c->pinn.act == TSR_PINN_SIN ? TSR_NET_SIN : TSR_NET_TANH,
-                             .nd1 = nin, .nd2 = t->c->dim};
-  o->single = single;
-  o->device = device;
+  tsr_pinn_engine_opts_of(t->c, ps, &t->b, device, o);
   tsr_pinn_loss_desc *d = &o->loss;
-  d->model = t->c->model;
-  d->ncomp = t->c->ncomp;
-  d->nspace = t->c->dim;
-  d->timed = t->b.timed;
-  d->nd1 = nin;
-  d->npts = t->b.npts;
-  d->coef.dim = t->c->dim;
-  for (int i = 0; i < tsr_models[t->c->model].nparam; ++i) d->coef.p[i] = t->c->param_value[i];
-  tsr_model_coef_derived(t->c->model, d->coef.p, d->coef.q);
-  d->nterm = t->b.nterm;
-  memcpy(d->term, t->b.term, sizeof d->term);
   /* weights other than 1, so a term's weight that goes missing shows */
   for (int j = 0; j < d->nterm; ++j) d->term[j].weight = 1.0 + 0.25 * j;
+  d->wi[0] = 1.5; /* and interface weights that differ */
+  d->wi[1] = 0.7;
+  d->wi[2] = 0.3;
   o->adam = (tsr_pinn_adam){.lr = 1e-2, .decay = 0.9, .decay_every = 10, .beta1 = 0.9,
                             .beta2 = 0.999, .eps = 1e-8};
   o->hist_cap = 8;
@@ -81,6 +75,7 @@ static int tsr_test_pinn_make(int k, int device, int single, tsr_test_pinn *t) {
   o->graphs = 1;
   if (tsr_pinn_engine_create(o, &t->e)) return 3;
   if (tsr_pinn_engine_set_batch(t->e, t->b.X, t->b.T)) return 4;
+  if (tsr_pinn_engine_set_interface(t->e, t->b.F, NULL)) return 8;
   t->np = tsr_net_nparam(&o->shape);
   t->theta = malloc(t->np * sizeof *t->theta);
   if (!t->theta) return 5;
@@ -90,9 +85,14 @@ static int tsr_test_pinn_make(int k, int device, int single, tsr_test_pinn *t) {
   return tsr_pinn_engine_set_state(t->e, t->theta, NULL, NULL, 0) ? 6 : 0;
 }
 
+static int tsr_test_pinn_make(int k, int device, int single, tsr_test_pinn *t) {
+  return tsr_test_pinn_make_sub(k, device, single, 1, 0, t);
+}
+
 static void tsr_test_pinn_free(tsr_test_pinn *t) {
   tsr_pinn_engine_destroy(&t->e);
   tsr_pinn_batch_free(&t->b);
+  tsr_layout_free(&t->L);
   tsr_case_destroy(&t->c);
   free(t->theta);
 }

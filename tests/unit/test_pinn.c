@@ -2,8 +2,10 @@
  * takes (poisson 2D, heat 2D + t, burgers 1D + t, allen_cahn 1D + t periodic, advection-
  * diffusion 2D + t half periodic), with Dirichlet, Neumann and periodic terms, the parameter
  * gradient of the whole weighted loss against central differences in fp64 (relative error
- * <= 1e-6, norm-wise over every parameter); Adam steps that lower the loss; the random points'
- * generator reproducible and uniform; and the batch's terms where the case puts them. */
+ * <= 1e-6, norm-wise over every parameter), also on the first and last of 2 and 4 subdomains
+ * with the interface term (the neighbours' values held fixed); Adam steps that lower the loss;
+ * the random points' generator reproducible and uniform; and the batch's terms where the case
+ * puts them. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,13 +29,11 @@ static double fd(tsr_test_pinn *t, double *th, size_t i, double h, double *scrat
   return (4 * d1 - d2) / 3;
 }
 
-static void gradients(void **state) {
-  (void)state;
-  for (int k = 0; k < TSR_TEST_PINN_NCASES; ++k) {
-    tsr_test_pinn t;
-    int rc = tsr_test_pinn_make(k, 0, 0, &t);
-    if (rc) fprintf(stderr, "case %d: %s\n", k, tsr_err_message());
-    assert_int_equal(rc, 0);
+/* The gradient of t's whole loss against central differences; returns the norm-wise relative
+ * error. */
+static double grad_check(tsr_test_pinn *pt, const char *label) {
+  tsr_test_pinn t = *pt;
+  {
     double *g = malloc(t.np * sizeof *g), *s = malloc(t.np * sizeof *s);
     double *th = malloc(t.np * sizeof *th);
     memcpy(th, t.theta, t.np * sizeof *th);
@@ -48,15 +48,53 @@ static void gradients(void **state) {
       if (r > worst) worst = r;
     }
     double rel = sqrt(num / den);
-    printf("%-20s %zu parameters, %d points, %d terms: loss %.4e, gradient vs central "
+    printf("%-20s %-12s %zu parameters, %d points, %d terms: loss %.4e, gradient vs central "
            "differences %.2e (norm-wise), %.2e (worst entry)\n",
-           tsr_models[t.c->model].name, t.np, t.b.npts, t.b.nterm, L, rel, worst);
-    assert_true(rel <= 1e-6);
+           tsr_models[t.c->model].name, label, t.np, t.b.npts, t.b.nterm, L, rel, worst);
     free(g);
     free(s);
     free(th);
+    return rel;
+  }
+}
+
+static void gradients(void **state) {
+  (void)state;
+  for (int k = 0; k < TSR_TEST_PINN_NCASES; ++k) {
+    tsr_test_pinn t;
+    int rc = tsr_test_pinn_make(k, 0, 0, &t);
+    if (rc) fprintf(stderr, "case %d: %s\n", k, tsr_err_message());
+    assert_int_equal(rc, 0);
+    assert_true(grad_check(&t, "whole") <= 1e-6);
     tsr_test_pinn_free(&t);
   }
+}
+
+/* Each case on the first and the last of 2 and 4 subdomains (RCB boxes, a periodic axis
+ * shared across ranks included): the gradient of the loss with its interface term (value,
+ * flux and residual continuity, weights 1.5, 0.7, 0.3) against central differences of the
+ * whole loss, the neighbours' values held fixed (random), fp64, <= 1e-6. */
+static void interface_gradients(void **state) {
+  (void)state;
+  for (int k = 0; k < TSR_TEST_PINN_NCASES; ++k)
+    for (int nbox = 2; nbox <= 4; nbox += 2)
+      for (int box = 0; box < nbox; box += nbox - 1) {
+        tsr_test_pinn t;
+        int rc = tsr_test_pinn_make_sub(k, 0, 0, nbox, box, &t);
+        if (rc) fprintf(stderr, "case %d on %d boxes: %s\n", k, nbox, tsr_err_message());
+        assert_int_equal(rc, 0);
+        assert_true(t.b.if_count > 0);
+        assert_int_equal(t.b.term[t.b.nterm - 1].kind, TSR_LOSS_INTERFACE);
+        size_t n = (size_t)t.b.if_count * TSR_PINN_IFACE_NV * (size_t)t.c->ncomp;
+        double *N = malloc(n * sizeof *N);
+        for (size_t i = 0; i < n; ++i) N[i] = 2.0 * tsr_pinn_uniform(3, (uint64_t)k, 9, i) - 1.0;
+        assert_int_equal(tsr_pinn_engine_set_neighbours(t.e, N), TSR_OK);
+        char label[32];
+        snprintf(label, sizeof label, "box %d of %d", box, nbox);
+        assert_true(grad_check(&t, label) <= 1e-6);
+        free(N);
+        tsr_test_pinn_free(&t);
+      }
 }
 
 /* A few Adam steps on each case lower the loss, and the history rows are the losses before
@@ -125,7 +163,9 @@ static void batch_layout(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(gradients), cmocka_unit_test(adam_lowers),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(gradients),
+                                     cmocka_unit_test(interface_gradients),
+                                     cmocka_unit_test(adam_lowers),
                                      cmocka_unit_test(generator),
                                      cmocka_unit_test(batch_layout)};
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# method: pinn on several CPU ranks (issue 18): one network per rank's box, joined by interface
+# terms exchanged every iteration. Poisson 2D trains on 2 and 4 ranks to asserted errors and
+# writes one final.h5 from every rank's network, report.json's subdomains and the mismatch; a
+# run repeats bit for bit; a restart on the same decomposition continues the same trajectory bit
+# for bit and one on another rank count or partition is refused; SIGTERM to one rank stops every
+# rank at one iteration with a checkpoint, and the continuation ends as the run not stopped; bad
+# inputs are refused with their message.
+set -u
+. "$(dirname "$0")/lib.bash"
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+# one thread: these networks are small, and CI runs two tests at a time on its 2 cores
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+cases=$TESSERA_SOURCE/cases
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+rel_err() { "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['rel_l2_error'])" "$1"; }
+below() { "$py" -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$1" "$2"; }
+
+# --- accuracy: Poisson 2D on 2 and 4 ranks against exact --------------------------------------
+# (interface_value 10 like the boundary's weight; measured 3.0e-3 on 2 ranks, 1.4e-2 on 4, and
+# 2.4e-2 on one rank after the same 2000 iterations)
+acc="--set grid.cells=[24,24] --set pinn.network.width=20 --set pinn.network.depth=3
+     --set pinn.points.boundary=64 --set pinn.weights.boundary=10 --set pinn.adam.lr=1e-2
+     --set pinn.adam.decay_every=500 --set pinn.adam.iterations=2000 --set pinn.log_every=500
+     --set pinn.weights.interface_value=10 --set pinn.weights.interface_flux=1
+     --set pinn.weights.interface_residual=0.1 --set output.progress=none"
+if [ -z "${TSR_SANITIZED:-}" ]; then
+for np in 2 4; do
+  out=$work/acc$np
+  run_ok "poisson_np$np" $np "$cases/pinn_poisson2d.yaml" --out "$out" $acc || continue
+  e=$(rel_err "$out/report.json")
+  bound=$([ $np = 2 ] && echo 1.5e-2 || echo 5e-2)
+  if below "$e" "$bound"; then pass "poisson on $np ranks: relative L2 error $e <= $bound"
+  else failure "poisson on $np ranks: relative L2 error $e > $bound"; fi
+  # one final.h5 of the whole grid (each cell from its rank's network), the report's subdomains
+  if "$py" - "$out" $np <<'PY'
+import json, sys, h5py, numpy as np
+d, n = sys.argv[1], int(sys.argv[2])
+r = json.load(open(d + "/report.json"))
+assert r["ranks"] == n and len(r["subdomains"]) == n, "subdomains"
+assert all(s["interface_mismatch"] >= 0 and any(t["name"] == "interface" for t in s["terms"])
+           for s in r["subdomains"]), "interface terms"
+assert 0 < r["interface_mismatch"] < 0.05, "mismatch %g" % r["interface_mismatch"]
+u = h5py.File(d + "/final.h5")["fields/u"][...]
+assert u.shape == (24, 24), u.shape
+x = (np.arange(24) + 0.5) / 24
+ex = np.outer(np.sin(np.pi * x), np.sin(np.pi * x))
+e = np.sqrt(((u - ex) ** 2).sum() / (ex ** 2).sum())
+assert abs(e - r["rel_l2_error"]) < 1e-4 * r["rel_l2_error"] + 1e-6, (e, r["rel_l2_error"])
+h = open(d + "/history.csv").readline().strip().split(",")
+assert h[-2:] == ["interface", "mismatch"], h
+PY
+  then pass "poisson on $np ranks: final.h5 holds the whole grid at the report's error; report.json has $np subdomains with their interface terms and mismatch"
+  else failure "poisson on $np ranks: outputs"; fi
+done
+fi
+
+# --- bitwise: a run repeats; a restart continues the same trajectory (2 ranks) ----------------
+rs="--set grid.cells=[8,8] --set pinn.network.width=8 --set pinn.network.depth=2
+    --set pinn.points.interior=100 --set pinn.points.resample_every=30 --set pinn.points.boundary=16
+    --set pinn.points.interface=5 --set pinn.adam.iterations=120 --set pinn.log_every=20
+    --set output.checkpoint_every=30 --set output.keep=10 --set output.progress=none"
+run_ok straight 2 "$cases/pinn_heat2d.yaml" --out "$work/straight" $rs
+run_ok again 2 "$cases/pinn_heat2d.yaml" --out "$work/again" $rs
+if h5diff "$work/straight/final.h5" "$work/again/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
+   h5diff "$work/straight/checkpoint_00000120.h5" "$work/again/checkpoint_00000120.h5" \
+     /pinn/theta /pinn/theta >/dev/null 2>&1; then
+  pass "repeat: two runs on 2 ranks give the same weights and final field bit for bit"
+else
+  failure "repeat: two runs on 2 ranks differ"
+fi
+run_ok first_half 2 "$cases/pinn_heat2d.yaml" --out "$work/halves" $rs --set pinn.adam.iterations=60
+run_ok second_half 2 "$cases/pinn_heat2d.yaml" --out "$work/halves" $rs --restart latest
+if h5diff "$work/straight/checkpoint_00000090.h5" "$work/halves/checkpoint_00000090.h5" \
+     /pinn/theta /pinn/theta >/dev/null 2>&1 &&
+   h5diff "$work/straight/checkpoint_00000090.h5" "$work/halves/checkpoint_00000090.h5" \
+     /pinn/adam_v /pinn/adam_v >/dev/null 2>&1 &&
+   h5diff "$work/straight/final.h5" "$work/halves/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
+   cmp -s <(cut -d, -f1-6,9,10 "$work/straight/history.csv") \
+          <(cut -d, -f1-6,9,10 "$work/halves/history.csv"); then
+  pass "restart on 2 ranks: every rank's weights and moments, the final field and the history bit for bit"
+else
+  failure "restart on 2 ranks: the restarted run differs from the straight one"
+fi
+# the checkpoint records the decomposition; the run's end has one (120 is the last iteration)
+if h5dump -a ranks "$work/straight/checkpoint_00000120.h5" 2>/dev/null | grep -q "(0): 2" &&
+   [ "$(cat "$work/straight/latest")" = checkpoint_00000120.h5 ]; then
+  pass "checkpoints: the last iteration's is written and records 2 ranks"
+else
+  failure "checkpoints: no checkpoint of the last iteration, or no decomposition in it"
+fi
+refused_run() { # LABEL PATTERN NP ARGS...: tessera run refuses with PATTERN
+  local label=$1 pat=$2 np=$3
+  shift 3
+  local log
+  if log=$("$MPIEXEC" -n "$np" "$TESSERA_BIN" run "$@" 2>&1); then
+    failure "$label: accepted"
+  elif echo "$log" | grep -q -- "$pat"; then
+    pass "$label: $(echo "$log" | grep -- "$pat" | head -1 | cut -c1-170)"
+  else
+    echo "$log" | tail -5; failure "$label: message lacks '$pat'"
+  fi
+}
+refused_run "restart on 3 ranks" "holds the networks of a PINN run on 2 ranks" 3 \
+  "$cases/pinn_heat2d.yaml" --out "$work/straight" $rs --set pinn.adam.iterations=150 --restart latest
+refused_run "restart on 1 rank" "holds the networks of a PINN run on 2 ranks" 1 \
+  "$cases/pinn_heat2d.yaml" --out "$work/straight" $rs --set pinn.adam.iterations=150 --restart latest
+refused_run "restart on another partition" "was written with another decomposition" 2 \
+  "$cases/pinn_heat2d.yaml" --out "$work/straight" $rs --set pinn.adam.iterations=150 \
+  --set decomposition.ranks=[2,1] --restart latest
+
+# --- SIGTERM to one rank: every rank stops at one iteration with a checkpoint ----------------
+sg="--set grid.cells=[8,8] --set pinn.network.width=8 --set pinn.network.depth=2
+    --set pinn.points.boundary=16 --set pinn.log_every=50 --set output.progress=none"
+"$MPIEXEC" -n 2 "$TESSERA_BIN" run "$cases/pinn_poisson2d.yaml" --out "$work/sig_b" $sg \
+  --set pinn.adam.iterations=100000000 >"$work/sig.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -d "$work/sig_b" ] && break; sleep 0.1; done
+sleep 1
+ranks=$(pgrep -f -- "--out $work/sig_b " | grep -v "^$pid$" | while read -r p; do
+          [ "$(ps -o comm= -p "$p")" = tessera ] && echo "$p"; done)
+kill -TERM "$(echo "$ranks" | tail -1)"
+wait $pid
+rc=$?
+at=$(sed -n 's/^checkpoint_0*\([0-9]*\)\.h5$/\1/p' "$work/sig_b/latest" 2>/dev/null)
+if [ $rc -eq 4 ] && grep -q "stopped by SIGTERM after iteration $at " "$work/sig.log" &&
+   [ -n "$at" ] && [ ! -e "$work/sig_b/final.h5" ]; then
+  end=$((at + 200))
+  run_ok sig_straight 2 "$cases/pinn_poisson2d.yaml" --out "$work/sig_a" $sg \
+    --set pinn.adam.iterations=$end
+  run_ok sig_continue 2 "$cases/pinn_poisson2d.yaml" --out "$work/sig_b" $sg \
+    --set pinn.adam.iterations=$end --restart latest
+  if h5diff "$work/sig_a/final.h5" "$work/sig_b/final.h5" /fields/u /fields/u >/dev/null 2>&1; then
+    pass "SIGTERM to rank 1: both ranks stop at iteration $at (exit 4, its checkpoint); continued to $end, the straight run's final field"
+  else
+    failure "SIGTERM: the continued run differs from the straight one"
+  fi
+else
+  cat "$work/sig.log"; failure "SIGTERM: exit $rc (4 expected), checkpoint '$at'"
+fi
+
+# --- a loss that becomes NaN on rank 1 stops both ranks, naming the good checkpoint ----------
+# (rank 0's interface term meets rank 1's NaN values in the same iteration: rank 0's message)
+log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$cases/pinn_heat2d.yaml" --out "$work/nan" $rs \
+      --inject-fault rank=1,kind=nan,step=70 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && echo "$log" | grep -q "the loss became NaN at iteration 70 in term interface" &&
+   echo "$log" | grep -q "checkpoint_00000060.h5, is good" && [ -s "$work/nan/history.csv" ] &&
+   [ ! -e "$work/nan/final.h5" ]; then
+  pass "nan on rank 1: both ranks stop at iteration 70 (rank 0's interface term), naming the good checkpoint"
+else
+  echo "$log" | tail -5; failure "nan on rank 1: rc $rc"
+fi
+
+# --- bad input --------------------------------------------------------------------------------
+refused() { # LABEL PATTERN CASE ARGS...: check refuses with PATTERN in the message
+  local label=$1 pat=$2 case=$3
+  shift 3
+  local log
+  if log=$("$TESSERA_BIN" check "$case" "$@" 2>&1); then
+    failure "$label: accepted"
+  elif echo "$log" | grep -q -- "$pat"; then
+    pass "$label: $(echo "$log" | grep -- "$pat" | head -1 | cut -c1-170)"
+  else
+    echo "$log"; failure "$label: message lacks '$pat'"
+  fi
+}
+refused "negative interface weight" "pinn.weights.interface_flux: expected a weight from 0" \
+  "$cases/pinn_poisson2d.yaml" --set pinn.weights.interface_flux=-1
+refused "interface points" "pinn.points.interface: expected cells" \
+  "$cases/pinn_poisson2d.yaml" --set pinn.points.interface=0
+refused "time slabs" "time slabs of method pinn" "$cases/pinn_heat2d.yaml" \
+  --set decomposition.time_slices=2
+refused "L-BFGS on ranks" "L-BFGS of a PINN decomposed over ranks" "$cases/pinn_poisson2d.yaml" \
+  --ranks 2 --set pinn.lbfgs.iterations=10
+refused "too many ranks" "cannot split" "$cases/pinn_poisson2d.yaml" --ranks 5 \
+  --set grid.cells=[2,2]
+if "$TESSERA_BIN" check "$cases/pinn_poisson2d.yaml" --ranks 4 | grep -q "rank 3: cells"; then
+  pass "check --ranks 4: each rank's box and points"
+else
+  failure "check --ranks 4"
+fi
+finish
