@@ -42,16 +42,16 @@
  *             weights in shared memory and runs every layer in fp32 or fp64 FMA; the forward
  *             pass stores the hidden layers' pre-activations for the reverse pass; the
  *             parameter gradients are summed per block over its tiles and then over the blocks
- *             in a fixed order (no atomics). Faster on the PINN shapes measured
- *             (bench/pinn_gpu.sh, bench/README.md), so taken wherever it applies:
+ *             in a fixed order (no atomics). Opt-in for now: the environment variable
+ *             TSR_NET_FUSED=1 (read at tsr_net_create) selects it where it applies
+ *             (bench/pinn_gpu.sh measures both paths; see bench/README.md):
  *               (nd1, nd2) one of (0,0), (1,1), (2,2), (3,3), (2,1), (3,2), (4,3) (values alone;
  *               steady 1-3 D; 1-3 D + t), any nin and nout;
  *               width a multiple of 4 whose reverse-pass tile fits one block's shared memory
  *               (checked at create; on an H100, fp32 K = 5: width up to 124, fp64 K = 5: up
  *               to 96);
  *               its workspace no larger than the cuBLAS path's (tsr_net_workspace_bytes).
- *             Elsewhere the cuBLAS path runs. The environment variable TSR_NET_FUSED=0 (read at
- *             tsr_net_create) forces the cuBLAS path (for benchmarks and tests).
+ *             Elsewhere the cuBLAS path runs; TSR_NET_FUSED=0 forces it.
  *   The two paths sum in different orders: they agree to rounding, and each repeats its own
  *   bits; a fused reverse pass's bits also depend on the device's multiprocessor count (the
  *   number of blocks that share the points). */

@@ -1,9 +1,8 @@
 /* The CUDA backend of kernels/net.h, two paths behind the same calls, chosen at create:
  *   cuBLAS  the matrix products through cuBLAS, the elementwise chain rule and the reductions in
  *           kernels/net.cu;
- *   fused   one kernel per pass (kernels/net_fused.cu), taken wherever it applies (its limits are
- *           in kernels/net.h) unless TSR_NET_FUSED=0; TSR_NET_FUSED=1 asks for it too (it still
- *           falls back where it does not apply). bench/pinn_gpu.sh measures both.
+ *   fused   one kernel per pass (kernels/net_fused.cu), taken where TSR_NET_FUSED=1 asks for it
+ *           and it applies (its limits are in kernels/net.h); bench/pinn_gpu.sh measures both.
  * Everything a pass needs is allocated by create, so forward and backward only issue work on
  * the network's stream (capturable in a graph).
  *
@@ -118,11 +117,21 @@ static size_t fused_bytes(const tsr_net_opts *o, const tsr_net_fused_plan *pl) {
          align256((size_t)pl->blocks * pl->nparam * es);
 }
 
-/* The fused path where it applies and TSR_NET_FUSED is not 0 (kernels/net.h). */
-static tsr_err choose_fused(struct tsr_net *n, dev_ws *w) {
+/* Without TSR_NET_FUSED: the cuBLAS path, until bench/pinn_gpu.sh has shown the fused kernels
+ * faster on the GPU machine (then 1, or a table of the shapes measured faster). */
+#define TSR_NET_FUSED_DEFAULT 0
+
+/* The fused path where TSR_NET_FUSED=1 (or the default) asks for it and it applies
+ * (kernels/net.h); TSR_NET_FUSED=0 never. */
+static int want_fused(void) {
   const char *env = getenv("TSR_NET_FUSED");
+  if (env && (env[0] == '0' || env[0] == '1') && env[1] == 0) return env[0] == '1';
+  return TSR_NET_FUSED_DEFAULT;
+}
+
+static tsr_err choose_fused(struct tsr_net *n, dev_ws *w) {
   w->fused = 0;
-  if (env && env[0] == '0' && env[1] == 0) return TSR_OK;
+  if (!want_fused()) return TSR_OK;
   TSR_CALL(tsr_net_fused_make_plan(&w->d, n->o.shape.nout, n->o.shape.depth, n->o.npts,
                                    n->nparam, &w->plan));
   w->fused = w->plan.ok && fused_bytes(&n->o, &w->plan) <= cublas_bytes(&n->o, n->K);

@@ -608,10 +608,9 @@ extern "C" tsr_err tsr_net_fused_make_plan(const tsr_net_kdims *d, int nout, int
              "device has %d", W, pl->bwd_smem, optin);
     return TSR_OK;
   }
-  TSR_CUDA(cudaFuncSetAttribute(k.fwd, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)pl->fwd_smem));
-  TSR_CUDA(cudaFuncSetAttribute(k.bwd, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)pl->bwd_smem));
+  /* the device's limit, not this network's size: networks of other widths share the kernels */
+  TSR_CUDA(cudaFuncSetAttribute(k.fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  TSR_CUDA(cudaFuncSetAttribute(k.bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
   int per_sm = 0;
   TSR_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.bwd, g.threads,
                                                          pl->bwd_smem));

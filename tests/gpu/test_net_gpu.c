@@ -82,11 +82,14 @@ static void to_host(const void *d, size_t n, int single, double *h) {
 /* max |got - want| / max |want| (max |got - want| where want is all 0); NaN counts as failure. */
 static double rel_diff(const double *got, const double *want, size_t n) {
   double dmax = 0.0, wmax = 0.0;
+  int nan = 0;
   for (size_t k = 0; k < n; ++k) {
     double d = fabs(got[k] - want[k]);
-    if (!(d <= dmax)) dmax = d; /* NaN propagates */
+    if (d != d) nan = 1; /* a NaN anywhere fails (a later finite d must not hide it) */
+    else if (d > dmax) dmax = d;
     if (fabs(want[k]) > wmax) wmax = fabs(want[k]);
   }
+  if (nan) return NAN;
   return wmax > 0.0 ? dmax / wmax : dmax;
 }
 
@@ -170,9 +173,12 @@ static void run_case(const net_case *c, cudaStream_t stream) {
     for (int r = 0; r < 3; ++r) {
       CU(cudaMalloc(&dUo[r], nu * es + 1));
       CU(cudaMalloc(&dg[r], np * es + 1));
-      CU(cudaMemset(dUo[r], 0xff, nu * es)); /* NaN: every entry must be written */
-      CU(cudaMemset(dg[r], 0xff, np * es));
+      /* NaN: every entry must be written. On the network's stream: a cudaMemset on the legacy
+       * stream does not order with a non-blocking stream, and could land after a pass's writes */
+      CU(cudaMemsetAsync(dUo[r], 0xff, nu * es, stream));
+      CU(cudaMemsetAsync(dg[r], 0xff, np * es, stream));
     }
+    CU(cudaStreamSynchronize(stream));
 
     /* misuse: the backward pass before any forward pass, more points than the capacity */
     CHECK(tsr_net_backward(dev, dth, ddU, dg[0]) == TSR_ERR_STATE,
