@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/models.h"
+#include "kernels/net_act.h"
 #include "kernels/net_impl.h"
 
 /* ---- shapes ---------------------------------------------------------------------------- */
@@ -208,24 +209,20 @@ static tsr_err host_create(tsr_net *n) {
 #define NET_R double
 #define NET_FN(name) net_##name##_d
 #define NET_GEMM cblas_dgemm
-#define NET_TANH tanh
-#define NET_SIN sin
-#define NET_COS cos
+#define NET_ACT_SFX d
 #include "kernels/net_host_tmpl.h"
 #undef NET_R
 #undef NET_FN
 #undef NET_GEMM
-#undef NET_TANH
-#undef NET_SIN
-#undef NET_COS
+#undef NET_ACT_SFX
+#undef NET_ACT_CAT
+#undef NET_ACT_CAT2
 #undef NET_OMP_MIN
 
 #define NET_R float
 #define NET_FN(name) net_##name##_s
 #define NET_GEMM cblas_sgemm
-#define NET_TANH tanhf
-#define NET_SIN sinf
-#define NET_COS cosf
+#define NET_ACT_SFX f
 #include "kernels/net_host_tmpl.h"
 
 /* ---- the public calls ------------------------------------------------------------------- */
@@ -258,6 +255,13 @@ tsr_err tsr_net_create(const tsr_net_opts *o, tsr_net **out) {
   }
   *out = n;
   return TSR_OK;
+}
+
+const char *tsr_net_backend(const tsr_net *n) {
+#ifdef TSR_HAVE_CUDA
+  if (n->o.device) return tsr_net_cuda_path(n);
+#endif
+  return "host";
 }
 
 void tsr_net_destroy(tsr_net **np) {

@@ -14,6 +14,7 @@
 
 #include "kernels/cuda_util.h"
 #include "kernels/net.h"
+#include "kernels/net_act.h"
 #include "kernels/net_cuda_internal.h"
 
 namespace {
@@ -22,26 +23,20 @@ constexpr int kThreads = 256;
 constexpr int kMaxChunks = 1024;  // partials per unit at most
 constexpr int kPointsPerLane = 16; // points a lane sums before the chunks are capped
 
-__device__ __forceinline__ float tanh_(float a) { return tanhf(a); }
-__device__ __forceinline__ double tanh_(double a) { return tanh(a); }
-__device__ __forceinline__ void sincos_(float a, float *s, float *c) { sincosf(a, s, c); }
-__device__ __forceinline__ void sincos_(double a, double *s, double *c) { sincos(a, s, c); }
-
-// s(a) and its first three derivatives; the third is needed by the reverse pass only.
+// s(a) and its first three derivatives (kernels/net_act.h, shared with the host backend); the
+// third is needed by the reverse pass only.
+__device__ __forceinline__ void act_t(int k, float a, float &s, float &s1, float &s2, float &s3) {
+  s = tsr_net_act_value_f(k, a);
+  tsr_net_act_derivs_f(k, a, s, &s1, &s2, &s3);
+}
+__device__ __forceinline__ void act_t(int k, double a, double &s, double &s1, double &s2,
+                                      double &s3) {
+  s = tsr_net_act_value_d(k, a);
+  tsr_net_act_derivs_d(k, a, s, &s1, &s2, &s3);
+}
 template <int kAct, typename T>
 __device__ __forceinline__ void act(T a, T &s, T &s1, T &s2, T &s3) {
-  if (kAct == TSR_NET_TANH) {
-    s = tanh_(a);
-    s1 = T(1) - s * s;
-    s2 = T(-2) * s * s1;
-    s3 = T(-2) * s1 * s1 + T(4) * s * s * s1;
-  } else {
-    T c;
-    sincos_(a, &s, &c);
-    s1 = c;
-    s2 = -s;
-    s3 = -c;
-  }
+  act_t(kAct, a, s, s1, s2, s3);
 }
 
 // The unit and lane shape of the reductions: U units a block (coalesced), G lanes each.

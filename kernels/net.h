@@ -32,7 +32,29 @@
  * not depend on OMP_NUM_THREADS either: tsr_net_create sets OpenBLAS to one thread (process
  * wide; OpenMP runs the elementwise loops) unless OPENBLAS_NUM_THREADS is set, and then they
  * repeat only for the same OPENBLAS_NUM_THREADS. Not to be called from inside an OpenMP
- * parallel region. */
+ * parallel region.
+ *
+ * The device backend has two paths (tsr_net_backend says which one a network took):
+ *   "cublas"  each layer one cuBLAS product over all K * npts columns, then fused elementwise
+ *             kernels for the chain rule and deterministic reductions for the biases;
+ *   "fused"   one kernel for the whole forward pass and one for the whole reverse pass: a
+ *             thread block keeps a tile of points (all K channels) and the current layer's
+ *             weights in shared memory and runs every layer in fp32 or fp64 FMA; the forward
+ *             pass stores the hidden layers' pre-activations for the reverse pass; the
+ *             parameter gradients are summed per block over its tiles and then over the blocks
+ *             in a fixed order (no atomics). Opt-in for now: the environment variable
+ *             TSR_NET_FUSED=1 (read at tsr_net_create) selects it where it applies
+ *             (bench/pinn_gpu.sh measures both paths; see bench/README.md):
+ *               (nd1, nd2) one of (0,0), (1,1), (2,2), (3,3), (2,1), (3,2), (4,3) (values alone;
+ *               steady 1-3 D; 1-3 D + t), any nin and nout;
+ *               width a multiple of 4 whose reverse-pass tile fits one block's shared memory
+ *               (checked at create; on an H100, fp32 K = 5: width up to 124, fp64 K = 5: up
+ *               to 96);
+ *               its workspace no larger than the cuBLAS path's (tsr_net_workspace_bytes).
+ *             Elsewhere the cuBLAS path runs; TSR_NET_FUSED=0 forces it.
+ *   The two paths sum in different orders: they agree to rounding, and each repeats its own
+ *   bits; a fused reverse pass's bits also depend on the device's multiprocessor count (the
+ *   number of blocks that share the points). */
 #ifndef TSR_NET_H
 #define TSR_NET_H
 
@@ -98,6 +120,9 @@ tsr_err tsr_net_create(const tsr_net_opts *o, tsr_net **out);
  * (width x K * npts each), two arrays of that size for the backward pass, the normalised
  * inputs (nin x npts), each rounded up to 64 bytes, and a small header. */
 size_t tsr_net_workspace_bytes(const tsr_net_opts *o);
+
+/* Which path runs the passes: "host", "cublas" or "fused" (above). A static string. */
+const char *tsr_net_backend(const tsr_net *n);
 
 /* Frees and sets *n to NULL; accepts NULL. */
 void tsr_net_destroy(tsr_net **n);

@@ -1,6 +1,15 @@
-/* The CUDA backend of kernels/net.h: the matrix products through cuBLAS, the elementwise chain
- * rule and the reductions in kernels/net.cu. Everything a pass needs is allocated by create,
- * so forward and backward only issue work on the network's stream (capturable in a graph).
+/* The CUDA backend of kernels/net.h, two paths behind the same calls, chosen at create:
+ *   cuBLAS  the matrix products through cuBLAS, the elementwise chain rule and the reductions in
+ *           kernels/net.cu;
+ *   fused   one kernel per pass (kernels/net_fused.cu), taken where TSR_NET_FUSED=1 asks for it
+ *           and it applies (its limits are in kernels/net.h); bench/pinn_gpu.sh measures both.
+ * Everything a pass needs is allocated by create, so forward and backward only issue work on
+ * the network's stream (capturable in a graph).
+ *
+ * The fused path's device memory (one allocation): the hidden layers' pre-activations
+ * (depth - 1) * width * K * (npts rounded up to the tile) * E, the copy of X, and the reverse
+ * pass's per-block gradient sums (blocks * nparam * E); it is taken only where that is no more
+ * than the cuBLAS path's (tsr_net_workspace_bytes stays an upper bound). The cuBLAS path's:
  *
  * Device memory (one allocation, each part 256-byte aligned), per E = element size:
  *   A_l, Z_l  for each hidden layer l:  2 * depth * width * K * npts * E  (tsr_net_workspace_bytes'
@@ -46,6 +55,8 @@ typedef struct {
   size_t bytes;     /* its size */
   void **A, **Z;    /* per hidden layer */
   void *G[2], *Xc, *partial;
+  int fused;               /* the fused path (then A[0] holds the hidden layers' A) */
+  tsr_net_fused_plan plan;
 } dev_ws;
 
 static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
@@ -88,6 +99,76 @@ void tsr_net_cuda_destroy(struct tsr_net *n) {
   n->dev = NULL;
 }
 
+static size_t cublas_bytes(const tsr_net_opts *o, int K) {
+  const tsr_net_shape *s = &o->shape;
+  const size_t es = o->single ? sizeof(float) : sizeof(double);
+  const size_t cap = (size_t)o->npts, width = (size_t)s->width;
+  size_t psums = (size_t)(1 + s->nin) * width * (size_t)tsr_net_cuda_chunks(s->width, o->npts);
+  const size_t pout = (size_t)s->nout * (size_t)tsr_net_cuda_chunks(s->nout, o->npts);
+  if (pout > psums) psums = pout;
+  return (2 * (size_t)s->depth + 2) * align256(width * (size_t)K * cap * es) +
+         align256((size_t)s->nin * cap * es) + align256(psums * es) + TSR_NET_CUBLAS_WS;
+}
+
+static size_t fused_bytes(const tsr_net_opts *o, const tsr_net_fused_plan *pl) {
+  const size_t es = o->single ? sizeof(float) : sizeof(double);
+  return align256((size_t)(o->shape.depth - 1) * pl->lstride * es + 1) +
+         align256((size_t)o->shape.nin * (size_t)o->npts * es) +
+         align256((size_t)pl->blocks * pl->nparam * es);
+}
+
+/* Without TSR_NET_FUSED: the cuBLAS path, until bench/pinn_gpu.sh has shown the fused kernels
+ * faster on the GPU machine (then 1, or a table of the shapes measured faster). */
+#define TSR_NET_FUSED_DEFAULT 0
+
+/* The fused path where TSR_NET_FUSED=1 (or the default) asks for it and it applies
+ * (kernels/net.h); TSR_NET_FUSED=0 never. */
+static int want_fused(void) {
+  const char *env = getenv("TSR_NET_FUSED");
+  if (env && (env[0] == '0' || env[0] == '1') && env[1] == 0) return env[0] == '1';
+  return TSR_NET_FUSED_DEFAULT;
+}
+
+static tsr_err choose_fused(struct tsr_net *n, dev_ws *w) {
+  w->fused = 0;
+  if (!want_fused()) return TSR_OK;
+  TSR_CALL(tsr_net_fused_make_plan(&w->d, n->o.shape.nout, n->o.shape.depth, n->o.npts,
+                                   n->nparam, &w->plan));
+  w->fused = w->plan.ok && fused_bytes(&n->o, &w->plan) <= cublas_bytes(&n->o, n->K);
+  return TSR_OK;
+}
+
+static tsr_err create_fused(struct tsr_net *n, dev_ws *w) {
+  const tsr_net_opts *o = &n->o;
+  const size_t es = o->single ? sizeof(float) : sizeof(double);
+  const size_t abytes = align256((size_t)(o->shape.depth - 1) * w->plan.lstride * es + 1);
+  const size_t xbytes = align256((size_t)o->shape.nin * (size_t)o->npts * es);
+  w->bytes = fused_bytes(o, &w->plan);
+  w->A = calloc(1, sizeof *w->A);
+  TSR_CHECK(w->A, TSR_ERR_MEMORY, "out of memory allocating the network's layer table");
+  cudaError_t e = cudaMalloc(&w->mem, w->bytes);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    w->mem = NULL;
+    return tsr_err_set(e == cudaErrorMemoryAllocation ? TSR_ERR_MEMORY : TSR_ERR_CUDA, __FILE__,
+                       __LINE__,
+                       "cannot allocate %zu bytes of device memory for the network's workspace "
+                       "(%d points, %d hidden layers of %d units, %d channels): %s; use fewer "
+                       "points per pass or a smaller network",
+                       w->bytes, o->npts, o->shape.depth, o->shape.width, n->K,
+                       cudaGetErrorString(e));
+  }
+  w->A[0] = w->mem;
+  w->Xc = (char *)w->mem + abytes;
+  w->partial = (char *)w->Xc + xbytes;
+  return TSR_OK;
+}
+
+const char *tsr_net_cuda_path(const struct tsr_net *n) {
+  const dev_ws *w = (const dev_ws *)n->dev;
+  return w && w->fused ? "fused" : "cublas";
+}
+
 static tsr_err create_in(struct tsr_net *n, dev_ws *w) {
   const tsr_net_opts *o = &n->o;
   const tsr_net_shape *s = &o->shape;
@@ -115,6 +196,8 @@ static tsr_err create_in(struct tsr_net *n, dev_ws *w) {
     w->d.in_shift[j] = o->in_shift[j];
   }
   w->stream = (cudaStream_t)o->stream;
+  TSR_CALL(choose_fused(n, w));
+  if (w->fused) return create_fused(n, w);
 
   const size_t layer = align256(width * K * cap * es);
   const size_t xbytes = align256((size_t)s->nin * cap * es);
@@ -196,7 +279,11 @@ tsr_err tsr_net_cuda_forward(struct tsr_net *n, const void *theta, const void *X
   const size_t es = n->o.single ? sizeof(float) : sizeof(double);
   const int cols = n->K * npts, width = s->width, L = s->depth;
   n->forwarded = 0;
-  if (npts > 0) {
+  if (npts > 0 && w->fused) {
+    TSR_CUDA(cudaMemcpyAsync(w->Xc, X, (size_t)s->nin * npts * es, cudaMemcpyDeviceToDevice,
+                             w->stream));
+    TSR_CALL(tsr_net_fused_forward(&w->plan, &w->d, theta, X, npts, U, w->A[0], w->stream));
+  } else if (npts > 0) {
     TSR_CUDA(cudaMemcpyAsync(w->Xc, X, (size_t)s->nin * npts * es, cudaMemcpyDeviceToDevice,
                              w->stream));
     TSR_CALL(tsr_net_cuda_layer0_fwd(&w->d, theta, X, npts, w->A[0], w->Z[0], w->stream));
@@ -230,6 +317,9 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
     TSR_CUDA(cudaMemsetAsync(grad, 0, n->nparam * es, w->stream));
     return TSR_OK;
   }
+  if (w->fused)
+    return tsr_net_fused_backward(&w->plan, &w->d, theta, w->Xc, w->A[0], dU, npts, w->partial,
+                                  grad, w->stream);
   size_t wo, bo;
   offsets(s, L, &wo, &bo);
   /* the output layer is linear: dA = dU */

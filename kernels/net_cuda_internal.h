@@ -72,6 +72,43 @@ tsr_err tsr_net_cuda_finish(const tsr_net_kdims *d, int rows, int nsums, int npt
                             const void *partial, const size_t *base, void *out,
                             cudaStream_t stream);
 
+
+/* ---- the fused path (kernels/net_fused.cu) ------------------------------------------------
+ * One kernel for the whole forward pass and one for the whole reverse pass, each block on a
+ * tile of P points with every layer's activations in shared memory (net_fused.cu says how).
+ * Memory it needs besides theta, X, U, dU and grad (device, element type of d->single):
+ *   A        the hidden layers' pre-activations, layer l (1..depth-1) at A + (l-1) lstride
+ *   partial  blocks * nparam elements: the reverse pass's per-block gradient sums */
+typedef struct {
+  int ok;            /* the fused path applies to this network on this device */
+  char why[160];     /* else: why not */
+  int NUG, NPG, P, S, threads; /* the tile: unit groups, point groups, points, row stride */
+  int nout, depth;
+  int tiles_cap;     /* tiles of the capacity */
+  int blocks;        /* most blocks of the reverse pass (its per-block partial sums) */
+  size_t nparam, lstride, fwd_smem, bwd_smem;
+} tsr_net_fused_plan;
+
+/* Decides whether the fused kernels apply (the channel sets (0,0), (1,1), (2,2), (3,3), (2,1),
+ * (3,2), (4,3) of (nd1, nd2); width a multiple of 4 up to 1024; the reverse pass's tile fits
+ * the device's shared memory) and fills the plan for a capacity of `capacity` points; sets the
+ * kernels' shared-memory limits (call outside a graph capture). pl->ok 0 with pl->why set is
+ * no error. Errors: TSR_ERR_CUDA. */
+tsr_err tsr_net_fused_make_plan(const tsr_net_kdims *d, int nout, int depth, int capacity,
+                                size_t nparam, tsr_net_fused_plan *pl);
+
+/* The forward pass over npts points (0..capacity): U from theta and X; A kept for the reverse
+ * pass. Asynchronous on stream, no allocation. */
+tsr_err tsr_net_fused_forward(const tsr_net_fused_plan *pl, const tsr_net_kdims *d,
+                              const void *theta, const void *X, int npts, void *U, void *A,
+                              cudaStream_t stream);
+
+/* The reverse pass of the forward pass over the same npts, theta, X (and its A): grad
+ * (nparam elements) overwritten. Asynchronous on stream, no allocation. */
+tsr_err tsr_net_fused_backward(const tsr_net_fused_plan *pl, const tsr_net_kdims *d,
+                               const void *theta, const void *X, const void *A, const void *dU,
+                               int npts, void *partial, void *grad, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

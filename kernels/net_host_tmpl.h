@@ -1,31 +1,22 @@
 /* The host backend's passes for one element type, included by kernels/net.c twice: once with
- * R = double, once with R = float (NET_R, NET_FN(name), NET_GEMM, NET_TANH, NET_SIN, NET_COS
- * defined before each inclusion). One source, so the two precisions cannot drift apart.
+ * R = double, once with R = float (NET_R, NET_FN(name), NET_GEMM, NET_ACT_SFX defined before
+ * each inclusion). One source, so the two precisions cannot drift apart.
  *
  * Storage (kernels/net.h): an array of `rows` x (K * np) holds channel c of point p in column
  * c * np + p, so channel c is the contiguous rows x np block at c * rows * np. Per hidden layer
  * l the workspace keeps A_l (pre-activations) and Z_l (outputs) of every channel. */
 
-/* s, s', s'', s''' at a; y = s(a) as the forward pass stored it (tanh reuses it, so the
- * backward pass differentiates exactly the value the forward pass propagated). */
+/* s(a) and s', s'', s''' at a from y = s(a): kernels/net_act.h, shared with the CUDA kernels;
+ * NET_ACT_SFX picks the element type's twin (d or f). */
+#define NET_ACT_CAT2(a, b) a##b
+#define NET_ACT_CAT(a, b) NET_ACT_CAT2(a, b)
 static inline void NET_FN(act_derivs)(tsr_net_act act, NET_R a, NET_R y, NET_R *s1, NET_R *s2,
                                       NET_R *s3) {
-  if (act == TSR_NET_TANH) {
-    /* (1 - y)(1 + y) keeps the relative accuracy of 1 - y^2 where |y| is near 1 */
-    NET_R d = (1 - y) * (1 + y);
-    *s1 = d;
-    *s2 = -2 * y * d;
-    *s3 = -2 * d * d + 4 * y * y * d;
-  } else {
-    NET_R c = NET_COS(a);
-    *s1 = c;
-    *s2 = -y;
-    *s3 = -c;
-  }
+  NET_ACT_CAT(tsr_net_act_derivs_, NET_ACT_SFX)((int)act, a, y, s1, s2, s3);
 }
 
 static inline NET_R NET_FN(act_value)(tsr_net_act act, NET_R a) {
-  return act == TSR_NET_TANH ? NET_TANH(a) : NET_SIN(a);
+  return NET_ACT_CAT(tsr_net_act_value_, NET_ACT_SFX)((int)act, a);
 }
 
 /* Elementwise loops go parallel only above this many (unit, point) pairs: below it the fork

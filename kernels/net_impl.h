@@ -26,6 +26,8 @@ tsr_err tsr_net_cuda_forward(struct tsr_net *n, const void *theta, const void *X
                              void *U);
 tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *dU, void *grad);
 void tsr_net_cuda_destroy(struct tsr_net *n);
+/* "fused" or "cublas": the path tsr_net_cuda_create chose. */
+const char *tsr_net_cuda_path(const struct tsr_net *n);
 #endif
 
 #endif

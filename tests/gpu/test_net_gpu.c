@@ -1,12 +1,16 @@
-/* kernels/net on GPUs: for networks of several shapes (inputs 1..3, derivative channels,
- * depth 1..4, widths 5..300, tanh and sin, 1 or 2 outputs) the device's forward values U and
- * backward gradients agree with the host backend in double (max difference <= 1e-12 of the
- * array's largest magnitude) and, in float, with the host in double (<= 1e-4); a second device
- * run gives the same bits; a forward + backward captured in a CUDA graph and replayed gives the
- * same bits as the uncaptured calls; and misuse is refused (backward before forward, more points
- * than the capacity). Only the public interface kernels/net.h is used. Run on 1 and 2 ranks
+/* kernels/net on GPUs: for networks of several shapes (inputs 1..4, derivative channels,
+ * depth 1..4, widths 5..300, tanh and sin, 1 to 3 outputs), on both device paths (the cuBLAS
+ * path, TSR_NET_FUSED=0, and the fused kernels, TSR_NET_FUSED=1, which fall back to cuBLAS
+ * where they do not apply: the test asserts which path each shape takes), the device's forward
+ * values U and backward gradients agree with the host backend in double (max difference
+ * <= 1e-12 of the array's largest magnitude) and, in float, with the host in double (<= 1e-4);
+ * the two device paths agree with each other to the same bounds; a second device run gives the
+ * same bits; a forward + backward captured in a CUDA graph and replayed gives the same bits as
+ * the uncaptured calls; and misuse is refused (backward before forward, more points than the
+ * capacity). Only the public interface kernels/net.h is used. Run on 1 and 2 ranks
  * (label gpu; gpu2 for 2), each on the GPU of its local rank. Exits non-zero (MPI_Abort) on the
  * first failure, printing the shape and the difference. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <mpi.h>
@@ -35,6 +39,7 @@ static double uniform(void) { /* [0, 1) */
 typedef struct {
   tsr_net_shape s;
   int npts;
+  int fused_s, fused_d; /* TSR_NET_FUSED=1 takes the fused path in float, in double */
 } net_case;
 
 static const char *act_name(tsr_net_act a) { return a == TSR_NET_TANH ? "tanh" : "sin"; }
@@ -77,11 +82,14 @@ static void to_host(const void *d, size_t n, int single, double *h) {
 /* max |got - want| / max |want| (max |got - want| where want is all 0); NaN counts as failure. */
 static double rel_diff(const double *got, const double *want, size_t n) {
   double dmax = 0.0, wmax = 0.0;
+  int nan = 0;
   for (size_t k = 0; k < n; ++k) {
     double d = fabs(got[k] - want[k]);
-    if (!(d <= dmax)) dmax = d; /* NaN propagates */
+    if (d != d) nan = 1; /* a NaN anywhere fails (a later finite d must not hide it) */
+    else if (d > dmax) dmax = d;
     if (fabs(want[k]) > wmax) wmax = fabs(want[k]);
   }
+  if (nan) return NAN;
   return wmax > 0.0 ? dmax / wmax : dmax;
 }
 
@@ -140,24 +148,37 @@ static void run_case(const net_case *c, cudaStream_t stream) {
   tsr_net_destroy(&host);
   CHECK(host == NULL, "destroy sets the handle to NULL");
 
-  for (int single = 0; single <= 1; ++single) {
+  double *Uc = malloc(sizeof(double) * nu + 8), *gc = malloc(sizeof(double) * np + 8);
+  CHECK(Uc && gc, "out of memory");
+  for (int k = 0; k < 4; ++k) {
+    const int single = k / 2, fused = k % 2;
     const size_t es = single ? sizeof(float) : sizeof(double);
     const double tol = single ? 1e-4 : 1e-12;
     o.device = 1;
     o.single = single;
     o.stream = stream;
     tsr_net *dev = NULL;
+    setenv("TSR_NET_FUSED", fused ? "1" : "0", 1);
     CHECK(tsr_net_create(&o, &dev) == TSR_OK, "device create (%s, %s)", what,
           single ? "float" : "double");
+    unsetenv("TSR_NET_FUSED");
+    const char *path = tsr_net_backend(dev);
+    const int want = fused && (single ? c->fused_s : c->fused_d);
+    CHECK(strcmp(path, want ? "fused" : "cublas") == 0,
+          "%s, %s, TSR_NET_FUSED=%d: the %s path, expected %s", what,
+          single ? "float" : "double", fused, path, want ? "fused" : "cublas");
     void *dth = to_device(theta, np, single), *dX = to_device(X, nx, single);
     void *ddU = to_device(dU, nu, single);
     void *dUo[3], *dg[3];
     for (int r = 0; r < 3; ++r) {
       CU(cudaMalloc(&dUo[r], nu * es + 1));
       CU(cudaMalloc(&dg[r], np * es + 1));
-      CU(cudaMemset(dUo[r], 0xff, nu * es)); /* NaN: every entry must be written */
-      CU(cudaMemset(dg[r], 0xff, np * es));
+      /* NaN: every entry must be written. On the network's stream: a cudaMemset on the legacy
+       * stream does not order with a non-blocking stream, and could land after a pass's writes */
+      CU(cudaMemsetAsync(dUo[r], 0xff, nu * es, stream));
+      CU(cudaMemsetAsync(dg[r], 0xff, np * es, stream));
     }
+    CU(cudaStreamSynchronize(stream));
 
     /* misuse: the backward pass before any forward pass, more points than the capacity */
     CHECK(tsr_net_backward(dev, dth, ddU, dg[0]) == TSR_ERR_STATE,
@@ -175,8 +196,17 @@ static void run_case(const net_case *c, cudaStream_t stream) {
     to_host(dg[0], np, single, gd);
     const double eu = rel_diff(Ud, Uh, nu), eg = rel_diff(gd, gh, np);
     if (g_rank == 0)
-      printf("%-6s %s: U %.3g, grad %.3g (tolerance %g)\n", single ? "float" : "double", what,
-             eu, eg, tol);
+      printf("%-6s %-6s %s: U %.3g, grad %.3g (tolerance %g)\n", single ? "float" : "double",
+             path, what, eu, eg, tol);
+    if (!fused) { /* the cuBLAS path's results, for the fused path's run next */
+      memcpy(Uc, Ud, sizeof(double) * nu);
+      memcpy(gc, gd, sizeof(double) * np);
+    } else {
+      const double fu = rel_diff(Ud, Uc, nu), fg = rel_diff(gd, gc, np);
+      CHECK(fu <= tol && fg <= tol, "%s, %s: the %s path differs from the cuBLAS path by %.3g "
+            "(U), %.3g (grad) of the largest value", what, single ? "float" : "double", path, fu,
+            fg);
+    }
     CHECK(eu <= tol, "%s, %s: device U differs from the host's by %.3g of its largest value",
           what, single ? "float" : "double", eu);
     CHECK(eg <= tol, "%s, %s: device gradient differs from the host's by %.3g of its largest "
@@ -214,6 +244,8 @@ static void run_case(const net_case *c, cudaStream_t stream) {
     tsr_net_destroy(&dev);
     CHECK(dev == NULL, "destroy sets the handle to NULL");
   }
+  free(Uc);
+  free(gc);
   free(X);
   free(dU);
   free(theta);
@@ -238,18 +270,24 @@ int main(int argc, char **argv) {
   cudaStream_t stream;
   CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  /* {nin, nout, width, depth, act, nd1, nd2}, npts */
+  /* {nin, nout, width, depth, act, nd1, nd2}, npts, fused in float, in double */
   static const net_case cases[] = {
-      {{1, 1, 5, 1, TSR_NET_TANH, 1, 1}, 333},
-      {{1, 2, 7, 3, TSR_NET_SIN, 1, 0}, 1000},
-      {{2, 1, 16, 2, TSR_NET_SIN, 2, 2}, 2049},
-      {{2, 2, 64, 4, TSR_NET_TANH, 2, 0}, 1500},
-      {{3, 1, 20, 2, TSR_NET_SIN, 0, 0}, 777},
-      {{3, 2, 32, 3, TSR_NET_TANH, 3, 2}, 4000}, /* x, y, t: second derivatives in space */
-      {{3, 1, 64, 4, TSR_NET_SIN, 3, 3}, 1200},
-      {{2, 1, 48, 1, TSR_NET_TANH, 1, 0}, 100},
-      {{2, 1, 300, 2, TSR_NET_TANH, 2, 2}, 400}, /* wider than a block: tiles of units */
-      {{2, 1, 64, 2, TSR_NET_TANH, 2, 2}, 70000}, /* enough points to cap the chunks */
+      {{1, 1, 5, 1, TSR_NET_TANH, 1, 1}, 333, 0, 0}, /* width not a multiple of 4 */
+      {{1, 2, 7, 3, TSR_NET_SIN, 1, 0}, 1000, 0, 0},
+      {{2, 1, 16, 2, TSR_NET_SIN, 2, 2}, 2049, 1, 1},
+      {{2, 2, 64, 4, TSR_NET_TANH, 2, 0}, 1500, 0, 0}, /* channels (2, 0): no fused kernel */
+      {{3, 1, 20, 2, TSR_NET_SIN, 0, 0}, 777, 1, 1},
+      {{3, 2, 32, 3, TSR_NET_TANH, 3, 2}, 4000, 1, 1}, /* x, y, t: second derivatives in space */
+      {{3, 1, 64, 4, TSR_NET_SIN, 3, 3}, 1200, 1, 1},
+      {{2, 1, 48, 1, TSR_NET_TANH, 1, 0}, 100, 0, 0},
+      {{2, 1, 300, 2, TSR_NET_TANH, 2, 2}, 400, 0, 0}, /* wider than a block: tiles of units */
+      {{2, 1, 64, 2, TSR_NET_TANH, 2, 2}, 70000, 1, 1}, /* enough points to cap the chunks */
+      {{1, 1, 64, 4, TSR_NET_TANH, 1, 1}, 3001, 1, 1},
+      {{2, 1, 64, 4, TSR_NET_SIN, 2, 1}, 2500, 1, 1},
+      {{4, 3, 32, 3, TSR_NET_TANH, 4, 3}, 1111, 1, 1}, /* x, y, z, t */
+      {{2, 1, 124, 2, TSR_NET_TANH, 2, 2}, 3000, 1, 0}, /* fp64: the tile is too large */
+      {{2, 1, 128, 2, TSR_NET_SIN, 2, 2}, 500, 0, 0},
+      {{2, 1, 64, 4, TSR_NET_TANH, 2, 2}, 66560, 1, 1}, /* the Poisson 2D benchmark's shape */
   };
   for (size_t k = 0; k < sizeof cases / sizeof *cases; ++k) run_case(&cases[k], stream);
 
