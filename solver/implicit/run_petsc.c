@@ -134,7 +134,10 @@ static PetscErrorCode ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal s
                                 Mat P, void *ctx) {
   impl *m = ctx;
   tsr_implicit_part part = m->imex ? TSR_IMPLICIT_STIFF : TSR_IMPLICIT_FULL;
-  if (!(m->linear && m->jac_ready && shift == m->last_shift)) {
+  const int same = m->linear && m->jac_ready && shift == m->last_shift;
+  /* the matrix is left untouched while it is the same, so PETSc keeps its preconditioner
+   * (GAMG's hierarchy: "operator is unchanged") */
+  if (!same) {
     tsr_err e = TSR_OK;
     if (!m->linear) {
       e = tsr_implicit_op_jacobian(m->op, part, t, U, P);

@@ -33,15 +33,15 @@ time: {scheme: beuler, dt: 0.01, end: 0.1}
 exact: {u: "exp(-8*kappa*t*pow(sin(pi*hh/2)/hh, 2))*sin(pi*x)*sin(pi*y)"}
 output: {progress: none}
 YAML
-order() { # SCHEME MIN: errors at dt, dt/2, dt/4; both observed orders >= MIN
+order() { # SCHEME MIN: errors at dt and dt/2 (each run is mostly start-up); order >= MIN
   local s=$1 min=$2 e=()
-  for dt in 0.01 0.005 0.0025; do
+  for dt in 0.01 0.005; do
     run_ok "order $s dt $dt" 1 "$work/order.yaml" --out "$work/ord" --set time.scheme=$s \
       --set time.dt=$dt -ksp_rtol 1e-13 -ksp_atol 1e-16 || return
     e+=("$(field "$work/ord/report.json" "['fields']['u']['error_l2']")")
   done
   local p
-  p=$($py -c "import math,sys; e=[float(v) for v in sys.argv[1:]]; print('%.3f %.3f' % (math.log2(e[0]/e[1]), math.log2(e[1]/e[2])))" "${e[@]}")
+  p=$($py -c "import math,sys; e=[float(v) for v in sys.argv[1:]]; print('%.3f' % math.log2(e[0]/e[1]))" "${e[@]}")
   if $py -c "import sys; sys.exit(0 if min(map(float, sys.argv[1].split())) >= float(sys.argv[2]) else 1)" "$p" "$min"; then
     pass "order $s: observed $p >= $min (errors ${e[*]})"
   else
