@@ -27,14 +27,14 @@ const char *tsr_implicit_describe(char *buf, size_t size) {
 }
 
 tsr_err tsr_implicit_init(MPI_Comm comm, int argc, char *const *argv) {
-  return tsr_err_set(TSR_ERR_UNSUPPORTED, __FILE__, __LINE__, "%s", no_petsc);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s", no_petsc);
 }
 
 void tsr_implicit_finalize(void) {}
 
 tsr_err tsr_implicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
                          tsr_run_result *res) {
-  return tsr_err_set(TSR_ERR_UNSUPPORTED, __FILE__, __LINE__, "%s: %s", c->path, no_petsc);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s: %s", c->path, no_petsc);
 }
 
 #endif

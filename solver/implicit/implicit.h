@@ -32,8 +32,9 @@ int tsr_implicit_is_option(const char *arg);
  * caller's) with the command-line options argv[0..argc) ("-ksp_type", "cg", "-log_view", ...),
  * which win over a case's petsc: section. Without signal handlers of PETSc's own (tessera's
  * stop handling keeps SIGTERM, SIGINT, SIGUSR1). Collective. A second call does nothing.
- * Errors: TSR_ERR_UNSUPPORTED (built without PETSc: the message says how to get it),
- * TSR_ERR_INPUT (PETSc refused its options). Matching call: tsr_implicit_finalize. */
+ * Errors: TSR_ERR_INPUT (built without PETSc: the message says how to get it; exit 2, so
+ * tessera supervise does not retry it, or PETSc refused its options).
+ * Matching call: tsr_implicit_finalize. */
 tsr_err tsr_implicit_init(MPI_Comm comm, int argc, char *const *argv);
 
 /* PetscFinalize (prints -log_view's summary when asked), before MPI_Finalize. Collective;
@@ -45,7 +46,7 @@ void tsr_implicit_finalize(void);
  * dt (the last step's), wall, norms and errors. Writes final.h5, final.xmf, report.json (with
  * the solver's iterations and times), snapshots. Errors: TSR_ERR_INPUT (a solve that
  * diverged: PETSc's reasons, the step and time; a PETSc option that nothing read; a
- * --restart), TSR_ERR_UNSUPPORTED (built without PETSc), those of tsr_run otherwise. */
+ * --restart; a build without PETSc), those of tsr_run otherwise. */
 tsr_err tsr_implicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
                          tsr_run_result *res);
 
