@@ -8,10 +8,11 @@
  *                            (cases/heat2d.yaml -> heat2d)
  *   model: NAME              required; heat | advection_diffusion | wave | gray_scott |
  *                            allen_cahn | ignition (kernels/models.c)
- *   method: explicit         optional; explicit | pinn (implicit, parareal: not in this
+ *   method: explicit         optional; explicit | implicit | pinn (parareal: not in this
  *                            version). pinn: the pinn: section below, grid.cells may have 1
  *                            value, time: takes only end (none for a steady model), and
- *                            precision defaults to single
+ *                            precision defaults to single. implicit: time: and the petsc:
+ *                            section of io/case_implicit.c
  *   backend: auto | host | cuda  optional, default auto (cuda when GPUs are visible)
  *   precision: double | single   optional, default double. single stores fields, halos and
  *                            output files in 32 bits (half the memory and traffic); every cell's
@@ -82,6 +83,7 @@
  *       factor: F            required; its compute takes F times as long, F in [1, 1000]
  *       steps: [a, b]        required; from step a to step b (included), 1 <= a <= b
  *   pinn:                    method: pinn only (io/case_pinn.c has the keys)
+ *   petsc: {OPTION: VALUE}   method: implicit only (io/case_implicit.c)
  *
  * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
  * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else
@@ -135,6 +137,13 @@ void tsr_case_destroy(tsr_case **pc) {
     tsr_case_expr_clear(&c->exact[k]);
     for (int f = 0; f < TSR_NFACE; ++f) tsr_case_expr_clear(&c->bc[f].value[k]);
   }
+  for (int i = 0; i < c->implicit.nopt; ++i) {
+    free(c->implicit.opt_name[i]);
+    free(c->implicit.opt_value[i]);
+  }
+  free(c->implicit.opt_name);
+  free(c->implicit.opt_value);
+  free(c->implicit.opt_loc);
   free(c->decomp.weights);
   free(c->output.dir);
   free(c->path);
@@ -303,11 +312,11 @@ static void read_method_backend(tsr_vctx *v, const tsr_yaml_entry *me,
   static const char *const backends[] = {"auto", "host", "cuda"};
   int m, b;
   if (me && tsr_vchoice(v, "method", me->value, methods, 4, &m)) {
-    if (m == 0 || m == 2)
-      v->c->method = m == 0 ? TSR_METHOD_EXPLICIT : TSR_METHOD_PINN;
+    if (m <= 2)
+      v->c->method = m == 0 ? TSR_METHOD_EXPLICIT : m == 1 ? TSR_METHOD_IMPLICIT : TSR_METHOD_PINN;
     else
-      tsr_vat(v, me->value, "method: %s is not available in this version; use explicit or pinn",
-              methods[m]);
+      tsr_vat(v, me->value, "method: %s is not available in this version; use explicit, "
+              "implicit or pinn", methods[m]);
   }
   /* whether this build and machine can run cuda is the run's question, not the case's */
   if (be && tsr_vchoice(v, "backend", be->value, backends, 3, &b))
@@ -504,7 +513,7 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   static const char *const keys[] = {"name",     "model",  "method", "backend",  "precision",
                                      "grid",     "params", "initial", "source",   "exact",
                                      "boundary", "time",   "decomposition", "output", "comm",
-                                     "gpu",      "rebalance", "debug", "pinn"};
+                                     "gpu",      "rebalance", "debug", "pinn", "petsc"};
   tsr_case *c = v->c;
   tsr_vkeys(v, "", root, keys, (int)(sizeof keys / sizeof *keys));
   read_name(v, tsr_yaml_find(root, "name"));
@@ -534,6 +543,8 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   tsr_case_read_boundary(v, tsr_yaml_find(root, "boundary"));
   if (c->method == TSR_METHOD_PINN)
     tsr_case_read_pinn_time(v, root, tsr_yaml_find(root, "time"));
+  else if (c->method == TSR_METHOD_IMPLICIT)
+    tsr_case_read_implicit_time(v, root, tsr_yaml_find(root, "time"));
   else
     tsr_case_read_time(v, root, tsr_yaml_find(root, "time"));
   tsr_case_read_decomposition(v, tsr_yaml_find(root, "decomposition"));
@@ -543,6 +554,7 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   tsr_case_read_rebalance(v, tsr_yaml_find(root, "rebalance"));
   tsr_case_read_debug(v, tsr_yaml_find(root, "debug"));
   tsr_case_read_pinn(v, root, tsr_yaml_find(root, "pinn"));
+  tsr_case_read_implicit(v, root, tsr_yaml_find(root, "petsc"));
 }
 
 /* A case with its provenance filled in and every default set; NULL when out of memory. */

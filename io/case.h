@@ -30,7 +30,9 @@ typedef struct {
   char *key;     /* dotted key, e.g. "boundary.xlo.value.u" */
 } tsr_case_expr;
 
-typedef enum { TSR_METHOD_EXPLICIT = 0, TSR_METHOD_PINN = 2 } tsr_method; /* implicit (1), parareal (3): later */
+typedef enum { TSR_METHOD_EXPLICIT = 0, TSR_METHOD_IMPLICIT = 1, TSR_METHOD_PINN = 2 } tsr_method; /* parareal (3): later */
+/* time.scheme of method implicit: PETSc's TSBEULER, TSCN, TSBDF (order 2), TSARKIMEX */
+typedef enum { TSR_ISCHEME_BEULER = 0, TSR_ISCHEME_CN, TSR_ISCHEME_BDF2, TSR_ISCHEME_ARK_IMEX } tsr_implicit_scheme;
 typedef enum { TSR_PINN_TANH = 0, TSR_PINN_SIN } tsr_pinn_act;
 typedef enum { TSR_BACKEND_AUTO = 0, TSR_BACKEND_HOST, TSR_BACKEND_CUDA } tsr_backend;
 typedef enum { TSR_PRECISION_DOUBLE = 0, TSR_PRECISION_SINGLE } tsr_precision;
@@ -162,6 +164,16 @@ typedef struct {
     long log_every;          /* iterations between progress lines and history rows */
     int given;               /* 1 when the case has a pinn: section */
   } pinn;
+
+  struct {                   /* method: implicit (io/case_implicit.c), set only with it */
+    tsr_implicit_scheme scheme; /* time.scheme; default bdf2 */
+    int adaptive;            /* time.adaptive: TS adaptivity from time.dt on, to rtol/atol */
+    double rtol, atol;       /* defaults 1e-4, 1e-6 */
+    int nopt;                /* the petsc: section, in the file's order: option names without
+                                the dash, values as written (NULL: a flag without value) */
+    char **opt_name, **opt_value;
+    tsr_loc *opt_loc;        /* where each option was written */
+  } implicit;
 
   struct {                   /* for tests and benchmarks only */
     int slowdown;            /* 1 when debug.slowdown is given */

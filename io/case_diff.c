@@ -164,8 +164,9 @@ tsr_err tsr_case_diff(const tsr_case *a, const tsr_case *b, tsr_case_changes *ou
   memset(out, 0, sizeof *out);
   differ d = {out, 0, 0};
   cmp(&d, 1, tsr_models[a->model].name, tsr_models[b->model].name, "model");
-  cmp(&d, 0, a->method == TSR_METHOD_EXPLICIT ? "explicit" : "?",
-      b->method == TSR_METHOD_EXPLICIT ? "explicit" : "?", "method");
+  static const char *const methods[] = {"explicit", "implicit", "pinn", "?"};
+  cmp(&d, 0, methods[a->method <= 2 ? a->method : 3], methods[b->method <= 2 ? b->method : 3],
+      "method");
   /* a double checkpoint continues a single run (rounded once) and back, when forced */
   cmp(&d, 0, a->precision == TSR_PRECISION_SINGLE ? "single" : "double",
       b->precision == TSR_PRECISION_SINGLE ? "single" : "double", "precision");

@@ -282,7 +282,7 @@ static void check_method_keys(tsr_vctx *v, const tsr_yaml_node *root) {
         tsr_vkey(v, x, "%s: a section of the explicit method; method pinn has no %s: remove it",
                  explicit_only[i], explicit_only[i]);
     }
-  } else if (m && !(m->methods & TSR_METHODS_EXPLICIT)) {
+  } else if (c->method == TSR_METHOD_EXPLICIT && m && !(m->methods & TSR_METHODS_EXPLICIT)) {
     tsr_vat(v, me ? me->value : root, "model: %s is solved by method: pinn only in this version "
             "(%s); add method: pinn", m->name, m->steady ? "it is steady" : "no explicit scheme");
   }
@@ -295,8 +295,9 @@ void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_e
   check_method_keys(v, root);
   if (c->method != TSR_METHOD_PINN) {
     if (e)
-      tsr_vkey(v, e, "pinn: a section of method pinn, and this case's method is explicit; add "
-               "method: pinn or remove the section");
+      tsr_vkey(v, e, "pinn: a section of method pinn, and this case's method is %s; add "
+               "method: pinn or remove the section",
+               c->method == TSR_METHOD_IMPLICIT ? "implicit" : "explicit");
     return;
   }
   pinn_defaults(c);

@@ -95,5 +95,10 @@ void tsr_case_read_rebalance(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_pinn_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
 void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
 void tsr_case_read_debug(tsr_vctx *v, const tsr_yaml_entry *e);
+/* method: implicit (io/case_implicit.c): its time: section (scheme, dt, end or steps,
+ * adaptivity), the petsc: section (refused with another method), and the keys, models and
+ * backends the method cannot take. */
+void tsr_case_read_implicit_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
+void tsr_case_read_implicit(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
 
 #endif

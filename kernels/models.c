@@ -6,14 +6,14 @@
 const tsr_model_info tsr_models[TSR_MODEL_COUNT] = {
     [TSR_MODEL_HEAT] = {"heat", "du/dt = kappa lap(u) + s_u", 1, {"u"}, 1,
                         {{"kappa", 1.0, 0.0, 1, "diffusivity"}}, 1, 0, 0, 0,
-                        TSR_METHODS_EXPLICIT | TSR_METHODS_PINN},
+                        TSR_METHODS_EXPLICIT | TSR_METHODS_PINN | TSR_METHODS_IMPLICIT},
     [TSR_MODEL_ADVECTION_DIFFUSION] =
         {"advection_diffusion", "du/dt = -(vx,vy,vz).grad(u) + kappa lap(u) + s_u", 1, {"u"}, 4,
          {{"kappa", 0.01, 0.0, 0, "diffusivity"},
           {"vx", 1.0, -HUGE_VAL, 0, "velocity, x"},
           {"vy", 0.0, -HUGE_VAL, 0, "velocity, y"},
           {"vz", 0.0, -HUGE_VAL, 0, "velocity, z"}},
-         1, 0, 0, 0, TSR_METHODS_EXPLICIT | TSR_METHODS_PINN},
+         1, 0, 0, 0, TSR_METHODS_EXPLICIT | TSR_METHODS_PINN | TSR_METHODS_IMPLICIT},
     [TSR_MODEL_WAVE] = {"wave", "du/dt = v, dv/dt = c^2 lap(u) + s_v", 2, {"u", "v"}, 1,
                         {{"c", 1.0, 0.0, 1, "wave speed"}}, 1, 0, 0, 0, TSR_METHODS_EXPLICIT},
     [TSR_MODEL_GRAY_SCOTT] =
@@ -24,12 +24,13 @@ const tsr_model_info tsr_models[TSR_MODEL_COUNT] = {
           {"Dv", 1e-5, 0.0, 0, "diffusivity of v"},
           {"F", 0.04, 0.0, 0, "feed rate"},
           {"k", 0.06, 0.0, 0, "kill rate"}},
-         1, 0, 0, 0, TSR_METHODS_EXPLICIT},
+         1, 0, 0, 0, TSR_METHODS_EXPLICIT | TSR_METHODS_IMPLICIT},
     [TSR_MODEL_ALLEN_CAHN] = {"allen_cahn", "du/dt = eps^2 lap(u) + gamma (u - u^3) + s_u", 1,
                               {"u"}, 2,
                               {{"eps", 0.01, 0.0, 1, "interface width"},
                                {"gamma", 1.0, 0.0, 0, "reaction rate"}},
-                              1, 0, 0, 0, TSR_METHODS_EXPLICIT | TSR_METHODS_PINN},
+                              1, 0, 0, 0,
+                              TSR_METHODS_EXPLICIT | TSR_METHODS_PINN | TSR_METHODS_IMPLICIT},
     /* kernels/models/ignition.h: the reaction is sub-stepped per cell, delta and nmax set how */
     [TSR_MODEL_IGNITION] =
         {"ignition",

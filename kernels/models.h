@@ -51,8 +51,10 @@ typedef struct {
 } tsr_model_info;
 
 /* tsr_model_info.methods: a model without TSR_METHODS_EXPLICIT has no explicit stage (the
- * stage dispatch skips it, tsr_stage_cuda refuses it, tsr_model_dt_limit has no limit). */
-enum { TSR_METHODS_EXPLICIT = 1, TSR_METHODS_PINN = 2 };
+ * stage dispatch skips it, tsr_stage_cuda refuses it, tsr_model_dt_limit has no limit).
+ * TSR_METHODS_IMPLICIT: method implicit (solver/implicit/) assembles its Jacobian from the
+ * model's pointwise partials (tsr_model_point with J). */
+enum { TSR_METHODS_EXPLICIT = 1, TSR_METHODS_PINN = 2, TSR_METHODS_IMPLICIT = 4 };
 
 /* The table, indexed by tsr_model_id. */
 extern const tsr_model_info tsr_models[TSR_MODEL_COUNT];

@@ -9,6 +9,7 @@ cd "$root"
 
 pkgs="build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
       libyaml-dev libmuparser-dev libopenblas-dev libcmocka-dev python3"
+pkgs="$pkgs petsc-dev" # method: implicit (optional in CMake: without it the method is refused)
 pkgs="$pkgs clang libclang-rt-14-dev" # the fuzz test: libFuzzer, ASan, UBSan (tests/fuzz/run.sh)
 missing=""
 pkgs="$pkgs paraview python3-paraview xvfb xauth python3-h5py python3-numpy" # e2e_paraview

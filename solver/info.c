@@ -1,6 +1,7 @@
 /* `tessera info`, the host part: versions of the libraries tessera is linked with, the MPI
  * job, and (through info_cuda.c in CUDA builds) the GPUs. */
 #include "solver/info.h"
+#include "solver/implicit/implicit.h"
 
 #include <hdf5.h>
 #include <muParserDLL.h>
@@ -76,6 +77,8 @@ tsr_err tsr_info_print(MPI_Comm comm, FILE *out) {
                                           : "serial (ranks write their parts in turn)");
   fprintf(out, "libyaml:  %s\n", yaml_get_version_string());
   if (*mup) fprintf(out, "muparser: %s\n", mup);
+  char petsc[256];
+  fprintf(out, "PETSc:    %s\n", tsr_implicit_describe(petsc, sizeof petsc));
   int threads = omp_get_max_threads();
   fprintf(out, "OpenMP:   %d thread%s per rank (OMP_NUM_THREADS=%s)\n", threads,
           threads == 1 ? "" : "s", omp_env ? omp_env : "unset");

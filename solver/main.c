@@ -7,6 +7,7 @@
 
 #include "io/case.h"
 #include "solver/fault.h"
+#include "solver/implicit/implicit.h"
 #include "solver/info.h"
 #include "solver/run.h"
 #include "solver/stop.h"
@@ -18,7 +19,7 @@ enum { EXIT_RUN_FAILED = 1, EXIT_BAD_INPUT = 2 };
 static const char usage[] =
     "usage: tessera run CASE.yaml [--set KEY=VALUE]... [--out DIR] [--backend B]\n"
     "                   [--restart latest|FILE [--restart-force]] [--walltime T]\n"
-    "                   [--inject-fault SPEC]\n"
+    "                   [--inject-fault SPEC] [-PETSC_OPTION [VALUE]]...\n"
     "       tessera check CASE.yaml [--ranks N] [--set KEY=VALUE]...\n"
     "       tessera info\n"
     "       tessera probe\n"
@@ -68,6 +69,9 @@ static const char usage[] =
     "                   a first launch (TESSERA_ATTEMPT unset or 1)\n"
     "  -h, --help       this text\n"
     "  --version        print the version\n"
+    "  -OPTION [VALUE]  (run, method: implicit) after the case file: a PETSc option, e.g.\n"
+    "                   -ksp_type cg -pc_type gamg -ksp_monitor -log_view; these win over\n"
+    "                   the case's petsc: section. An option nothing reads is refused\n"
     "\n"
     "The case-file reference is in README.md.\n";
 
@@ -77,6 +81,8 @@ typedef struct {
   int restart_force;
   int nset;
   char **sets;
+  int npetsc;     /* PETSc options after the case file, with their values */
+  char **petsc;
 } cli;
 
 static int say(int rank, int code, const char *fmt, const char *a, const char *b) {
@@ -92,6 +98,7 @@ static int say(int rank, int code, const char *fmt, const char *a, const char *b
 static int parse(int argc, char **argv, int rank, cli *o) {
   memset(o, 0, sizeof *o);
   o->sets = calloc((size_t)argc + 1, sizeof(char *));
+  o->petsc = calloc((size_t)argc + 1, sizeof(char *));
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help")) {
@@ -146,7 +153,16 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       o->sets[o->nset++] = (char *)a + 6;
     } else if (!strncmp(a, "--out=", 6)) {
       o->out_dir = a + 6;
+    } else if (o->case_path && tsr_implicit_is_option(a)) {
+      /* a PETSc option and its value (a word that is no option; a negative number is one) */
+      o->petsc[o->npetsc++] = (char *)a;
+      if (i + 1 < argc && (argv[i + 1][0] != '-' || !tsr_implicit_is_option(argv[i + 1])) &&
+          strncmp(argv[i + 1], "--", 2) != 0)
+        o->petsc[o->npetsc++] = argv[++i];
     } else if (a[0] == '-' && a[1]) {
+      if (tsr_implicit_is_option(a))
+        return say(rank, EXIT_BAD_INPUT, "unknown option '%s': PETSc options (method implicit) "
+                   "go after the case file, as in tessera run case.yaml %s ...", a, a);
       return say(rank, EXIT_BAD_INPUT, "unknown option '%s' (see tessera --help)%s", a, "");
     } else if (!o->command) {
       if (strcmp(a, "run") && strcmp(a, "check") && strcmp(a, "info") && strcmp(a, "probe"))
@@ -183,6 +199,9 @@ static int parse(int argc, char **argv, int rank, cli *o) {
     return say(rank, EXIT_BAD_INPUT, "--walltime is an option of run%s%s", "", "");
   if (o->fault && strcmp(o->command, "run"))
     return say(rank, EXIT_BAD_INPUT, "--inject-fault is an option of run%s%s", "", "");
+  if (o->npetsc && strcmp(o->command, "run"))
+    return say(rank, EXIT_BAD_INPUT, "%s: PETSc options are for tessera run (method implicit)%s",
+               o->petsc[0], "");
   if (o->out_dir && !*o->out_dir)
     return say(rank, EXIT_BAD_INPUT, "--out: expected a directory, got an empty string%s", "", "");
   return -1;
@@ -223,6 +242,15 @@ int main(int argc, char **argv) {
     tsr_err err = o.fault ? tsr_fault_parse(o.fault, &fault) : TSR_OK;
     if (!err) err = tsr_case_load(o.case_path, o.nset, o.sets, &c);
     if (!err) err = tsr_case_check_expressions(c);
+    if (!err && o.npetsc && c->method != TSR_METHOD_IMPLICIT)
+      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                        "%s: PETSc options are for method: implicit, and this case's method is "
+                        "%s; remove them or add method: implicit", o.petsc[0],
+                        c->method == TSR_METHOD_PINN ? "pinn" : "explicit");
+    /* PETSc starts for implicit runs only, on the run's communicator, with the command line's
+     * options (the case's go in when the run sets its solver up) */
+    if (!err && c->method == TSR_METHOD_IMPLICIT && !strcmp(o.command, "run"))
+      err = tsr_implicit_init(MPI_COMM_WORLD, o.npetsc, o.petsc);
     err = tsr_run_agree(MPI_COMM_WORLD, err);
     if (err) {
       code = fail(rank, err);
@@ -264,6 +292,8 @@ int main(int argc, char **argv) {
   }
   tsr_case_destroy(&c);
   free(o.sets);
+  free(o.petsc);
+  tsr_implicit_finalize(); /* PETSc ends before MPI (its -log_view summary prints here) */
   MPI_Finalize();
   return code;
 }

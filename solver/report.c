@@ -5,6 +5,7 @@
 #include "decomp/rebalance.h"
 #include "io/json.h"
 #include "solver/graph.h"
+#include "solver/implicit/implicit.h"
 #include "solver/pinn/pinn.h"
 #include "solver/run_internal.h"
 #include "tsr_version.h"
@@ -40,13 +41,13 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   tsr_json_string(&j, "case_hash", hash);
   tsr_json_string(&j, "tessera_version", TSR_VERSION);
   tsr_json_string(&j, "model", tsr_models[c->model].name);
-  tsr_json_string(&j, "method", "explicit");
+  tsr_json_string(&j, "method", c->method == TSR_METHOD_IMPLICIT ? "implicit" : "explicit");
   tsr_json_string(&j, "backend", x->be->name);
   int64_t replays = 0;
   tsr_json_string(&j, "gpu_graphs", tsr_graph_mode(x->graph, &replays));
   tsr_json_int(&j, "gpu_graph_steps", replays);
   tsr_json_string(&j, "precision", c->precision == TSR_PRECISION_SINGLE ? "single" : "double");
-  tsr_json_string(&j, "scheme", x->scheme.name);
+  tsr_json_string(&j, "scheme", x->scheme_name ? x->scheme_name : x->scheme.name);
   tsr_json_int(&j, "ranks", x->size);
   tsr_json_int(&j, "dim", c->dim);
   tsr_json_array_begin(&j, "cells");
@@ -82,6 +83,7 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
     tsr_json_object_end(&j);
   }
   tsr_run_rebalance_report(x, &j);
+  if (x->report_more) x->report_more(x, &j);
   tsr_json_object_begin(&j, "fields");
   for (int q = 0; q < c->ncomp; ++q) {
     tsr_json_object_begin(&j, tsr_models[c->model].comp[q]);
@@ -109,7 +111,9 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
 
 /* The plan's rebalance line, and the debug slowdown when one is asked for. */
 static void print_rebalance(const tsr_case *c, int nranks, FILE *out) {
-  if (tsr_rebalance_enabled(c->rebalance.enabled, nranks))
+  if (c->method == TSR_METHOD_IMPLICIT)
+    fprintf(out, "rebalance: off (method implicit)\n");
+  else if (tsr_rebalance_enabled(c->rebalance.enabled, nranks))
     fprintf(out, "rebalance: on, every %d steps over the last %d, threshold %.4g\n",
             c->rebalance.every, c->rebalance.window, c->rebalance.threshold);
   else
@@ -143,7 +147,9 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
           c->dim);
   for (int d = 0; d < c->dim; ++d) fprintf(out, "%s%d", d ? " x " : " ", c->cells[d]);
   fprintf(out, ", %s, %lld steps of dt %.6g (stable limit %.6g), %d ranks, partition %s\n",
-          sp.name, (long long)nsteps, dt, dts, nranks, pn[po.kind]);
+          c->method == TSR_METHOD_IMPLICIT ? tsr_implicit_scheme_name(c->implicit.scheme)
+                                           : sp.name,
+          (long long)nsteps, dt, dts, nranks, pn[po.kind]);
   int nfield = 3 + sp.uses_acc;
   int has_src = 0;
   for (int q = 0; q < c->ncomp; ++q) has_src |= c->source[q].text != NULL;

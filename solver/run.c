@@ -17,6 +17,7 @@
 #include "solver/ckpt_writer.h"
 #include "solver/device.h"
 #include "solver/graph.h"
+#include "solver/implicit/implicit.h"
 #include "solver/pinn/pinn.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
@@ -99,7 +100,7 @@ void tsr_run_split_shell(tsr_run_ctx *x) {
   }
 }
 
-static tsr_err source_eval(tsr_run_ctx *x, double t) {
+tsr_err tsr_run_source_eval(tsr_run_ctx *x, double t) {
   if (!x->src || (x->src_valid && (!x->src_timed || x->src_at == t))) return TSR_OK;
   double t0 = MPI_Wtime();
   for (int q = 0; q < x->c->ncomp; ++q)
@@ -121,7 +122,7 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   double t1 = MPI_Wtime();
   /* before the exchange begins: a backend may run the shell beside the interior, and the
    * shell reads the source too */
-  TSR_CALL(source_eval(x, ts));
+  TSR_CALL(tsr_run_source_eval(x, ts));
   TSR_CALL(be->halo_begin(x, in));
   tsr_stage_desc d = x->desc;
   d.kind = sp->stage[s].kind;
@@ -157,14 +158,9 @@ static tsr_err run_step(tsr_run_ctx *x, double t) {
   return TSR_OK;
 }
 
-typedef struct {
-  double min[TSR_MAX_COMP], max[TSR_MAX_COMP], sum[TSR_MAX_COMP], sq[TSR_MAX_COMP];
-  double esq[TSR_MAX_COMP], emax[TSR_MAX_COMP];
-  int has_exact;
-} norms;
+typedef tsr_run_norms norms;
 
-/* Norms of the state (and its error against exact at t), reduced over all ranks. */
-static tsr_err monitor(tsr_run_ctx *x, double t, norms *nm) {
+tsr_err tsr_run_monitor(tsr_run_ctx *x, double t, norms *nm) {
   tsr_expr *const *exact = x->exact_expr;
   double t0 = MPI_Wtime();
   const tsr_case *c = x->c;
@@ -202,8 +198,8 @@ static tsr_err monitor(tsr_run_ctx *x, double t, norms *nm) {
   return TSR_OK;
 }
 
-static void monitor_line(const tsr_run_ctx *x, int64_t step, double t, const norms *nm,
-                         double cps, char *buf, size_t n) {
+void tsr_run_monitor_line(const tsr_run_ctx *x, int64_t step, double t, const norms *nm,
+                          double cps, char *buf, size_t n) {
   const tsr_case *c = x->c;
   size_t w = (size_t)snprintf(buf, n, "step %lld/%lld t=%.6e dt=%.3e", (long long)step,
                               (long long)x->nsteps, t, x->dt);
@@ -234,7 +230,7 @@ static int mkdir_p(const char *path, int *created) {
   return errno == EEXIST ? 0 : -1;
 }
 
-static tsr_err prepare_outdir(tsr_run_ctx *x) {
+tsr_err tsr_run_prepare_outdir_ctx(tsr_run_ctx *x) {
   return tsr_run_prepare_outdir(x->comm, x->out_dir, &x->created_dir);
 }
 
@@ -268,7 +264,7 @@ tsr_err tsr_run_prepare_outdir(MPI_Comm comm, const char *dir, int *created) {
   return tsr_run_agree(comm, err);
 }
 
-static void ctx_free(tsr_run_ctx *x) {
+void tsr_run_ctx_free(tsr_run_ctx *x) {
   tsr_ckpt_writer_destroy(&x->ckpt); /* first: it joins its thread and uses the backend */
   tsr_stop_end(&x->stop);
   tsr_graph_destroy(&x->graph);
@@ -330,7 +326,7 @@ tsr_err tsr_run_box_fields(tsr_run_ctx *x, int keep_u) {
   return TSR_OK;
 }
 
-static tsr_err setup(tsr_run_ctx *x) {
+tsr_err tsr_run_setup(tsr_run_ctx *x) {
   const tsr_case *c = x->c;
   x->ghost = tsr_models[c->model].ghost;
   if (c->decomp.nweights && c->decomp.nweights != x->size)
@@ -367,12 +363,17 @@ static tsr_err setup(tsr_run_ctx *x) {
   x->desc.model = c->model;
   x->desc.ncomp = c->ncomp;
   x->desc.dt = x->dt;
-  TSR_CALL(x->be->prepare(x));
+  return x->be->prepare(x);
+}
+
+/* The explicit method's set-up: the shared one, then its rebalancer and CUDA graphs. */
+static tsr_err setup(tsr_run_ctx *x) {
+  TSR_CALL(tsr_run_setup(x));
   TSR_CALL(tsr_run_rebalance_create(x));
   return tsr_graph_create(x, &x->graph);
 }
 
-static tsr_err initial(tsr_run_ctx *x) {
+tsr_err tsr_run_initial(tsr_run_ctx *x) {
   double t0 = MPI_Wtime();
   for (int q = 0; q < x->c->ncomp; ++q)
     TSR_CALL(x->be->eval(x, x->init_expr[q], x->slot[TSR_SLOT_U], q, 0.0));
@@ -406,7 +407,7 @@ static tsr_grid_meta grid_meta(const tsr_case *c, double t, int64_t step) {
                          c->precision == TSR_PRECISION_SINGLE};
 }
 
-static tsr_err write_snapshot(tsr_run_ctx *x, int64_t step, double t) {
+tsr_err tsr_run_write_snapshot(tsr_run_ctx *x, int64_t step, double t) {
   double t0 = MPI_Wtime();
   /* one thread of a rank in collective HDF5 at a time (solver/ckpt_writer.h) */
   TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
@@ -425,7 +426,7 @@ static tsr_err write_snapshot(tsr_run_ctx *x, int64_t step, double t) {
  * a restart the series goes on from the snapshots up to the checkpoint's step, and those an
  * earlier run wrote after it go (without snapshot_every too: ParaView would show them as this
  * run's future). */
-static tsr_err start_snapshots(tsr_run_ctx *x) {
+tsr_err tsr_run_start_snapshots(tsr_run_ctx *x) {
   const tsr_case *c = x->c;
   tsr_grid_meta grid = grid_meta(c, 0.0, 0);
   /* a single-precision state has no more digits to show: its snapshots are float32 too */
@@ -440,7 +441,7 @@ static tsr_err start_snapshots(tsr_run_ctx *x) {
     fflush(stdout);
   }
   if (!tsr_schedule_any(&c->output.snapshot_every)) tsr_snapshot_close(&x->snap);
-  return x->opts.restart || !x->snap ? TSR_OK : write_snapshot(x, 0, 0.0);
+  return x->opts.restart || !x->snap ? TSR_OK : tsr_run_write_snapshot(x, 0, 0.0);
 }
 
 /* A run continued to another end (time.end, time.steps) keeps the dt it started with, so
@@ -559,8 +560,8 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   if (x->opts.write_output && tsr_schedule_any(&c->output.checkpoint_every))
     TSR_CALL(tsr_ckpt_writer_create(x, &x->ckpt));
   double t = (double)first * x->dt, start = MPI_Wtime();
-  TSR_CALL(monitor(x, t, &nm));
-  monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
+  TSR_CALL(tsr_run_monitor(x, t, &nm));
+  tsr_run_monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
   /* a signal (or a wall time spent) stops the run after step `done`, with a checkpoint there;
    * one that came during set-up stops it before its first step */
@@ -585,8 +586,8 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     double cps = cells * (double)(step + 1 - first) / (MPI_Wtime() - start);
     tsr_progress_step(&pg, step + 1, t, cps);
     if ((step + 1) % every == 0 || step + 1 == x->nsteps) {
-      TSR_CALL(monitor(x, t, &nm));
-      monitor_line(x, step + 1, t, &nm, cps, line, sizeof line);
+      TSR_CALL(tsr_run_monitor(x, t, &nm));
+      tsr_run_monitor_line(x, step + 1, t, &nm, cps, line, sizeof line);
       tsr_progress_line(&pg, line);
       for (int q = 0; q < c->ncomp; ++q)
         TSR_CHECK(isfinite(nm.min[q]) && isfinite(nm.max[q]), TSR_ERR_INPUT,
@@ -595,7 +596,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
                   c->path, (long long)(step + 1), t, x->dt, x->dt_stable);
     }
     if (x->snap && tsr_schedule_due(&c->output.snapshot_every, step + 1, x->dt))
-      TSR_CALL(write_snapshot(x, step + 1, t));
+      TSR_CALL(tsr_run_write_snapshot(x, step + 1, t));
     /* an injected fault strikes with the checkpoints before it on the disk, and a full disk is
      * reported at its own checkpoint, so what it tests does not depend on the writer's timing;
      * every rank has the same fault, so every rank makes these collective waits or none does */
@@ -629,17 +630,21 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   res->t_final = t;
   res->dt = x->dt;
   res->cells_per_s = res->wall > 0 ? cells * (double)(done - first) / res->wall : 0.0;
-  res->has_exact = nm.has_exact;
   if (x->ckpt) tsr_ckpt_writer_report(x->ckpt, res);
-  for (int q = 0; q < c->ncomp; ++q) {
-    res->err_l2[q] = nm.esq[q];
-    res->err_linf[q] = nm.emax[q];
-    res->l2[q] = nm.sq[q];
-    res->min[q] = nm.min[q];
-    res->max[q] = nm.max[q];
-    res->sum[q] = nm.sum[q];
-  }
+  tsr_run_result_norms(x, &nm, res);
   return TSR_OK;
+}
+
+void tsr_run_result_norms(const tsr_run_ctx *x, const norms *nm, tsr_run_result *res) {
+  res->has_exact = nm->has_exact;
+  for (int q = 0; q < x->c->ncomp; ++q) {
+    res->err_l2[q] = nm->esq[q];
+    res->err_linf[q] = nm->emax[q];
+    res->l2[q] = nm->sq[q];
+    res->min[q] = nm->min[q];
+    res->max[q] = nm->max[q];
+    res->sum[q] = nm->sum[q];
+  }
 }
 
 /* backend: host, cuda, or auto (cuda when every rank sees a GPU). */
@@ -666,7 +671,7 @@ tsr_err tsr_run_use_cuda(MPI_Comm comm, tsr_backend want, int *cuda) {
 #endif
 }
 
-static tsr_err choose_backend(tsr_run_ctx *x) {
+tsr_err tsr_run_choose_backend(tsr_run_ctx *x) {
   tsr_backend want = x->opts.backend != TSR_BACKEND_AUTO ? x->opts.backend : x->c->backend;
   int cuda;
   TSR_CALL(tsr_run_use_cuda(x->comm, want, &cuda));
@@ -680,7 +685,7 @@ static tsr_err choose_backend(tsr_run_ctx *x) {
 
 /* From here on a rank that stops (crash, hang, lost GPU) stops the job instead of leaving its
  * peers waiting: the watchdog names the halo peers this rank would wait for. */
-static tsr_err start_watchdog(tsr_run_ctx *x) {
+tsr_err tsr_run_start_watchdog(tsr_run_ctx *x) {
   int peers[64], n = 0;
   for (int p = 0; p < x->plan.npeer && n < 64; ++p)
     if (x->plan.peers[p].peer != x->rank) peers[n++] = x->plan.peers[p].peer;
@@ -704,19 +709,19 @@ static int relaunch_without_checkpoint(const tsr_run_ctx *x) {
 
 static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   double t0 = MPI_Wtime();
-  TSR_CALL(tsr_run_agree(x->comm, choose_backend(x)));
+  TSR_CALL(tsr_run_agree(x->comm, tsr_run_choose_backend(x)));
   TSR_CALL(tsr_run_agree(x->comm, setup(x)));
   x->phase[PH_SETUP] = MPI_Wtime() - t0;
   const tsr_case_every *ckpt = x->opts.write_output ? &x->c->output.checkpoint_every : NULL;
   TSR_CALL(tsr_run_agree(x->comm,
                          tsr_fault_check(x->opts.fault, x->size, x->nsteps, ckpt, x->dt)));
-  TSR_CALL(tsr_run_agree(x->comm, start_watchdog(x)));
-  if (x->opts.write_output) TSR_CALL(prepare_outdir(x));
+  TSR_CALL(tsr_run_agree(x->comm, tsr_run_start_watchdog(x)));
+  if (x->opts.write_output) TSR_CALL(tsr_run_prepare_outdir_ctx(x));
   if (x->opts.restart && relaunch_without_checkpoint(x)) x->opts.restart = NULL;
   if (x->opts.restart) TSR_CALL(tsr_run_agree(x->comm, restart(x)));
-  else TSR_CALL(tsr_run_agree(x->comm, initial(x)));
+  else TSR_CALL(tsr_run_agree(x->comm, tsr_run_initial(x)));
   if (x->opts.write_output && (tsr_schedule_any(&x->c->output.snapshot_every) || x->opts.restart))
-    TSR_CALL(start_snapshots(x));
+    TSR_CALL(tsr_run_start_snapshots(x));
   /* one exchange before the clock starts: NCCL connects to each peer at the first send to it
    * (about a second over NVLink), which is set-up, not stepping; the ghosts it fills are
    * filled again by the first stage */
@@ -728,31 +733,46 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
   TSR_CALL(err);
   /* stopped early: the checkpoint holds the state; final.h5 and the report are the end's */
   if (!x->opts.write_output || res->stopped) return TSR_OK;
+  return tsr_run_finish(x, res);
+}
+
+tsr_err tsr_run_finish(tsr_run_ctx *x, tsr_run_result *res) {
   tsr_watchdog_beat(res->steps);
   TSR_CALL(write_final(x, res->t_final));
   double pmax[PH_COUNT], pmean[PH_COUNT];
   MPI_Reduce(x->phase, pmax, PH_COUNT, MPI_DOUBLE, MPI_MAX, 0, x->comm);
   MPI_Reduce(x->phase, pmean, PH_COUNT, MPI_DOUBLE, MPI_SUM, 0, x->comm);
   for (int p = 0; p < PH_COUNT; ++p) pmean[p] /= x->size;
-  err = x->rank == 0 ? tsr_report_write(x, res, pmax, pmean) : TSR_OK;
+  tsr_err err = x->rank == 0 ? tsr_report_write(x, res, pmax, pmean) : TSR_OK;
   return tsr_run_agree(x->comm, err);
+}
+
+void tsr_run_ctx_init(tsr_run_ctx *x, const tsr_case *c, MPI_Comm comm,
+                      const tsr_run_opts *opts) {
+  memset(x, 0, sizeof *x);
+  x->c = c;
+  x->opts = opts ? *opts : tsr_run_opts_default();
+  x->out_dir = x->opts.out_dir ? x->opts.out_dir : c->output.dir;
+  x->comm = comm;
+  x->stop.comm = MPI_COMM_NULL;
+  x->be = &tsr_backend_host;
+  MPI_Comm_rank(comm, &x->rank);
+  MPI_Comm_size(comm, &x->size);
+}
+
+void tsr_run_ctx_end(tsr_run_ctx *x, tsr_err err) {
+  tsr_watchdog_stop(); /* before teardown: its abort hook may name the backend's communicator */
+  if (err && x->created_dir && x->rank == 0) rmdir(x->out_dir); /* only succeeds when empty */
+  tsr_run_ctx_free(x);
 }
 
 tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res) {
   if (c->method == TSR_METHOD_PINN) return tsr_pinn_run(c, comm, opts, res);
-  tsr_run_ctx x = {0};
-  x.c = c;
-  x.opts = opts ? *opts : tsr_run_opts_default();
-  x.out_dir = x.opts.out_dir ? x.opts.out_dir : c->output.dir;
-  x.comm = comm;
-  x.stop.comm = MPI_COMM_NULL;
-  x.be = &tsr_backend_host;
-  MPI_Comm_rank(comm, &x.rank);
-  MPI_Comm_size(comm, &x.size);
+  if (c->method == TSR_METHOD_IMPLICIT) return tsr_implicit_run(c, comm, opts, res);
+  tsr_run_ctx x;
+  tsr_run_ctx_init(&x, c, comm, opts);
   memset(res, 0, sizeof *res);
   tsr_err err = run_all(&x, res);
-  tsr_watchdog_stop(); /* before teardown: its abort hook may name the backend's communicator */
-  if (err && x.created_dir && x.rank == 0) rmdir(x.out_dir); /* only succeeds when empty */
-  ctx_free(&x);
+  tsr_run_ctx_end(&x, err);
   return err;
 }

@@ -70,7 +70,64 @@ typedef struct tsr_run_ctx {
   int stage;            /* the stage being issued (its index in tdev) */
   int64_t step;         /* the step being issued (the loop's; from 0) */
   struct tsr_run_rebal *rb; /* the rebalancer (solver/run_rebalance.c), NULL when off */
+  /* another method than explicit (solver/implicit/): the scheme's name for the report (NULL:
+   * scheme.name) and what it adds to report.json (NULL: nothing), with its own state */
+  const char *scheme_name;
+  void (*report_more)(const struct tsr_run_ctx *x, tsr_json *j);
+  void *method;
 } tsr_run_ctx;
+
+/* ---- the driver's pieces that every method on the grid shares (solver/run.c) ------------ */
+
+/* Zeroes *x and fills the case, options, output directory, communicator and its rank/size. */
+void tsr_run_ctx_init(tsr_run_ctx *x, const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts);
+
+/* Ends a run: stops the watchdog, removes the output directory it created when err and it is
+ * empty, and frees everything x holds (tsr_run_ctx_free). */
+void tsr_run_ctx_end(tsr_run_ctx *x, tsr_err err);
+void tsr_run_ctx_free(tsr_run_ctx *x);
+
+/* The backend: host or cuda from the case's backend, --backend and the GPUs seen. Collective. */
+tsr_err tsr_run_choose_backend(tsr_run_ctx *x);
+
+/* Set-up shared by the methods that step fields: the partition (x->layout, x->box), the halo
+ * plan and shell split, the backend, the expressions, the fields on the box (slots U, T1, T2,
+ * source, exact), the boundary faces and the time plan (x->dt, x->nsteps, x->dt_stable from
+ * time.dt/end/steps). Not collective by itself (the caller agrees on errors). */
+tsr_err tsr_run_setup(tsr_run_ctx *x);
+
+/* The watchdog, naming the halo peers this rank would wait for. */
+tsr_err tsr_run_start_watchdog(tsr_run_ctx *x);
+
+/* Creates the output directory (rank 0) and checks that it takes files. Collective. */
+tsr_err tsr_run_prepare_outdir_ctx(tsr_run_ctx *x);
+
+/* U from the initial conditions. */
+tsr_err tsr_run_initial(tsr_run_ctx *x);
+
+/* The source field at time t (only when it depends on t and t changed). */
+tsr_err tsr_run_source_eval(tsr_run_ctx *x, double t);
+
+/* The monitor's norms of U (and its error against exact: at t), reduced over all ranks. */
+typedef struct {
+  double min[TSR_MAX_COMP], max[TSR_MAX_COMP], sum[TSR_MAX_COMP], sq[TSR_MAX_COMP];
+  double esq[TSR_MAX_COMP], emax[TSR_MAX_COMP];
+  int has_exact;
+} tsr_run_norms;
+tsr_err tsr_run_monitor(tsr_run_ctx *x, double t, tsr_run_norms *nm);
+/* The monitor line of step (of x->nsteps) at t, into buf. */
+void tsr_run_monitor_line(const tsr_run_ctx *x, int64_t step, double t, const tsr_run_norms *nm,
+                          double cps, char *buf, size_t n);
+/* The norms into the result. */
+void tsr_run_result_norms(const tsr_run_ctx *x, const tsr_run_norms *nm, tsr_run_result *res);
+
+/* Snapshots (output.snapshot_every): the series, with the initial state; one of U at step. */
+tsr_err tsr_run_start_snapshots(tsr_run_ctx *x);
+tsr_err tsr_run_write_snapshot(tsr_run_ctx *x, int64_t step, double t);
+
+/* The end of a run that completed: final.h5 (U at res->t_final, step x->nsteps, dt x->dt) and
+ * final.xmf, then report.json with the phases' times. Collective. */
+tsr_err tsr_run_finish(tsr_run_ctx *x, tsr_run_result *res);
 
 /* The partitioner options the case asks for. */
 tsr_part_opts tsr_run_part_opts(const tsr_case *c);

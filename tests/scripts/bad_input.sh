@@ -71,8 +71,8 @@ initial: {u: "0"}
 time: {end: 0.01}' run @CASE@ --out @OUT@
 expect_fail "z face in 2D" 1 "zlo" "$good
 boundary: {zlo: {type: neumann}}" run @CASE@ --out @OUT@
-expect_fail "method not available" 1 "implicit is not available" "$good
-method: implicit" run @CASE@ --out @OUT@
+expect_fail "method not available" 1 "parareal is not available" "$good
+method: parareal" run @CASE@ --out @OUT@
 expect_fail "unbalanced expression" 1 ":3:" 'model: heat
 grid: {cells: [8, 8]}
 initial: {u: "sin(pi*x"}

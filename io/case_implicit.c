@@ -1,0 +1,226 @@
+/* Case keys of method: implicit (README, "Implicit method").
+ *
+ *   time:                    required
+ *     scheme: bdf2           beuler | cn | bdf2 | ark_imex (PETSc TSBEULER, TSCN, TSBDF of
+ *                            order 2, TSARKIMEX: the reaction explicit, diffusion implicit)
+ *     dt: DT                 required; a number > 0 (there is no stability limit to take a
+ *                            fraction of): the step, or the first step when adaptive
+ *     end: T | steps: N      exactly one, as for the explicit method (with end, dt shrinks so
+ *                            a whole number of steps lands on T)
+ *     adaptive: false        true: PETSc's TS adaptivity chooses each step from dt on,
+ *                            keeping the local error estimate within rtol/atol
+ *     rtol: 1e-4, atol: 1e-6 > 0; with adaptive: true only
+ *   petsc: {OPTION: VALUE}   optional; PETSc options, the name without or with its dash
+ *                            (ksp_type: cg, -pc_type: gamg, ksp_rtol: 1e-8); a value is a
+ *                            scalar, or empty/null for an option that takes none
+ *                            (ksp_monitor:). Checked by PETSc itself when the run starts: an
+ *                            option that no solver object reads is refused with its position.
+ *                            Options on the command line after the case win over these.
+ *
+ * Not with method implicit: time.cfl and dt: auto, precision: single (PETSc's scalars are
+ * double), backend: cuda (Debian's PETSc is host-only), the rebalance:, debug: and gpu:
+ * sections, output.checkpoint_every (and with it --restart: a later version), models without
+ * a pointwise Jacobian (tsr_models[].methods). */
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/case_validate.h"
+
+static const char *const schemes[] = {"beuler", "cn", "bdf2", "ark_imex"};
+
+void tsr_case_read_implicit_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"scheme", "dt", "end", "steps", "adaptive", "rtol", "atol",
+                                     "cfl"};
+  tsr_case *c = v->c;
+  c->implicit.scheme = TSR_ISCHEME_BDF2;
+  c->implicit.rtol = 1e-4;
+  c->implicit.atol = 1e-6;
+  c->time.dt_auto = 0;
+  if (!e) {
+    tsr_vat(v, root, "time: missing; method implicit needs a step and an end, e.g. time: "
+            "{scheme: bdf2, dt: 1e-3, end: 0.1}");
+    return;
+  }
+  if (!tsr_vmap(v, "time", e->value)) {
+    if (tsr_yaml_is_null(e->value))
+      tsr_vkey(v, e, "time: missing time.dt and time.end (or time.steps); e.g. dt: 1e-3, end: 0.1");
+    return;
+  }
+  const tsr_yaml_node *t = e->value;
+  tsr_vkeys(v, "time", t, keys, 8);
+  const tsr_yaml_entry *x;
+  if ((x = tsr_yaml_find(t, "cfl")))
+    tsr_vkey(v, x, "time.cfl: a key of the explicit method (dt: auto); method implicit takes "
+             "time.dt: remove it");
+  const tsr_yaml_node *sn = (x = tsr_yaml_find(t, "scheme")) ? x->value : NULL;
+  if (sn && sn->kind == TSR_YAML_SCALAR) {
+    static const char *const explicit_names[] = {"euler", "forward_euler", "ssp_rk2", "rk2",
+                                                 "ssp_rk3", "rk3", "rk4"};
+    int expl = 0;
+    for (int i = 0; i < 7; ++i) expl |= strcmp(sn->text, explicit_names[i]) == 0;
+    int s;
+    if (expl)
+      tsr_vat(v, sn, "time.scheme: %s is an explicit scheme; method implicit takes beuler, cn, "
+              "bdf2 or ark_imex", sn->text);
+    else if (tsr_vchoice(v, "time.scheme", sn, schemes, 4, &s))
+      c->implicit.scheme = (tsr_implicit_scheme)s;
+  } else if (sn) {
+    int s;
+    tsr_vchoice(v, "time.scheme", sn, schemes, 4, &s); /* reports what it is not */
+  }
+  double d;
+  if (!(x = tsr_yaml_find(t, "dt"))) {
+    tsr_vkey(v, e, "time: missing time.dt; method implicit needs the step (the first step when "
+             "adaptive), e.g. dt: 1e-3");
+  } else if (x->value && x->value->kind == TSR_YAML_SCALAR && !x->value->quoted &&
+             strcmp(x->value->text, "auto") == 0) {
+    tsr_vat(v, x->value, "time.dt: auto takes a fraction of the explicit method's stability "
+            "limit; method implicit has none: give a number, e.g. dt: 1e-3");
+  } else if (tsr_vnumber(v, "time.dt", x->value, &d)) {
+    if (d > 0.0) c->time.dt = d;
+    else tsr_vat(v, x->value, "time.dt: must be > 0, got %g", d);
+  }
+  const tsr_yaml_entry *ee = tsr_yaml_find(t, "end"), *se = tsr_yaml_find(t, "steps");
+  if (ee && se) tsr_vkey(v, ee, "time: give either time.end or time.steps, not both");
+  if (!ee && !se) tsr_vkey(v, e, "time: missing time.end or time.steps; give one (e.g. end: 0.1)");
+  if (ee && tsr_vnumber(v, "time.end", ee->value, &d)) {
+    if (d > 0.0) {
+      c->time.has_end = 1;
+      c->time.end = d;
+    } else {
+      tsr_vat(v, ee->value, "time.end: must be > 0, got %g", d);
+    }
+  }
+  long n;
+  if (se && tsr_vint(v, "time.steps", se->value, &n)) {
+    if (n >= 1) {
+      c->time.has_steps = 1;
+      c->time.steps = n;
+    } else {
+      tsr_vat(v, se->value, "time.steps: must be >= 1, got %ld", n);
+    }
+  }
+  int b;
+  if ((x = tsr_yaml_find(t, "adaptive")) && tsr_vbool(v, "time.adaptive", x->value, &b))
+    c->implicit.adaptive = b;
+  if (c->implicit.adaptive && se)
+    tsr_vkey(v, se, "time.steps: an adaptive run takes as many steps as its tolerances need; "
+             "give time.end instead");
+  static const char *const tols[] = {"rtol", "atol"};
+  double *dst[] = {&c->implicit.rtol, &c->implicit.atol};
+  for (int i = 0; i < 2; ++i) {
+    if (!(x = tsr_yaml_find(t, tols[i]))) continue;
+    char key[32];
+    snprintf(key, sizeof key, "time.%s", tols[i]);
+    if (!c->implicit.adaptive)
+      tsr_vkey(v, x, "%s: a tolerance of the adaptive step; add time.adaptive: true or remove "
+               "it", key);
+    else if (tsr_vnumber(v, key, x->value, &d)) {
+      if (d > 0.0 && d < 1.0) *dst[i] = d;
+      else tsr_vat(v, x->value, "%s: expected a tolerance in (0, 1), got %g", key, d);
+    }
+  }
+}
+
+/* An option name as PETSc spells it after the dash: a letter, then letters, digits and _. */
+static int option_name_ok(const char *s) {
+  if (!isalpha((unsigned char)s[0])) return 0;
+  for (; *s; ++s)
+    if (!isalnum((unsigned char)*s) && *s != '_') return 0;
+  return 1;
+}
+
+static void read_options(tsr_vctx *v, const tsr_yaml_entry *e) {
+  tsr_case *c = v->c;
+  /* a null is an empty section; anything else but a map is reported by tsr_vmap */
+  const tsr_yaml_node *o = tsr_vmap(v, "petsc", e->value) ? e->value : NULL;
+  if (!o) return;
+  c->implicit.opt_name = calloc((size_t)o->n + 1, sizeof(char *));
+  c->implicit.opt_value = calloc((size_t)o->n + 1, sizeof(char *));
+  c->implicit.opt_loc = calloc((size_t)o->n + 1, sizeof(tsr_loc));
+  if (!c->implicit.opt_name || !c->implicit.opt_value || !c->implicit.opt_loc) {
+    v->oom = 1;
+    return;
+  }
+  for (int i = 0; i < o->n; ++i) {
+    const tsr_yaml_entry *x = &o->entries[i];
+    const char *name = x->key[0] == '-' ? x->key + 1 : x->key;
+    const tsr_yaml_node *val = x->value;
+    if (!option_name_ok(name)) {
+      tsr_vkey(v, x, "petsc.%s: not a PETSc option name (a letter, then letters, digits and _, "
+               "as in ksp_type or -pc_gamg_threshold)", x->key);
+      continue;
+    }
+    if (val && val->kind != TSR_YAML_SCALAR) {
+      tsr_vat(v, val, "petsc.%s: expected one value (a word or a number) or nothing, got a %s; "
+              "PETSc options are flat: write pc_gamg_threshold: 0.02, not nested maps",
+              x->key, val->kind == TSR_YAML_MAP ? "map" : "list");
+      continue;
+    }
+    for (int j = 0; j < c->implicit.nopt; ++j)
+      if (strcmp(c->implicit.opt_name[j], name) == 0) {
+        tsr_vkey(v, x, "petsc.%s: given twice (with and without its dash); keep one", x->key);
+        name = NULL;
+        break;
+      }
+    if (!name) continue;
+    int k = c->implicit.nopt;
+    c->implicit.opt_name[k] = tsr_vstrdup(v, name);
+    c->implicit.opt_value[k] = val && !tsr_yaml_is_null(val) ? tsr_vstrdup(v, val->text) : NULL;
+    c->implicit.opt_loc[k] = (tsr_loc){x->file, x->line, x->col};
+    if (!c->implicit.opt_name[k]) return;
+    c->implicit.nopt = k + 1;
+  }
+}
+
+/* The sections and keys another method owns, the models, precision and backend, against
+ * method: implicit. */
+static void check_method_keys(tsr_vctx *v, const tsr_yaml_node *root) {
+  tsr_case *c = v->c;
+  const tsr_model_info *m = c->ncomp ? &tsr_models[c->model] : NULL;
+  const tsr_yaml_entry *x;
+  if (m && !(m->methods & TSR_METHODS_IMPLICIT)) {
+    x = tsr_yaml_find(root, "model");
+    tsr_vat(v, x ? x->value : root, "model: %s has no implicit form in this version (method "
+            "implicit takes heat, advection_diffusion, allen_cahn, gray_scott); use method: %s",
+            m->name, m->methods & TSR_METHODS_EXPLICIT ? "explicit" : "pinn");
+  }
+  if ((x = tsr_yaml_find(root, "precision")) && c->precision == TSR_PRECISION_SINGLE)
+    tsr_vat(v, x->value, "precision: single: method implicit solves in double (PETSc's "
+            "scalars); remove the key or say double");
+  if ((x = tsr_yaml_find(root, "backend")) && c->backend == TSR_BACKEND_CUDA)
+    tsr_vat(v, x->value, "backend: cuda: method implicit solves on CPU ranks: the PETSc it is "
+            "built with (Debian's petsc-dev) has no GPU vectors or matrices; use backend: host "
+            "or auto (auto runs it on the CPU cores), or method: explicit on the GPUs");
+  static const char *const explicit_only[] = {"rebalance", "debug", "gpu"};
+  for (int i = 0; i < 3; ++i)
+    if ((x = tsr_yaml_find(root, explicit_only[i])))
+      tsr_vkey(v, x, "%s: a section of the explicit method; method implicit has no %s: remove "
+               "it", explicit_only[i], explicit_only[i]);
+  const tsr_yaml_entry *oe = tsr_yaml_find(root, "output");
+  const tsr_yaml_node *on = oe && oe->value && oe->value->kind == TSR_YAML_MAP ? oe->value : NULL;
+  if ((x = tsr_yaml_find(on, "checkpoint_every")))
+    tsr_vkey(v, x, "output.checkpoint_every: method implicit writes no checkpoints in this "
+             "version (a checkpoint must also hold BDF2's previous state and the adaptive "
+             "step); remove it (final.h5 holds the end state)");
+  if ((x = tsr_yaml_find(on, "snapshot_every")) && c->implicit.adaptive &&
+      c->output.snapshot_every.time > 0.0)
+    tsr_vkey(v, x, "output.snapshot_every: {time: T} with time.adaptive: the adaptive steps "
+             "do not land on multiples of T; give a number of steps");
+}
+
+void tsr_case_read_implicit(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
+  tsr_case *c = v->c;
+  if (c->method != TSR_METHOD_IMPLICIT) {
+    if (e)
+      tsr_vkey(v, e, "petsc: PETSc's options, for method implicit, and this case's method is "
+               "%s; add method: implicit or remove the section",
+               c->method == TSR_METHOD_PINN ? "pinn" : "explicit");
+    return;
+  }
+  check_method_keys(v, root);
+  if (e) read_options(v, e);
+}

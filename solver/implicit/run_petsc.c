@@ -1,0 +1,552 @@
+/* Method implicit with PETSc (solver/implicit/implicit.h): PETSc's set-up and options, the TS
+ * over the operator of solver/implicit/operator.h, and the run on the driver's shared pieces
+ * (set-up, initial conditions, monitors, snapshots, final.h5, report). */
+#include <math.h>
+#include <petscts.h>
+#include <petscversion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/json.h"
+#include "io/progress.h"
+#include "solver/implicit/implicit.h"
+#include "solver/implicit/operator.h"
+#include "solver/schedule.h"
+#include "solver/watchdog.h"
+
+/* ---- PETSc itself ----------------------------------------------------------------------- */
+
+static int petsc_ours; /* 1: tsr_implicit_init called PetscInitialize */
+
+int tsr_implicit_available(void) { return 1; }
+
+const char *tsr_implicit_describe(char *buf, size_t size) {
+  snprintf(buf, size, "%d.%d.%d, %s scalars, %d-bit indices, hypre %s, CUDA %s",
+           PETSC_VERSION_MAJOR, PETSC_VERSION_MINOR, PETSC_VERSION_SUBMINOR,
+#if defined(PETSC_USE_COMPLEX)
+           "complex",
+#else
+           "real double",
+#endif
+           (int)sizeof(PetscInt) * 8,
+#if defined(PETSC_HAVE_HYPRE)
+           "yes",
+#else
+           "no",
+#endif
+#if defined(PETSC_HAVE_CUDA)
+           "yes"
+#else
+           "no (method implicit runs on CPU ranks)"
+#endif
+  );
+  return buf;
+}
+
+tsr_err tsr_implicit_init(MPI_Comm comm, int argc, char *const *argv) {
+  PetscBool done;
+  TSR_PETSC(PetscInitialized(&done));
+  if (done) return TSR_OK;
+  /* PETSc keeps the arguments: static storage. PETSc's own signal handlers would take
+   * SIGTERM from tessera's stop handling (solver/stop.h). */
+  static char *args[256];
+  static char prog[] = "tessera", nosig[] = "-no_signal_handler";
+  int n = 0;
+  args[n++] = prog;
+  args[n++] = nosig;
+  TSR_CHECK(argc < 250, TSR_ERR_INPUT, "too many PETSc options on the command line (%d)", argc);
+  for (int i = 0; i < argc; ++i) args[n++] = argv[i];
+  args[n] = NULL;
+  PETSC_COMM_WORLD = comm;
+  int nargs = n;
+  char **pargs = args;
+  PetscErrorCode pe = PetscInitialize(&nargs, &pargs, NULL, NULL);
+  if (pe) return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "PETSc could not start with "
+                             "the command line's options (error %d); check them", (int)pe);
+  petsc_ours = 1;
+  /* errors come back as codes, turned into tessera's messages; no PETSc tracebacks */
+  TSR_PETSC(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  return TSR_OK;
+}
+
+void tsr_implicit_finalize(void) {
+  if (!petsc_ours) return;
+  PetscPopErrorHandler();
+  PetscFinalize();
+  petsc_ours = 0;
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+typedef struct {
+  tsr_run_ctx *x;
+  tsr_implicit_op *op;
+  TS ts;
+  Vec U;
+  Mat P, Jrhs;             /* the TS's matrix; a linear model's dF/dU, assembled once */
+  int linear, imex, adaptive;
+  int jac_ready;
+  double last_shift;
+  tsr_err err;             /* an error of a callback, with its message set */
+  /* options: the case's inserted into PETSc's database (cleared at the end) */
+  int ninserted;
+  int checked;             /* the unused-options check was made (after the first step) */
+  /* progress */
+  tsr_progress pg;
+  int64_t every;
+  double cells, start, t_prev, dt_last;
+  PetscInt snes_prev, ksp_prev, snes_max, ksp_max;
+  int64_t last_line;       /* the step of the last monitor line */
+  tsr_run_norms nm;
+  /* what the report says */
+  char ts_type[64], snes_type[64], ksp_type[64], pc_type[64], arkimex_type[64];
+  PetscInt steps, snes_its, ksp_its, rejected;
+  double solve_wall;
+  double solver_rest;      /* of solve_wall: what PETSc spent beside the callbacks, monitors
+                              and snapshots */
+  tsr_implicit_op_times times; /* the slowest rank's */
+} impl;
+
+static tsr_err callback_error(impl *m, tsr_err e) {
+  if (!m->err) m->err = e;
+  return e;
+}
+
+static PetscErrorCode ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx) {
+  impl *m = ctx;
+  tsr_err e = tsr_implicit_op_rhs(m->op, m->imex ? TSR_IMPLICIT_STIFF : TSR_IMPLICIT_FULL, t, U, F);
+  if (e) return callback_error(m, e), PETSC_ERR_LIB;
+  PetscCall(VecAYPX(F, -1.0, Udot)); /* G = dU/dt - F(t, U) */
+  return 0;
+}
+
+static PetscErrorCode rhsfunction(TS ts, PetscReal t, Vec U, Vec F, void *ctx) {
+  impl *m = ctx;
+  tsr_err e = tsr_implicit_op_rhs(m->op, TSR_IMPLICIT_NONSTIFF, t, U, F);
+  if (e) return callback_error(m, e), PETSC_ERR_LIB;
+  return 0;
+}
+
+/* dG/dU + shift dG/dUdot = shift I - dF/dU. A linear model's dF/dU is assembled once, and the
+ * matrix is left as it is (so the preconditioner is kept) while the shift does not change. */
+static PetscErrorCode ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal shift, Mat A,
+                                Mat P, void *ctx) {
+  impl *m = ctx;
+  tsr_implicit_part part = m->imex ? TSR_IMPLICIT_STIFF : TSR_IMPLICIT_FULL;
+  const int same = m->linear && m->jac_ready && shift == m->last_shift;
+  /* the matrix is left untouched while it is the same, so PETSc keeps its preconditioner
+   * (GAMG's hierarchy: "operator is unchanged") */
+  if (!same) {
+    tsr_err e = TSR_OK;
+    if (!m->linear) {
+      e = tsr_implicit_op_jacobian(m->op, part, t, U, P);
+    } else if (!m->jac_ready) { /* once: dF/dU kept, and P with its pattern */
+      e = tsr_implicit_op_jacobian(m->op, part, t, U, m->Jrhs);
+      if (!e) e = tsr_implicit_op_jacobian(m->op, part, t, U, P);
+    } else {
+      PetscErrorCode pe = MatCopy(m->Jrhs, P, SAME_NONZERO_PATTERN);
+      if (pe) e = tsr_petsc_err(pe, "MatCopy", __FILE__, __LINE__);
+    }
+    if (e) return callback_error(m, e), PETSC_ERR_LIB;
+    PetscCall(MatScale(P, -1.0));
+    PetscCall(MatShift(P, shift));
+    m->jac_ready = 1;
+    m->last_shift = shift;
+  }
+  if (A != P) { /* a matrix-free operator (-snes_mf_operator) */
+    PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  }
+  return 0;
+}
+
+/* Options read only after the first step's solves, or at the end of the run, or at
+ * PetscFinalize: the check after the first step does not count them as unused. */
+static int read_later(const char *name) {
+  static const char *const later[] = {"log_view", "log_view_memory", "log_view_gpu_time",
+                                      "log_all", "log_trace", "options_left", "options_view",
+                                      "malloc_dump", "malloc_view", "memory_view",
+                                      "objects_dump", "ts_view", "ts_view_solution",
+                                      "ts_view_pre", "help", "info"};
+  for (size_t i = 0; i < sizeof later / sizeof *later; ++i)
+    if (strcmp(name, later[i]) == 0) return 1;
+  return 0;
+}
+
+/* PETSc's "options left": an option that no solver object has read after the first step is
+ * misspelled or for an object this run does not have. The case's are named by position. */
+static tsr_err options_left(impl *m) {
+  const tsr_case *c = m->x->c;
+  PetscInt n = 0;
+  char **names = NULL, **values = NULL;
+  TSR_PETSC(PetscOptionsLeftGet(NULL, &n, &names, &values));
+  tsr_err err = TSR_OK;
+  for (PetscInt i = 0; i < n && !err; ++i) {
+    if (read_later(names[i])) continue;
+    int k = -1;
+    for (int j = 0; j < c->implicit.nopt; ++j)
+      if (strcmp(c->implicit.opt_name[j], names[i]) == 0) k = j;
+    if (k >= 0) {
+      char at[512];
+      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                        "%s: petsc.%s: no PETSc object of this run read the option -%s "
+                        "(misspelled, or for a solver this run does not use: ts %s, snes %s, "
+                        "ksp %s, pc %s); run with -help to see the options PETSc reads",
+                        tsr_case_loc_str(&c->implicit.opt_loc[k], at, sizeof at), names[i],
+                        names[i], m->ts_type, m->snes_type, m->ksp_type, m->pc_type);
+    } else {
+      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                        "command line: -%s: no PETSc object of this run read the option "
+                        "(misspelled, or for a solver this run does not use: ts %s, snes %s, "
+                        "ksp %s, pc %s); run with -help to see the options PETSc reads",
+                        names[i], m->ts_type, m->snes_type, m->ksp_type, m->pc_type);
+    }
+  }
+  PetscOptionsLeftRestore(NULL, &n, &names, &values);
+  return err;
+}
+
+static tsr_err monitor_line(impl *m, int64_t step, double t) {
+  tsr_run_ctx *x = m->x;
+  TSR_CALL(tsr_implicit_op_from_vec(m->op, m->U, x->slot[TSR_SLOT_U]));
+  TSR_CALL(tsr_run_monitor(x, t, &m->nm));
+  char line[2048];
+  double el = MPI_Wtime() - m->start;
+  double cps = el > 0 ? m->cells * (double)step / el : 0.0;
+  x->dt = m->dt_last;
+  tsr_run_monitor_line(x, step, t, &m->nm, cps, line, sizeof line);
+  size_t w = strlen(line);
+  PetscInt s, k;
+  TSGetSNESIterations(m->ts, &s);
+  TSGetKSPIterations(m->ts, &k);
+  if (step > 0 && w < sizeof line)
+    snprintf(line + w, sizeof line - w, " | %.3g newton, %.3g linear its/step",
+             (double)s / (double)step, (double)k / (double)step);
+  tsr_progress_line(&m->pg, line);
+  m->last_line = step;
+  for (int q = 0; q < x->c->ncomp; ++q)
+    TSR_CHECK(isfinite(m->nm.min[q]) && isfinite(m->nm.max[q]), TSR_ERR_INPUT,
+              "%s: the solution became non-finite by step %lld (t = %g, dt = %g): lower "
+              "time.dt, or use time.adaptive: true", x->c->path, (long long)step, t, m->dt_last);
+  return TSR_OK;
+}
+
+static tsr_err after_step(impl *m, PetscInt step, double t) {
+  tsr_run_ctx *x = m->x;
+  m->dt_last = m->adaptive ? t - m->t_prev : m->x->dt;
+  m->t_prev = t;
+  PetscInt s, k;
+  TSR_PETSC(TSGetSNESIterations(m->ts, &s));
+  TSR_PETSC(TSGetKSPIterations(m->ts, &k));
+  if (s - m->snes_prev > m->snes_max) m->snes_max = s - m->snes_prev;
+  if (k - m->ksp_prev > m->ksp_max) m->ksp_max = k - m->ksp_prev;
+  m->snes_prev = s;
+  m->ksp_prev = k;
+  if (!m->checked) {
+    m->checked = 1;
+    TSR_CALL(tsr_run_agree(x->comm, options_left(m)));
+  }
+  tsr_watchdog_beat(step);
+  double el = MPI_Wtime() - m->start;
+  tsr_progress_step(&m->pg, step, t, el > 0 ? m->cells * (double)step / el : 0.0);
+  if (step % m->every == 0) TSR_CALL(monitor_line(m, step, t));
+  if (x->snap && tsr_schedule_due(&x->c->output.snapshot_every, step, m->dt_last)) {
+    TSR_CALL(tsr_implicit_op_from_vec(m->op, m->U, x->slot[TSR_SLOT_U]));
+    TSR_CALL(tsr_run_write_snapshot(x, step, t));
+  }
+  return TSR_OK;
+}
+
+static PetscErrorCode ts_monitor(TS ts, PetscInt step, PetscReal t, Vec U, void *ctx) {
+  impl *m = ctx;
+  if (step == 0) return 0; /* the line of the initial state is printed before the solve */
+  tsr_err e = after_step(m, step, t);
+  if (e) return callback_error(m, e), PETSC_ERR_USER;
+  return 0;
+}
+
+static const char *obj_type(PetscObject o, char *buf, size_t size) {
+  const char *t = NULL;
+  PetscObjectGetType(o, &t);
+  snprintf(buf, size, "%s", t ? t : "?");
+  return buf;
+}
+
+/* The case's petsc: options into PETSc's database, unless the command line (or PETSc's
+ * environment) gave them: those win. */
+static tsr_err insert_case_options(impl *m) {
+  const tsr_case *c = m->x->c;
+  for (int i = 0; i < c->implicit.nopt; ++i) {
+    char name[300];
+    snprintf(name, sizeof name, "-%s", c->implicit.opt_name[i]);
+    PetscBool has;
+    TSR_PETSC(PetscOptionsHasName(NULL, NULL, name, &has));
+    if (has) continue;
+    TSR_PETSC(PetscOptionsSetValue(NULL, name, c->implicit.opt_value[i]));
+    m->ninserted = i + 1;
+    /* -log_view is read when PETSc starts: from a case, logging starts here (and
+     * PetscFinalize prints the summary) */
+    if (strncmp(c->implicit.opt_name[i], "log_view", 8) == 0) TSR_PETSC(PetscLogDefaultBegin());
+  }
+  return TSR_OK;
+}
+
+static void clear_case_options(impl *m) {
+  const tsr_case *c = m->x->c;
+  for (int i = 0; i < m->ninserted; ++i) {
+    if (strncmp(c->implicit.opt_name[i], "log_view", 8) == 0) continue;
+    char name[300];
+    snprintf(name, sizeof name, "-%s", c->implicit.opt_name[i]);
+    PetscOptionsClearValue(NULL, name);
+  }
+}
+
+static tsr_err setup_ts(impl *m) {
+  tsr_run_ctx *x = m->x;
+  const tsr_case *c = x->c;
+  m->linear = c->model == TSR_MODEL_HEAT || c->model == TSR_MODEL_ADVECTION_DIFFUSION;
+  m->imex = c->implicit.scheme == TSR_ISCHEME_ARK_IMEX;
+  m->adaptive = c->implicit.adaptive;
+  TSR_CALL(tsr_implicit_op_create(x, &m->op));
+  TSR_CALL(tsr_implicit_op_vec(m->op, &m->U));
+  TSR_CALL(tsr_implicit_op_mat(m->op, &m->P));
+  if (m->linear) TSR_CALL(tsr_implicit_op_mat(m->op, &m->Jrhs));
+  TSR_PETSC(TSCreate(x->comm, &m->ts));
+  TS ts = m->ts;
+  TSR_PETSC(TSSetProblemType(ts, m->linear ? TS_LINEAR : TS_NONLINEAR));
+  switch (c->implicit.scheme) {
+  case TSR_ISCHEME_BEULER: TSR_PETSC(TSSetType(ts, TSBEULER)); break;
+  case TSR_ISCHEME_CN: TSR_PETSC(TSSetType(ts, TSCN)); break;
+  case TSR_ISCHEME_BDF2:
+    TSR_PETSC(TSSetType(ts, TSBDF));
+    TSR_PETSC(TSBDFSetOrder(ts, 2));
+    break;
+  case TSR_ISCHEME_ARK_IMEX:
+    TSR_PETSC(TSSetType(ts, TSARKIMEX));
+    TSR_PETSC(TSARKIMEXSetFullyImplicit(ts, PETSC_FALSE));
+    break;
+  }
+  TSR_PETSC(TSSetIFunction(ts, NULL, ifunction, m));
+  TSR_PETSC(TSSetIJacobian(ts, m->P, m->P, ijacobian, m));
+  if (m->imex) TSR_PETSC(TSSetRHSFunction(ts, NULL, rhsfunction, m));
+  TSR_PETSC(TSSetTimeStep(ts, x->dt));
+  TSR_PETSC(TSSetTime(ts, 0.0));
+  if (m->adaptive) {
+    TSR_PETSC(TSSetMaxTime(ts, c->time.end));
+    TSR_PETSC(TSSetMaxSteps(ts, 1000000000));
+    TSR_PETSC(TSSetExactFinalTime(ts, TS_EXACTFINALTIME_MATCHSTEP));
+    TSAdapt adapt;
+    TSR_PETSC(TSGetAdapt(ts, &adapt));
+    TSR_PETSC(TSAdaptSetType(adapt, TSADAPTBASIC));
+    TSR_PETSC(TSSetTolerances(ts, c->implicit.atol, NULL, c->implicit.rtol, NULL));
+    TSR_PETSC(TSSetMaxSNESFailures(ts, 10));
+  } else {
+    /* the driver's whole steps (dt divides time.end): no step clipped at the end */
+    TSR_PETSC(TSSetMaxSteps(ts, (PetscInt)x->nsteps));
+    TSR_PETSC(TSSetMaxTime(ts, (double)x->nsteps * x->dt * (1.0 + 1e-9)));
+    TSR_PETSC(TSSetExactFinalTime(ts, TS_EXACTFINALTIME_STEPOVER));
+    TSAdapt adapt;
+    TSR_PETSC(TSGetAdapt(ts, &adapt));
+    TSR_PETSC(TSAdaptSetType(adapt, TSADAPTNONE));
+  }
+  /* a failed step ends the run with its reason (TSGetConvergedReason), not an error */
+  TSR_PETSC(TSSetErrorIfStepFails(ts, PETSC_FALSE));
+  SNES snes;
+  KSP ksp;
+  PC pc;
+  TSR_PETSC(TSGetSNES(ts, &snes));
+  if (m->linear) TSR_PETSC(SNESSetType(snes, SNESKSPONLY));
+  TSR_PETSC(SNESGetKSP(snes, &ksp));
+  TSR_PETSC(KSPGetPC(ksp, &pc));
+  /* CG for symmetric diffusion (heat: shift I - kappa lap, symmetric positive definite with
+   * every boundary type), GMRES otherwise; algebraic multigrid for both */
+  TSR_PETSC(KSPSetType(ksp, c->model == TSR_MODEL_HEAT ? KSPCG : KSPGMRES));
+  TSR_PETSC(PCSetType(pc, PCGAMG));
+  TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
+  TSR_CALL(insert_case_options(m));
+  TSR_PETSC(TSSetFromOptions(ts)); /* the case's petsc: and the command line win */
+  TSR_PETSC(TSSetSolution(ts, m->U));
+  TSR_PETSC(TSSetUp(ts));
+  TSR_PETSC(TSGetSNES(ts, &snes));
+  TSR_PETSC(SNESGetKSP(snes, &ksp));
+  TSR_PETSC(KSPGetPC(ksp, &pc));
+  obj_type((PetscObject)ts, m->ts_type, sizeof m->ts_type);
+  obj_type((PetscObject)snes, m->snes_type, sizeof m->snes_type);
+  obj_type((PetscObject)ksp, m->ksp_type, sizeof m->ksp_type);
+  obj_type((PetscObject)pc, m->pc_type, sizeof m->pc_type);
+  m->arkimex_type[0] = '\0';
+  if (m->imex) {
+    TSARKIMEXType at;
+    if (!TSARKIMEXGetType(ts, &at)) snprintf(m->arkimex_type, sizeof m->arkimex_type, "%s", at);
+  }
+  /* what PETSc will do, when options changed it */
+  PetscReal dt;
+  TSR_PETSC(TSGetTimeStep(ts, &dt));
+  x->dt = dt;
+  return TSR_OK;
+}
+
+static void report_more(const tsr_run_ctx *x, tsr_json *j) {
+  const impl *m = x->method;
+  tsr_json_object_begin(j, "implicit");
+  tsr_json_string(j, "ts_type", m->ts_type);
+  if (m->arkimex_type[0]) tsr_json_string(j, "arkimex_type", m->arkimex_type);
+  tsr_json_string(j, "snes_type", m->snes_type);
+  tsr_json_string(j, "ksp_type", m->ksp_type);
+  tsr_json_string(j, "pc_type", m->pc_type);
+  tsr_json_bool(j, "adaptive", m->adaptive);
+  tsr_json_bool(j, "linear", m->linear);
+  tsr_json_string(j, "jacobian", "assembled (MPIAIJ)");
+  tsr_json_int(j, "steps", m->steps);
+  tsr_json_int(j, "rejected_steps", m->rejected);
+  double ns = m->steps > 0 ? (double)m->steps : 1.0;
+  tsr_json_int(j, "nonlinear_iterations", m->snes_its);
+  tsr_json_number(j, "nonlinear_iterations_per_step", (double)m->snes_its / ns);
+  tsr_json_int(j, "nonlinear_iterations_max_step", m->snes_max);
+  tsr_json_int(j, "linear_iterations", m->ksp_its);
+  tsr_json_number(j, "linear_iterations_per_step", (double)m->ksp_its / ns);
+  tsr_json_int(j, "linear_iterations_max_step", m->ksp_max);
+  tsr_json_int(j, "rhs_evaluations", m->times.nrhs);
+  tsr_json_int(j, "jacobian_assemblies", m->times.njac);
+  /* the slowest rank's seconds; solver: the rest of TSSolve (SNES, KSP, PC, TS's vector work) */
+  tsr_json_object_begin(j, "seconds");
+  tsr_json_number(j, "ts_solve", m->solve_wall);
+  double rhs = m->times.boundary + m->times.halo + m->times.source + m->times.compute;
+  tsr_json_number(j, "rhs_function", rhs);
+  tsr_json_number(j, "rhs_halo", m->times.halo);
+  tsr_json_number(j, "jacobian_assembly", m->times.assembly);
+  tsr_json_number(j, "solver", m->solver_rest);
+  tsr_json_object_end(j);
+  tsr_json_object_end(j);
+}
+
+/* The reason of a solve that failed, PETSc's words. */
+static tsr_err diverged(impl *m, TSConvergedReason reason) {
+  const tsr_case *c = m->x->c;
+  SNES snes;
+  KSP ksp;
+  SNESConvergedReason sr = SNES_CONVERGED_ITERATING;
+  KSPConvergedReason kr = KSP_CONVERGED_ITERATING;
+  PetscInt step = 0, its = 0;
+  PetscReal t = 0.0, dt = 0.0;
+  TSGetSNES(m->ts, &snes);
+  SNESGetKSP(snes, &ksp);
+  SNESGetConvergedReason(snes, &sr);
+  SNESGetIterationNumber(snes, &its);
+  KSPGetConvergedReason(ksp, &kr);
+  TSGetStepNumber(m->ts, &step);
+  TSGetTime(m->ts, &t);
+  TSGetTimeStep(m->ts, &dt);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                     "%s: the implicit solve failed in step %lld (from t = %.6g with dt = %.6g): "
+                     "TS %s, SNES %s after %lld iterations, KSP %s; lower time.dt, use "
+                     "time.adaptive: true, or choose another solver (petsc: snes_type, "
+                     "ksp_type, pc_type); nothing was written",
+                     c->path, (long long)step + 1, t, dt, TSConvergedReasons[reason],
+                     SNESConvergedReasons[sr], (long long)its, KSPConvergedReasons[kr]);
+}
+
+static tsr_err solve(impl *m, tsr_run_result *res) {
+  tsr_run_ctx *x = m->x;
+  const tsr_case *c = x->c;
+  TSR_CALL(tsr_implicit_op_to_vec(m->op, x->slot[TSR_SLOT_U], m->U));
+  tsr_progress_init(&m->pg, x->opts.quiet || x->rank != 0 ? 3 : (int)c->output.progress, stdout,
+                    x->nsteps);
+  m->every = c->output.monitor_every > 0 ? c->output.monitor_every
+                                         : (x->nsteps >= 20 ? x->nsteps / 20 : 1);
+  m->cells = (double)tsr_box_cells(&x->layout.global);
+  m->dt_last = x->dt;
+  m->start = MPI_Wtime();
+  TSR_CALL(monitor_line(m, 0, 0.0));
+  PetscErrorCode pe = TSSolve(m->ts, m->U);
+  m->solve_wall = MPI_Wtime() - m->start;
+  /* every rank meets the same PETSc errors (collective solves); a callback's is tessera's */
+  if (m->err) return m->err;
+  if (pe) return tsr_petsc_err(pe, "TSSolve", __FILE__, __LINE__);
+  TSConvergedReason reason;
+  TSR_PETSC(TSGetConvergedReason(m->ts, &reason));
+  if (reason < 0) return diverged(m, reason);
+  PetscReal t;
+  TSR_PETSC(TSGetTime(m->ts, &t));
+  TSR_PETSC(TSGetStepNumber(m->ts, &m->steps));
+  TSR_PETSC(TSGetSNESIterations(m->ts, &m->snes_its));
+  TSR_PETSC(TSGetKSPIterations(m->ts, &m->ksp_its));
+  TSR_PETSC(TSGetStepRejections(m->ts, &m->rejected));
+  if (m->last_line != m->steps) TSR_CALL(monitor_line(m, m->steps, t));
+  tsr_progress_finish(&m->pg);
+  TSR_CALL(tsr_implicit_op_from_vec(m->op, m->U, x->slot[TSR_SLOT_U]));
+  res->wall = MPI_Wtime() - m->start;
+  res->steps = m->steps;
+  res->t_final = t;
+  res->dt = m->dt_last;
+  res->cells_per_s = res->wall > 0 ? m->cells * (double)m->steps / res->wall : 0.0;
+  tsr_run_result_norms(x, &m->nm, res);
+  x->nsteps = m->steps;
+  x->dt = m->dt_last;
+  /* the times of the report: the slowest rank's */
+  m->times = tsr_implicit_op_get_times(m->op);
+  double mine[6] = {m->times.boundary, m->times.halo, m->times.source, m->times.compute,
+                    m->times.assembly, m->solve_wall}, mx[6];
+  MPI_Allreduce(mine, mx, 6, MPI_DOUBLE, MPI_MAX, x->comm);
+  m->times.boundary = mx[0], m->times.halo = mx[1], m->times.source = mx[2];
+  m->times.compute = mx[3], m->times.assembly = mx[4], m->solve_wall = mx[5];
+  x->phase[PH_BOUNDARY] += m->times.boundary;
+  x->phase[PH_HALO_WAIT] += m->times.halo;
+  x->phase[PH_SOURCE] += m->times.source;
+  x->phase[PH_COMPUTE] += m->solve_wall - m->times.boundary - m->times.halo - m->times.source -
+                          x->phase[PH_MONITOR] - x->phase[PH_OUTPUT];
+  m->solver_rest = m->solve_wall - m->times.boundary - m->times.halo - m->times.source -
+                   m->times.compute - m->times.assembly - x->phase[PH_MONITOR] -
+                   x->phase[PH_OUTPUT];
+  if (m->solver_rest < 0.0) m->solver_rest = 0.0;
+  return TSR_OK;
+}
+
+static tsr_err run_all(impl *m, tsr_run_result *res) {
+  tsr_run_ctx *x = m->x;
+  const tsr_case *c = x->c;
+  double t0 = MPI_Wtime();
+  TSR_CHECK(!x->opts.restart, TSR_ERR_INPUT,
+            "%s: --restart: method implicit writes no checkpoints in this version, so there is "
+            "nothing to continue from; run it from the start", c->path);
+  TSR_CHECK(!x->opts.fault, TSR_ERR_INPUT,
+            "--inject-fault: the recovery tests are the explicit method's; method implicit "
+            "takes no faults");
+  TSR_CHECK(c->precision == TSR_PRECISION_DOUBLE, TSR_ERR_INPUT,
+            "%s: method implicit solves in double", c->path);
+  TSR_CALL(tsr_implicit_init(x->comm, 0, NULL));
+  /* PETSc's vectors and matrices live on the host: the host backend, whatever GPUs there are */
+  x->be = &tsr_backend_host;
+  x->scheme_name = tsr_implicit_scheme_name(c->implicit.scheme);
+  x->report_more = report_more;
+  x->method = m;
+  TSR_CALL(tsr_run_agree(x->comm, tsr_run_setup(x)));
+  TSR_CALL(tsr_run_agree(x->comm, setup_ts(m)));
+  x->phase[PH_SETUP] = MPI_Wtime() - t0;
+  TSR_CALL(tsr_run_agree(x->comm, tsr_run_start_watchdog(x)));
+  if (x->opts.write_output) TSR_CALL(tsr_run_prepare_outdir_ctx(x));
+  TSR_CALL(tsr_run_agree(x->comm, tsr_run_initial(x)));
+  if (x->opts.write_output && tsr_schedule_any(&c->output.snapshot_every))
+    TSR_CALL(tsr_run_start_snapshots(x));
+  TSR_CALL(solve(m, res));
+  if (!x->opts.write_output) return TSR_OK;
+  return tsr_run_finish(x, res);
+}
+
+tsr_err tsr_implicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
+                         tsr_run_result *res) {
+  tsr_run_ctx x;
+  tsr_run_ctx_init(&x, c, comm, opts);
+  memset(res, 0, sizeof *res);
+  impl m = {.x = &x};
+  tsr_err err = run_all(&m, res);
+  if (m.ts) TSDestroy(&m.ts);
+  if (m.U) VecDestroy(&m.U);
+  if (m.P) MatDestroy(&m.P);
+  if (m.Jrhs) MatDestroy(&m.Jrhs);
+  tsr_implicit_op_destroy(&m.op);
+  clear_case_options(&m);
+  tsr_run_ctx_end(&x, err);
+  return err;
+}

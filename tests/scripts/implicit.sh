@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# method: implicit (PETSc) on CPU ranks: observed orders in time against the exact solution of
+# the semi-discrete heat equation (one Fourier mode: the spatial error is nil); the same final
+# fields on 1 to 4 ranks and every partitioner to the solver's tolerance; a stiff case where
+# the explicit method needs 1000 times the steps, within the discretisation error of the
+# explicit result; -ksp_type/-pc_type from the case and the command line reaching the solver;
+# misspelled PETSc options refused; a diverged solve reported with nothing written; refusals.
+# Skipped (77) in a build without PETSc.
+set -u
+. "$(dirname "$0")/lib.bash"
+"$TESSERA_BIN" info 2>/dev/null | grep -q '^PETSc: *[0-9]' || { echo "built without PETSc: skipped"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# one thread: small grids, and CI runs two tests at a time on its 2 cores (spinning OpenMP
+# threads of oversubscribed ranks cost 60 times)
+export OMP_NUM_THREADS=1
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+field() { $py -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval('r'+sys.argv[2]))" "$@"; }
+quiet="--set output.progress=none"
+
+# --- order in time: heat, one mode of the discrete Laplacian (cell-centred Dirichlet makes
+# sin(pi x) sin(pi y) an exact eigenvector with eigenvalue -8 sin^2(pi h/2)/h^2), so the error
+# against exp(lambda t) is the scheme's alone; solver tolerance 1e-13 ----------------------
+cat >"$work/order.yaml" <<'YAML'
+model: heat
+method: implicit
+grid: {cells: [16, 16]}
+params: {kappa: 1.0, hh: 0.0625}
+initial: {u: "sin(pi*x)*sin(pi*y)"}
+boundary: {default: {type: dirichlet, value: 0}}
+time: {scheme: beuler, dt: 0.01, end: 0.1}
+exact: {u: "exp(-8*kappa*t*pow(sin(pi*hh/2)/hh, 2))*sin(pi*x)*sin(pi*y)"}
+output: {progress: none}
+YAML
+order() { # SCHEME MIN: errors at dt and dt/2 (each run is mostly start-up); order >= MIN
+  local s=$1 min=$2 e=()
+  for dt in 0.01 0.005; do
+    run_ok "order $s dt $dt" 1 "$work/order.yaml" --out "$work/ord" --set time.scheme=$s \
+      --set time.dt=$dt -ksp_rtol 1e-13 -ksp_atol 1e-16 || return
+    e+=("$(field "$work/ord/report.json" "['fields']['u']['error_l2']")")
+  done
+  local p
+  p=$($py -c "import math,sys; e=[float(v) for v in sys.argv[1:]]; print('%.3f' % math.log2(e[0]/e[1]))" "${e[@]}")
+  if $py -c "import sys; sys.exit(0 if min(map(float, sys.argv[1].split())) >= float(sys.argv[2]) else 1)" "$p" "$min"; then
+    pass "order $s: observed $p >= $min (errors ${e[*]})"
+  else
+    failure "order $s: observed $p < $min (errors ${e[*]})"
+  fi
+}
+order beuler 0.95
+order cn 1.9
+order bdf2 1.9
+order ark_imex 2.8 # PETSc's default ARKIMEX, 3 (third order)
+
+# --- the same fields on 1-4 ranks and every partitioner: Allen-Cahn (nonlinear, Newton) in
+# 2D and Gray-Scott in 3D with mixed boundaries; SNES and KSP to 1e-12 relative, so the
+# fields agree to 1e-9 of their size whatever the preconditioner's aggregates --------------
+cat >"$work/ac.yaml" <<'YAML'
+model: allen_cahn
+method: implicit
+grid: {cells: [24, 20], periodic: [true, false]}
+params: {eps: 0.05, gamma: 1.0}
+initial: {u: "0.6*sin(2*pi*x)*cos(3*y) + 0.2*cos(5*x*y)"}
+boundary: {ylo: {type: neumann, value: "0.1*x"}, yhi: {type: dirichlet, value: "0.3"}}
+time: {scheme: bdf2, dt: 0.01, steps: 8}
+output: {progress: none}
+petsc: {snes_rtol: 1e-12, snes_atol: 1e-14, ksp_rtol: 1e-13, ksp_atol: 1e-16}
+YAML
+cat >"$work/gs.yaml" <<'YAML'
+model: gray_scott
+method: implicit
+grid: {cells: [10, 9, 8], periodic: [false, true, false]}
+params: {Du: 0.01, Dv: 0.005, F: 0.04, k: 0.06}
+initial: {u: "1 - 0.5*exp(-20*((x-0.5)*(x-0.5) + (y-0.5)*(y-0.5)))", v: "0.25*exp(-20*((x-0.5)*(x-0.5)+(z-0.4)*(z-0.4)))"}
+boundary: {default: {type: neumann, value: 0}, zhi: {type: dirichlet, value: {u: 1, v: 0}}}
+time: {scheme: beuler, dt: 0.5, steps: 4}
+output: {progress: none}
+petsc: {snes_rtol: 1e-12, snes_atol: 1e-14, ksp_rtol: 1e-13, ksp_atol: 1e-16}
+YAML
+same() { # LABEL A B: final.h5 of runs A and B agree to 1e-9 of the field's size
+  local r
+  if r=$($py - "$1" "$2" <<'PY'
+import sys, h5py, numpy as np
+a, b = (h5py.File(p + "/final.h5", "r") for p in sys.argv[1:3])
+worst = 0.0
+for k in a["fields"]:
+    x, y = a["fields"][k][...], b["fields"][k][...]
+    worst = max(worst, float(np.abs(x - y).max() / max(np.abs(x).max(), 1e-300)))
+print("%.2e" % worst)
+sys.exit(0 if worst <= 1e-9 else 1)
+PY
+  ); then pass "$3: equal to 1e-9 ($r)"; else failure "$3: differ by $r"; fi
+}
+for m in ac gs; do
+  run_ok "$m np1" 1 "$work/$m.yaml" --out "$work/${m}_1" || continue
+  for run in 2:rcb 3:slabs 4:rcb; do # (each run is mostly start-up: a few, not every pair)
+    np=${run%:*} part=${run#*:}
+    run_ok "$m np$np $part" $np "$work/$m.yaml" --out "$work/${m}_$np$part" \
+      --set decomposition.partition=$part && same "$work/${m}_1" "$work/${m}_$np$part" "$m: $np ranks, $part against 1 rank"
+  done
+  run_ok "$m grid" 4 "$work/$m.yaml" --out "$work/${m}_grid" --set "decomposition.ranks=[2,2$([ $m = gs ] && echo ,1)]" &&
+    same "$work/${m}_1" "$work/${m}_grid" "$m: 4 ranks, grid 2x2 against 1 rank"
+done
+
+# --- stiff: heat driven to its steady state (source 2 pi^2 sin sin, from 0); the explicit
+# method's stability limit makes it take 1000 times the steps of BDF2 at dt 0.1 -----------
+cat >"$work/stiff.yaml" <<'YAML'
+model: heat
+grid: {cells: [48, 48]}
+params: {kappa: 1.0}
+initial: {u: "0"}
+source: {u: "2*pi*pi*sin(pi*x)*sin(pi*y)"}
+boundary: {default: {type: dirichlet, value: 0}}
+time: {end: 1.0}
+exact: {u: "(1 - exp(-2*pi*pi*t))*sin(pi*x)*sin(pi*y)"}
+output: {progress: none}
+YAML
+if run_ok "stiff explicit" 1 "$work/stiff.yaml" --out "$work/stiff_e" &&
+   run_ok "stiff implicit" 1 "$work/stiff.yaml" --out "$work/stiff_i" --set method=implicit \
+     --set time.scheme=bdf2 --set time.dt=0.1; then
+  if r=$($py - "$work/stiff_e" "$work/stiff_i" <<'PY'
+import sys, json, h5py, numpy as np
+e, i = sys.argv[1:3]
+re, ri = (json.load(open(p + "/report.json")) for p in (e, i))
+ue, ui = (h5py.File(p + "/final.h5", "r")["fields"]["u"][...] for p in (e, i))
+ratio = re["steps"] / ri["steps"]
+diff = float(np.abs(ue - ui).max())
+disc = re["fields"]["u"]["error_linf"]  # the explicit result's own (spatial) error
+print("explicit %d steps, implicit %d (ratio %.0f); |implicit - explicit| %.2e, explicit's error %.2e"
+      % (re["steps"], ri["steps"], ratio, diff, disc))
+sys.exit(0 if ratio >= 1000 and diff <= disc else 1)
+PY
+  ); then pass "stiff: $r"; else failure "stiff: $r"; fi
+fi
+
+# --- PETSc options reach the solver: the case's, and the command line's over them -------------
+run_ok "options from the case" 1 "$work/ac.yaml" --out "$work/opt1" --set petsc.ksp_type=bcgs \
+  --set petsc.pc_type=jacobi &&
+  [ "$(field "$work/opt1/report.json" "['implicit']['ksp_type'] + ' ' + r['implicit']['pc_type']")" = "bcgs jacobi" ] &&
+  pass "petsc: ksp_type bcgs, pc_type jacobi reach the solver (report.json)" ||
+  failure "petsc: options of the case did not reach the solver"
+log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/ac.yaml" --out "$work/opt2" $quiet \
+      --set petsc.ksp_type=bcgs -ksp_type gmres -pc_type bjacobi -ksp_view 2>&1)
+if grep -q "type: gmres" <<<"$log" && grep -q "type: bjacobi" <<<"$log" &&
+   [ "$(field "$work/opt2/report.json" "['implicit']['ksp_type']")" = gmres ]; then
+  pass "command line -ksp_type gmres -pc_type bjacobi win over the case (-ksp_view, report.json)"
+else
+  failure "command-line options did not reach the solver"; echo "$log" | tail -5
+fi
+
+# --- failures: exit code, message, nothing written --------------------------------------------
+expect() { # LABEL CODE WANT ARGS...: tessera exits CODE with WANT in its message, no output dir
+  local label=$1 code=$2 want=$3
+  local out="$work/fail_$label"
+  shift 3
+  local log rc
+  log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$@" --out "$out" $quiet 2>&1)
+  rc=$?
+  if [ $rc -ne "$code" ]; then failure "$label: exit $rc, not $code"; echo "$log" | tail -3
+  elif ! grep -qF -- "$want" <<<"$log"; then failure "$label: message lacks '$want'"; echo "$log" | tail -3
+  elif [ -e "$out" ]; then failure "$label: left $out behind"
+  elif [ "$(grep -c '^tessera: ' <<<"$log")" -ne 1 ]; then failure "$label: not one message"; echo "$log"
+  else pass "$label (exit $rc): $(grep '^tessera' <<<"$log" | cut -c1-160)"; fi
+}
+expect misspelled_cmdline 2 "-ksp_tpye: no PETSc object of this run read the option" "$work/ac.yaml" -ksp_tpye gmres
+printf 'petsc:\n  pc_gamg_treshold: 0.02\n' >"$work/typo.yaml"
+cat "$work/order.yaml" "$work/typo.yaml" >"$work/typo_case.yaml"
+expect misspelled_case 2 "typo_case.yaml:11:3: petsc.pc_gamg_treshold: no PETSc object" "$work/typo_case.yaml"
+# Allen-Cahn with an absurd step: shift I - J is indefinite, the linear solves fail
+expect diverged 2 "the implicit solve failed in step 1 (from t = 0 with dt = 1e+06): TS DIVERGED_NONLINEAR_SOLVE" \
+  "$work/ac.yaml" --set time.dt=1e6 -snes_max_it 3
+expect restart 2 "method implicit writes no checkpoints" "$work/ac.yaml" --restart latest
+expect petsc_with_explicit 2 "PETSc options are for method: implicit" "$work/stiff.yaml" -ksp_type cg
+expect petsc_before_case 2 "PETSc options (method implicit) go after the case file" -ksp_type cg "$work/ac.yaml"
+expect backend_cuda 2 "method implicit solves on CPU ranks" "$work/ac.yaml" --backend cuda
+
+finish
