@@ -72,6 +72,8 @@ tsr_err tsr_run_rebalance_create(tsr_run_ctx *x) {
   /* the new boxes are kept until the next decision: that is what a migration must repay */
   rb->opts.window = rb->every;
   rb->opts.min_width = x->ghost;
+  rb->opts.bandwidth =
+      strcmp(x->be->name, "cuda") == 0 ? TSR_REBALANCE_BANDWIDTH_GPU : TSR_REBALANCE_BANDWIDTH;
   rb->opts.bytes_per_cell =
       (int64_t)c->ncomp * (c->precision == TSR_PRECISION_SINGLE ? 4 : 8);
   TSR_CALL(tsr_rebalance_costmap_init(c->dim, c->cells, 0, &rb->map));
