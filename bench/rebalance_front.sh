@@ -10,8 +10,9 @@
 # every decision of `measured` and `on`, and draws them (rebalance_front.png).
 # Usage, from the repository root after a build:
 #   NP=4 CELLS=512 bench/rebalance_front.sh [OUTDIR]      (default $OUT or /tmp/rebalance_front)
-# Environment: TESSERA (the binary; build/tessera), MPIEXEC (mpiexec), NP (ranks, 2), CELLS (the
-# grid's side, 512), END (time.end, 6.5: the whole crossing), BACKEND (host or cuda: host),
+# Environment: TESSERA (the binary; build/tessera), MPIEXEC (mpiexec), NP (ranks, 2), CASE
+# (ignition2d or ignition3d, from cases/), CELLS (the grid's side, 512), END (time.end: the
+# case's, the whole crossing), BACKEND (host or cuda: host),
 # EVERY/WINDOW/THRESHOLD (the rebalance section: 20, 20, 0.1), PYTHON (python3, with matplotlib
 # for the PNG).
 set -u
@@ -24,8 +25,11 @@ np=${NP:-2}
 n=${CELLS:-512}
 mkdir -p "$out"
 case=$out/front.yaml
-sed -e '/snapshot_every/d' "$root/cases/ignition2d.yaml" >"$case"
-common=(--set "grid.cells=[$n,$n]" --set "time.end=${END:-6.5}" --set "backend=${BACKEND:-host}"
+sed -e '/snapshot_every/d' "$root/cases/${CASE:-ignition2d}.yaml" >"$case"
+cells="[$n,$n]"
+grep -q 'cells: \[[0-9]*, [0-9]*, [0-9]*\]' "$case" && cells="[$n,$n,$n]"
+common=(--set "grid.cells=$cells" --set "backend=${BACKEND:-host}"
+        ${END:+--set "time.end=$END"}
         --set output.progress=none --set "rebalance.every=${EVERY:-20}"
         --set "rebalance.window=${WINDOW:-20}")
 fail=0
@@ -41,16 +45,18 @@ for run in off measured on; do
 done
 [ $fail = 0 ] || exit 1
 
-"$py" - "$out" "$np" "$n" <<'EOF'
+"$py" - "$out" "$np" <<'EOF'
 import json, sys
-out, np, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out, np = sys.argv[1], int(sys.argv[2])
 rep = {k: json.load(open(f"{out}/{k}/report.json")) for k in ("off", "measured", "on")}
 def hist(k):
     rb = rep[k].get("rebalance") or {}
     cols = rb.get("history_columns", [])
     return [dict(zip(cols, h)) for h in rb.get("history", [])]
 def mean(v): return sum(v) / len(v) if v else float("nan")
-summary = {"ranks": np, "cells": [n, n], "backend": rep["on"]["backend"],
+cells = rep["on"]["cells"][:rep["on"]["dim"]]
+shape = "x".join(map(str, cells))
+summary = {"ranks": np, "cells": cells, "backend": rep["on"]["backend"],
            "steps": rep["on"]["steps"]}
 for k in ("off", "measured", "on"):
     h = hist(k)
@@ -61,7 +67,7 @@ for k in ("off", "measured", "on"):
 summary["speedup_on_vs_off"] = rep["off"]["wall_time"] / rep["on"]["wall_time"]
 summary["measuring_overhead"] = rep["measured"]["wall_time"] / rep["off"]["wall_time"] - 1
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
-print(f"ignition front, {n}x{n}, {np} ranks, {summary['backend']}, {summary['steps']} steps")
+print(f"ignition front, {shape}, {np} ranks, {summary['backend']}, {summary['steps']} steps")
 print(f"{'run':10s} {'wall s':>9s} {'decisions':>10s} {'migrations':>11s} {'mean imb':>9s} {'max imb':>8s}")
 for k in ("off", "measured", "on"):
     s = summary[k]
@@ -89,7 +95,7 @@ for k, style in (("measured", "-"), ("on", "-o")):
 ax.axhline(float(rep["on"]["rebalance"]["threshold"]), color="gray", ls="--", label="threshold")
 ax.set_xlabel("step")
 ax.set_ylabel("imbalance (max/mean - 1 of compute time)")
-ax.set_title(f"ignition front {n}x{n} on {np} {summary['backend']} ranks: "
+ax.set_title(f"ignition front {shape} on {np} {summary['backend']} ranks: "
              f"{summary['speedup_on_vs_off']:.2f}x with rebalancing")
 ax.legend()
 fig.tight_layout()

@@ -85,7 +85,8 @@ typedef struct {
  * what MPI over shared memory reaches (with the new fields' first touch), so a first rebalance
  * is never taken for free; 10 GB/s between GPUs, a PCIe-class floor under NCCL (NVLink moves
  * several times more). At 1 GB/s a GPU's first migration was never found to pay: on 2 H100s a
- * 512^3 box with one GPU slowed 2x saves about 0.16 s over 100 steps and was charged 0.36 s. */
+ * 512^3 box with one GPU slowed 2x was predicted to save 0.135 s over 100 steps and charged
+ * 0.35 s; the move took 15.7 ms (bench/README.md, rebalance). */
 #define TSR_REBALANCE_BANDWIDTH 1e9
 #define TSR_REBALANCE_BANDWIDTH_GPU 1e10
 
