@@ -75,14 +75,18 @@ for k, e in enumerate(ev, 1):
     worst = max(after) if all(isinstance(a, (int, float)) for a in after) else None
     r = {"step": e["step"], "cells": [ (b[3]-b[0])*(b[4]-b[1])*(b[5]-b[2]) for b in e["boxes"]],
          "migration_s": e["migration_seconds"], "migration_steps": e["migration_seconds"] / ideal,
-         "step_after_s": worst, "after_over_ideal": worst / ideal if worst else None}
+         "step_after_s": worst, "after_over_ideal": worst / ideal if worst else None,
+         "migration_phases_s": e.get("migration_phases_seconds")}
     s["rounds"].append(r)
     if worst and within is None and worst <= 1.05 * ideal:
         within = k
     ratio = f"{worst / ideal:.3f} x ideal" if worst else "(no window after it)"
+    ph = e.get("migration_phases_seconds") or {}
+    parts = ", ".join(f"{k} {1e3 * v:.2f}" for k, v in ph.items())
     print(f"round {k} at step {e['step']}: cells {r['cells']}, migration "
           f"{1e3 * e['migration_seconds']:.2f} ms = {r['migration_steps']:.2f} ideal steps; "
           f"then {1e3 * worst if worst else float('nan'):.3f} ms per step, {ratio}")
+    if parts: print(f"  the migration's parts (ms, slowest rank): {parts}")
 s["rounds_to_within_5pct"] = within
 print(f"within 5% of the ideal after round {within}" if within else "not within 5% of the ideal")
 print(f"wall: off {off['wall_time']:.3f} s, on {on['wall_time']:.3f} s "

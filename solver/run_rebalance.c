@@ -24,10 +24,19 @@
 #include "solver/run_internal.h"
 
 /* One decision that migrated, for report.json. */
+/* A migration's parts, timed so that its cost can be taken apart (bench/README.md, rebalance):
+ * moving the cells into the new field, the new halo plan and the box's other fields, the
+ * backend's own rebuild (boundary faces, exchange buffers) and the checkpoint writer's, and the
+ * CUDA graphs' recapture. */
+#define MIGRATION_PHASES 4
+static const char *const phase_names[MIGRATION_PHASES] = {"move_cells", "plan_and_fields",
+                                                          "backend", "graphs"};
+
 typedef struct {
   int64_t step;
   tsr_rebalance_decision d;
   double seconds;          /* the migration's wall time (slowest rank) */
+  double phase[MIGRATION_PHASES]; /* its parts, each the slowest rank's (phase_names) */
   double *before, *after;  /* per rank: compute seconds per step measured before the migration
                               and over the window before the next decision (NaN until then) */
   tsr_box *boxes;          /* the new boxes, rank order */
@@ -198,9 +207,11 @@ static tsr_err count_work(tsr_run_ctx *x, double t, int64_t *total) {
 
 /* Moves U to the boxes of next (which the run then owns) and rebuilds what depends on the
  * box. Collective. */
-static tsr_err relayout(tsr_run_ctx *x, tsr_layout *next) {
+static tsr_err relayout(tsr_run_ctx *x, tsr_layout *next, double phase[MIGRATION_PHASES]) {
   struct tsr_run_rebal *rb = x->rb;
   TSR_CALL(tsr_run_agree(x->comm, x->be->sync(x)));
+  double t[MIGRATION_PHASES + 1];
+  t[0] = MPI_Wtime();
   /* the write in flight reads its staged copy of the old box */
   TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
   tsr_migrate_plan mp;
@@ -213,6 +224,7 @@ static tsr_err relayout(tsr_run_ctx *x, tsr_layout *next) {
     tsr_layout_free(next);
     return err;
   }
+  t[1] = MPI_Wtime();
   tsr_field_destroy(&x->slot[TSR_SLOT_U]);
   x->slot[TSR_SLOT_U] = nu;
   tsr_layout_free(&x->layout);
@@ -225,6 +237,7 @@ static tsr_err relayout(tsr_run_ctx *x, tsr_layout *next) {
     tsr_run_split_shell(x);
     err = tsr_run_box_fields(x, 1);
   }
+  t[2] = MPI_Wtime();
   free(rb->work);
   rb->work = NULL;
   tsr_field_destroy(&rb->slow_out);
@@ -232,13 +245,19 @@ static tsr_err relayout(tsr_run_ctx *x, tsr_layout *next) {
   if (!err) err = x->be->relayout(x);
   TSR_CALL(tsr_run_agree(x->comm, err));
   TSR_CALL(tsr_ckpt_writer_relayout(x->ckpt));
+  t[3] = MPI_Wtime();
   /* the graphs hold the old fields' addresses */
   tsr_graph_destroy(&x->graph);
-  return tsr_run_agree(x->comm, tsr_graph_create(x, &x->graph));
+  TSR_CALL(tsr_run_agree(x->comm, tsr_graph_create(x, &x->graph)));
+  t[4] = MPI_Wtime();
+  for (int k = 0; k < MIGRATION_PHASES; ++k) phase[k] = t[k + 1] - t[k];
+  MPI_Allreduce(MPI_IN_PLACE, phase, MIGRATION_PHASES, MPI_DOUBLE, MPI_MAX, x->comm);
+  return TSR_OK;
 }
 
 static tsr_err add_record(struct tsr_run_rebal *rb, const tsr_run_ctx *x, int64_t step,
-                          const tsr_rebalance_decision *d, double seconds) {
+                          const tsr_rebalance_decision *d, double seconds,
+                          const double phase[MIGRATION_PHASES]) {
   if (rb->nrec == rb->caprec) {
     int cap = rb->caprec ? 2 * rb->caprec : 8;
     record *r = realloc(rb->rec, (size_t)cap * sizeof *r);
@@ -251,6 +270,7 @@ static tsr_err add_record(struct tsr_run_rebal *rb, const tsr_run_ctx *x, int64_
   r->step = step;
   r->d = *d;
   r->seconds = seconds;
+  memcpy(r->phase, phase, sizeof r->phase);
   r->before = malloc((size_t)x->size * sizeof *r->before);
   r->after = malloc((size_t)x->size * sizeof *r->after);
   r->boxes = malloc((size_t)x->size * sizeof *r->boxes);
@@ -309,13 +329,13 @@ tsr_err tsr_run_rebalance_after_step(tsr_run_ctx *x, int64_t step, char *line, s
     snprintf(line, size, "step %" PRId64 ": %s", n, what);
     return TSR_OK;
   }
-  double t0 = MPI_Wtime();
-  TSR_CALL(relayout(x, &next));
+  double t0 = MPI_Wtime(), phase[MIGRATION_PHASES];
+  TSR_CALL(relayout(x, &next, phase));
   double mine = MPI_Wtime() - t0, most = mine;
   MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, x->comm);
   tsr_rebalance_note_migration(&rb->state, most, d.bytes_moved);
   snprintf(line, size, "step %" PRId64 ": %s; migrated in %.3g ms", n, what, 1e3 * most);
-  return add_record(rb, x, n, &d, most);
+  return add_record(rb, x, n, &d, most, phase);
 }
 
 /* Whether boxes (one per rank) tile the run's grid with the ghost width every box needs. */
@@ -371,7 +391,8 @@ tsr_err tsr_run_rebalance_restart(tsr_run_ctx *x, const char *path) {
            "a fresh partition)\n", path, moved);
     fflush(stdout);
   }
-  return relayout(x, &next);
+  double phase[MIGRATION_PHASES];
+  return relayout(x, &next, phase);
 }
 
 const tsr_rebalance_state *tsr_run_rebalance_state(const tsr_run_ctx *x) {
@@ -428,6 +449,9 @@ void tsr_run_rebalance_report(const tsr_run_ctx *x, tsr_json *j) {
     tsr_json_int(j, "cells_moved", r->d.cells_moved);
     tsr_json_int(j, "bytes_moved_busiest_rank", r->d.bytes_moved);
     tsr_json_number(j, "migration_seconds", r->seconds);
+    tsr_json_object_begin(j, "migration_phases_seconds");
+    for (int k = 0; k < MIGRATION_PHASES; ++k) tsr_json_number(j, phase_names[k], r->phase[k]);
+    tsr_json_object_end(j);
     tsr_json_number(j, "migration_cost_predicted", r->d.migration_cost);
     json_times(j, "compute_per_step_before", r->before, x->size);
     json_times(j, "compute_per_step_after", r->after, x->size);
