@@ -177,7 +177,9 @@ if [ $rc = 3 ] && [ "$(printf '%s' "$log" | grep -c '^attempt [123]$')" = 3 ]; t
 else printf '%s\n' "$log"; failure "supervise: retries rc $rc"; fi
 "$B" supervise -- sleep 30 2>"$work/sig.log" &
 pid=$!
-sleep 0.5
+# a background job starts with SIGINT ignored until supervise installs its handler: signal it
+# once its command runs (on a loaded machine that takes more than half a second)
+for _ in $(seq 100); do pgrep -P $pid -x sleep >/dev/null && break; sleep 0.1; done
 kill -INT $pid
 wait $pid; rc=$?
 if [ $rc = 130 ] && grep -q "stopped by signal 2 (forwarded to the command); not relaunching" "$work/sig.log"; then
