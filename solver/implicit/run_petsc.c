@@ -763,11 +763,14 @@ static tsr_err setup_ts(impl *m) {
    * every boundary type), GMRES otherwise; algebraic multigrid for both */
   TSR_PETSC(KSPSetType(ksp, c->model == TSR_MODEL_HEAT ? KSPCG : KSPGMRES));
   TSR_PETSC(PCSetType(pc, PCGAMG));
-  /* an adaptive step changes the matrix (its shift) every step: GAMG's default reuse of its
-   * interpolation kept the smoothers' eigenvalue estimates of an earlier shift, and CG then
-   * met DIVERGED_INDEFINITE_PC and rejected steps (heat 3D, bdf2, rtol 1e-3); rebuilt, the
-   * run takes fewer steps and its restart continues it (-pc_gamg_reuse_interpolation wins) */
-  if (m->adaptive) TSR_PETSC(PCGAMGSetReuseInterpolation(pc, PETSC_FALSE));
+  /* GAMG (PETSc 3.18) keeps its interpolation when the matrix changes (a new shift: BDF's
+   * start, every adaptive step; a Newton iteration) and with it the smoothers' eigenvalue
+   * estimates of the first matrix, which it takes from the smoothed aggregation: once the
+   * step grew, Chebyshev ran past the spectrum and CG stopped with DIVERGED_INDEFINITE_PC
+   * (heat 3D, bdf2, adaptive with rtol 1e-3; PETSc's own DMDA program, bench/implicit_dmda.c,
+   * at a fixed step on 2 ranks). Chebyshev estimates them itself on each new matrix (a few
+   * iterations; -pc_gamg_use_sa_esteig wins) */
+  TSR_PETSC(PCGAMGSetUseSAEstEig(pc, PETSC_FALSE));
   TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
   TSR_PETSC(KSPMonitorSet(ksp, ksp_beat, m, NULL));
   TSR_CALL(insert_case_options(m));
