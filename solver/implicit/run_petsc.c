@@ -769,8 +769,11 @@ static tsr_err setup_ts(impl *m) {
    * step grew, Chebyshev ran past the spectrum and CG stopped with DIVERGED_INDEFINITE_PC
    * (heat 3D, bdf2, adaptive with rtol 1e-3; PETSc's own DMDA program, bench/implicit_dmda.c,
    * at a fixed step on 2 ranks). Chebyshev estimates them itself on each new matrix (a few
-   * iterations; -pc_gamg_use_sa_esteig wins) */
-  TSR_PETSC(PCGAMGSetUseSAEstEig(pc, PETSC_FALSE));
+   * iterations; -pc_gamg_use_sa_esteig wins). A nonlinear model at a fixed step keeps
+   * PETSc's default (its matrix changes little from one Newton iteration to the next; no
+   * failure seen). cases/implicit_allen_cahn2d.yaml (adaptive) takes 8.9 linear iterations a
+   * step instead of 7, its time within the noise of the shared machine */
+  if (m->linear || m->adaptive) TSR_PETSC(PCGAMGSetUseSAEstEig(pc, PETSC_FALSE));
   TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
   TSR_PETSC(KSPMonitorSet(ksp, ksp_beat, m, NULL));
   TSR_CALL(insert_case_options(m));
