@@ -19,8 +19,8 @@
  *
  * Not with method implicit: time.cfl and dt: auto, precision: single (PETSc's scalars are
  * double), backend: cuda (Debian's PETSc is host-only), the rebalance:, debug: and gpu:
- * sections, output.checkpoint_every (and with it --restart: a later version), models without
- * a pointwise Jacobian (tsr_models[].methods). */
+ * sections, output.snapshot_every and output.checkpoint_every as {time: T} with
+ * time.adaptive, models without a pointwise Jacobian (tsr_models[].methods). */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <stdio.h>
@@ -202,10 +202,10 @@ static void check_method_keys(tsr_vctx *v, const tsr_yaml_node *root) {
                "it", explicit_only[i], explicit_only[i]);
   const tsr_yaml_entry *oe = tsr_yaml_find(root, "output");
   const tsr_yaml_node *on = oe && oe->value && oe->value->kind == TSR_YAML_MAP ? oe->value : NULL;
-  if ((x = tsr_yaml_find(on, "checkpoint_every")))
-    tsr_vkey(v, x, "output.checkpoint_every: method implicit writes no checkpoints in this "
-             "version (a checkpoint must also hold BDF2's previous state and the adaptive "
-             "step); remove it (final.h5 holds the end state)");
+  if ((x = tsr_yaml_find(on, "checkpoint_every")) && c->implicit.adaptive &&
+      c->output.checkpoint_every.time > 0.0)
+    tsr_vkey(v, x, "output.checkpoint_every: {time: T} with time.adaptive: the adaptive steps "
+             "do not land on multiples of T; give a number of steps");
   if ((x = tsr_yaml_find(on, "snapshot_every")) && c->implicit.adaptive &&
       c->output.snapshot_every.time > 0.0)
     tsr_vkey(v, x, "output.snapshot_every: {time: T} with time.adaptive: the adaptive steps "

@@ -153,6 +153,23 @@ tsr_err tsr_checkpoint_write_file(MPI_Comm comm, const char *path, const tsr_gri
                                   const char *const *names, const double *const *data,
                                   const tsr_output_layout *layout,
                                   const tsr_rebalance_state *rebal) {
+  return tsr_checkpoint_write_file_more(comm, path, meta, io, threads, dt, case_text, case_hash,
+                                        owned, nfield, names, data, layout, rebal, NULL, 0);
+}
+
+tsr_err tsr_checkpoint_write_file_more(MPI_Comm comm, const char *path,
+                                       const tsr_grid_meta *meta, int io, int threads, double dt,
+                                       const char *case_text, uint64_t case_hash,
+                                       const tsr_box *owned, int nfield,
+                                       const char *const *names, const double *const *data,
+                                       const tsr_output_layout *layout,
+                                       const tsr_rebalance_state *rebal,
+                                       const tsr_output_attr *more, int nmore) {
+  if (nmore < 0 || !more) nmore = 0;
+  if (nmore > TSR_CHECKPOINT_MAX_MORE)
+    return tsr_err_set(TSR_ERR_INTERNAL, __FILE__, __LINE__,
+                       "writing '%s': %d more attributes, at most %d", path, nmore,
+                       TSR_CHECKPOINT_MAX_MORE);
   char hash[17];
   snprintf(hash, sizeof hash, "%016" PRIx64, case_hash);
   /* the decomposition that wrote it (lo x y z, hi x y z per rank): the datasets do not depend
@@ -174,16 +191,19 @@ tsr_err tsr_checkpoint_write_file(MPI_Comm comm, const char *path, const tsr_gri
   }
   MPI_Allgather(mine, 6, MPI_INT64_T, boxes, 6, MPI_INT64_T, comm);
   int64_t counts[2] = {rebal ? rebal->migrations : 0, rebal ? rebal->last_bytes : 0};
-  tsr_output_attr attrs[] = {{.name = "dt", .num = dt},
-                             {.name = "case_text", .str = case_text ? case_text : ""},
-                             {.name = "case_hash", .str = hash},
-                             {.name = "boxes", .ints = boxes, .nint = 6 * size},
-                             {.name = "rebalance_counts", .ints = counts, .nint = 2},
-                             {.name = "rebalance_seconds", .num = rebal ? rebal->last_seconds : 0}};
+  tsr_output_attr attrs[6 + TSR_CHECKPOINT_MAX_MORE] = {
+      {.name = "dt", .num = dt},
+      {.name = "case_text", .str = case_text ? case_text : ""},
+      {.name = "case_hash", .str = hash},
+      {.name = "boxes", .ints = boxes, .nint = 6 * size},
+      {.name = "rebalance_counts", .ints = counts, .nint = 2},
+      {.name = "rebalance_seconds", .num = rebal ? rebal->last_seconds : 0}};
+  int nattr = rebal ? 6 : 4;
+  for (int i = 0; i < nmore; ++i) attrs[nattr++] = more[i];
   int parts = io == TSR_OUTPUT_IO_PARTS ||
               (io == TSR_OUTPUT_IO_AUTO && !tsr_output_parallel_available());
   tsr_output_opts oo = {.force_serial = io == TSR_OUTPUT_IO_SERIAL, .parts = parts,
-                        .checksum = 1, .threads = threads, .nattr = rebal ? 6 : 4, .attrs = attrs,
+                        .checksum = 1, .threads = threads, .nattr = nattr, .attrs = attrs,
                         .layout = layout};
   tsr_err werr = tsr_output_write_fields(comm, path, meta, owned, nfield, names, data, &oo);
   free(boxes);

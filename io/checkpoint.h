@@ -64,6 +64,22 @@ tsr_err tsr_checkpoint_write_file(MPI_Comm comm, const char *path, const tsr_gri
                                   const tsr_output_layout *layout,
                                   const tsr_rebalance_state *rebal);
 
+/* At most this many attributes in tsr_checkpoint_write_file_more's more. */
+#define TSR_CHECKPOINT_MAX_MORE 16
+
+/* As tsr_checkpoint_write_file, with nmore more root attributes (more[i], names that are not
+ * the checkpoint's own; at most TSR_CHECKPOINT_MAX_MORE): what a method needs beside the
+ * fields to continue (method implicit: the step it takes next, BDF's history and its times).
+ * Collective; errors as tsr_checkpoint_write, TSR_ERR_INTERNAL for too many. */
+tsr_err tsr_checkpoint_write_file_more(MPI_Comm comm, const char *path,
+                                       const tsr_grid_meta *meta, int io, int threads, double dt,
+                                       const char *case_text, uint64_t case_hash,
+                                       const tsr_box *owned, int nfield,
+                                       const char *const *names, const double *const *data,
+                                       const tsr_output_layout *layout,
+                                       const tsr_rebalance_state *rebal,
+                                       const tsr_output_attr *more, int nmore);
+
 /* Removes all but the newest keep (at least 1) checkpoints of dir, never the one dir/latest
  * names. Not collective: one process calls it (rank 0, after its tsr_checkpoint_write), from
  * any thread: it touches only the files. A file that will not go is left; the next call tries

@@ -105,6 +105,23 @@ tsr_err tsr_run_restart_accept(const tsr_checkpoint_info *info, void *arg) {
                        "--restart-force or not",
                        info->path, info->dim, theirs, c->dim, ours);
   }
+  /* a checkpoint of method implicit (it records implicit_scheme) continues only as method
+   * implicit, and one of the explicit method not as implicit, --restart-force or not */
+  if (c->method != TSR_METHOD_PINN) {
+    char scheme[64] = "";
+    int impl = tsr_output_read_attr(x->comm, info->path, "implicit_scheme", scheme,
+                                    sizeof scheme, NULL) == TSR_OK;
+    tsr_err_clear();
+    if (impl != (c->method == TSR_METHOD_IMPLICIT))
+      return tsr_err_set(
+          TSR_ERR_INPUT, __FILE__, __LINE__,
+          "checkpoint %s was written by method %s%s%s and this case's method is %s: a "
+          "checkpoint continues only with the method that wrote it, --restart-force or not "
+          "(an implicit one holds BDF's history and a step far beyond the explicit method's "
+          "stability limit); restart with method: %s, or run this case from the start",
+          info->path, impl ? "implicit (scheme " : "explicit", impl ? scheme : "",
+          impl ? ")" : "", impl ? "explicit" : "implicit", impl ? "implicit" : "explicit");
+  }
   char mine[17];
   snprintf(mine, sizeof mine, "%016" PRIx64, tsr_case_restart_hash(c));
   x->restart_same = 0;

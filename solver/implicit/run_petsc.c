@@ -2,17 +2,22 @@
  * over the operator of solver/implicit/operator.h, and the run on the driver's shared pieces
  * (set-up, initial conditions, monitors, snapshots, final.h5, report). */
 #include <math.h>
+#include <inttypes.h>
 #include <petscts.h>
 #include <petscversion.h>
+#include <petsc/private/tsimpl.h> /* ts->data (TSBDF's history), ts->steprestart */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/checkpoint.h"
 #include "io/json.h"
 #include "io/progress.h"
 #include "solver/implicit/implicit.h"
 #include "solver/implicit/operator.h"
+#include "solver/fault.h"
 #include "solver/schedule.h"
+#include "solver/stop.h"
 #include "solver/watchdog.h"
 
 /* ---- PETSc itself ----------------------------------------------------------------------- */
@@ -106,7 +111,98 @@ typedef struct {
   double solver_rest;      /* of solve_wall: what PETSc spent beside the callbacks, monitors
                               and snapshots */
   tsr_implicit_op_times times; /* the slowest rank's */
+  /* checkpoints, restart and stopping early */
+  PetscInt first;          /* the step the solve starts from (a restart's, else 0) */
+  int64_t ckpt_step;       /* the step of the last checkpoint written (-1: none) */
+  int nckpt;
+  double ckpt_wall;        /* seconds spent writing checkpoints */
+  int stop_why;            /* a signal or the wall time stopped the run (TSR_STOP_*) */
+  int64_t stop_step;
+  double stop_t;
+  int restored;            /* history vectors restored into TSBDF on a restart (0: none) */
+  int64_t beat_step;       /* the step the linear iterations beat the watchdog with */
 } impl;
+
+/* ---- TSBDF's history ----------------------------------------------------------------------
+ * PETSc's TSBDF keeps the states of the previous steps (and their times) in its private
+ * context, and has no call to give it a history: a TSSolve that starts (or a TSRestartStep)
+ * takes its first step as a half step of backward Euler and then BDF on the unequal steps,
+ * which is not the step an uninterrupted run takes there. To continue a run exactly, a
+ * checkpoint records that history and a restart puts it back, through this mirror of the
+ * private context's layout (src/ts/impls/bdf/bdf.c; the same in PETSc 3.18 to 3.22, checked
+ * against their sources). Other versions, or a context whose order does not read back as
+ * TSBDFGetOrder's, restart BDF as PETSc does (history dropped, said on stdout). */
+#if PETSC_VERSION_GE(3, 18, 0) && PETSC_VERSION_LT(3, 23, 0)
+#define BDF_HISTORY 1
+#define BDF_SLOTS 8 /* 6 + 2 */
+typedef struct {
+  PetscInt k, n;               /* order in use; states held in work[1..n] */
+  PetscReal time[BDF_SLOTS];   /* time[i] of work[i]; 0: the step being solved */
+  Vec work[BDF_SLOTS];
+  Vec tvwork[BDF_SLOTS];
+  PetscReal shift;
+  Vec vec_dot, vec_wrk, vec_lte;
+  PetscBool transientvar;
+  PetscInt order;
+  TSStepStatus status;
+} bdf_mirror;
+#else
+#define BDF_HISTORY 0
+#endif
+#define MAX_HIST 6
+
+/* The history TSBDF holds between two steps: *nh states hist[i] at times th[i] (the newest
+ * first), its order in use k and count n. *nh 0 for another scheme or PETSc. */
+static void bdf_history(impl *m, int *nh, Vec *hist, double *th, PetscInt *k, PetscInt *n) {
+  *nh = 0;
+  *k = *n = 0;
+#if BDF_HISTORY
+  PetscBool isbdf = PETSC_FALSE;
+  PetscObjectTypeCompare((PetscObject)m->ts, TSBDF, &isbdf);
+  if (!isbdf) return;
+  PetscInt order = 0;
+  if (TSBDFGetOrder(m->ts, &order)) return;
+  const bdf_mirror *b = (const bdf_mirror *)m->ts->data;
+  if (!b || b->order != order || b->n < 0 || b->n >= BDF_SLOTS || b->k < 0 || b->k > order)
+    return;
+  int h = (int)(b->n < order ? b->n : order);
+  if (h > MAX_HIST) h = MAX_HIST;
+  for (int i = 0; i < h; ++i) {
+    hist[i] = b->work[i + 1];
+    th[i] = b->time[i + 1];
+  }
+  *nh = h;
+  *k = b->k;
+  *n = b->n;
+#else
+  (void)m, (void)hist, (void)th;
+#endif
+}
+
+/* Puts a history read from a checkpoint back into TSBDF (after TSSetUp, before TSSolve), so
+ * that the next step is the uninterrupted run's. Returns 1 when it did. */
+static int bdf_restore(impl *m, int nh, Vec *hist, const double *th, PetscInt k, PetscInt n,
+                       PetscInt order_then) {
+#if BDF_HISTORY
+  PetscBool isbdf = PETSC_FALSE;
+  PetscObjectTypeCompare((PetscObject)m->ts, TSBDF, &isbdf);
+  PetscInt order = 0;
+  if (!isbdf || TSBDFGetOrder(m->ts, &order) || order != order_then || nh < 1) return 0;
+  bdf_mirror *b = (bdf_mirror *)m->ts->data;
+  if (!b || b->order != order || n < nh || n >= BDF_SLOTS || k < 1 || k > order) return 0;
+  for (int i = 0; i < nh; ++i) {
+    if (!b->work[i + 1] || VecCopy(hist[i], b->work[i + 1])) return 0;
+    b->time[i + 1] = th[i];
+  }
+  b->k = k;
+  b->n = n;
+  m->ts->steprestart = PETSC_FALSE;
+  return 1;
+#else
+  (void)m, (void)nh, (void)hist, (void)th, (void)k, (void)n, (void)order_then;
+  return 0;
+#endif
+}
 
 static tsr_err callback_error(impl *m, tsr_err e) {
   if (!m->err) m->err = e;
@@ -207,22 +303,291 @@ static tsr_err options_left(impl *m) {
   return err;
 }
 
+/* ---- checkpoints ---------------------------------------------------------------------------
+ * The explicit method's file (io/checkpoint.h: global datasets /fields/<comp>, independent of
+ * the decomposition, and its attributes) with what the scheme needs to go on: the step TS takes
+ * next (implicit_next_dt: the adaptive step), and with BDF its history: /fields/<comp>_prev<i>
+ * (the state i + 1 steps back, i from 0) at implicit_prev_time<i>, and TSBDF's order in use and
+ * count (implicit_bdf_k, implicit_bdf_n, implicit_bdf_order). Written in the step loop (not by
+ * the explicit method's writer thread, which stages only U): the solve waits for the disk. */
+
+static tsr_grid_meta grid_meta(const tsr_case *c, double t, int64_t step) {
+  return (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
+                         {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t, step,
+                         0};
+}
+
+/* The owned cells of vector V (components interlaced) into data[q] (one array a component). */
+static tsr_err vec_split(Vec V, int nc, int64_t n, double *const *data) {
+  const PetscScalar *a;
+  TSR_PETSC(VecGetArrayRead(V, &a));
+  for (int64_t i = 0; i < n; ++i)
+    for (int q = 0; q < nc; ++q) data[q][i] = a[i * nc + q];
+  TSR_PETSC(VecRestoreArrayRead(V, &a));
+  return TSR_OK;
+}
+
+static tsr_err vec_join(Vec V, int nc, int64_t n, double *const *data) {
+  PetscScalar *a;
+  TSR_PETSC(VecGetArray(V, &a));
+  for (int64_t i = 0; i < n; ++i)
+    for (int q = 0; q < nc; ++q) a[i * nc + q] = data[q][i];
+  TSR_PETSC(VecRestoreArray(V, &a));
+  return TSR_OK;
+}
+
+/* The state of step `step` at t into the file at path (a checkpoint, or final.h5). Collective. */
+static tsr_err write_state(impl *m, const char *path, int64_t step, double t) {
+  tsr_run_ctx *x = m->x;
+  const tsr_case *c = x->c;
+  const int nc = c->ncomp;
+  const int64_t n = tsr_box_cells(&x->box);
+  Vec hist[MAX_HIST];
+  double th[MAX_HIST];
+  int nh;
+  PetscInt k, bn, order = 0;
+  bdf_history(m, &nh, hist, th, &k, &bn);
+  if (nh) TSBDFGetOrder(m->ts, &order);
+  PetscReal next_dt;
+  TSR_PETSC(TSGetTimeStep(m->ts, &next_dt));
+  const int nf = nc * (1 + nh);
+  double *buf = malloc(sizeof(double) * (size_t)(n * nf) + 1);
+  char *record = tsr_case_record(c);
+  tsr_err err = buf && record ? TSR_OK
+                              : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                            "out of memory writing '%s'", path);
+  double *data[TSR_MAX_COMP * (1 + MAX_HIST)];
+  char namebuf[TSR_MAX_COMP * MAX_HIST][64];
+  const char *names[TSR_MAX_COMP * (1 + MAX_HIST)];
+  for (int f = 0; f < nf && !err; ++f) data[f] = buf + (int64_t)f * n;
+  for (int q = 0; q < nc; ++q) names[q] = tsr_models[c->model].comp[q];
+  for (int i = 0; i < nh; ++i)
+    for (int q = 0; q < nc; ++q) {
+      snprintf(namebuf[i * nc + q], sizeof namebuf[0], "%s_prev%d", names[q], i);
+      names[nc * (1 + i) + q] = namebuf[i * nc + q];
+    }
+  if (!err) err = vec_split(m->U, nc, n, data);
+  for (int i = 0; i < nh && !err; ++i) err = vec_split(hist[i], nc, n, data + nc * (1 + i));
+  err = tsr_run_agree(x->comm, err);
+  char tname[MAX_HIST][32];
+  tsr_output_attr more[4 + MAX_HIST] = {
+      {.name = "implicit_scheme", .str = tsr_implicit_scheme_name(c->implicit.scheme)},
+      {.name = "implicit_next_dt", .num = next_dt},
+      {.name = "implicit_history", .num = nh},
+      {.name = "implicit_bdf_k", .num = (double)k}};
+  int nmore = 4;
+  if (nh) {
+    more[nmore++] = (tsr_output_attr){.name = "implicit_bdf_n", .num = (double)bn};
+    more[nmore++] = (tsr_output_attr){.name = "implicit_bdf_order", .num = (double)order};
+    for (int i = 0; i < nh; ++i) {
+      snprintf(tname[i], sizeof tname[i], "implicit_prev_time%d", i);
+      more[nmore++] = (tsr_output_attr){.name = tname[i], .num = th[i]};
+    }
+  }
+  if (!err) {
+    tsr_grid_meta meta = grid_meta(c, t, step);
+    int io = c->output.io == TSR_OUTPUT_IO_SERIAL || !tsr_output_parallel_available()
+                 ? TSR_OUTPUT_IO_SERIAL : TSR_OUTPUT_IO_AUTO;
+    /* dt: the case's step (the adaptive run's next one), which a continued run keeps */
+    err = tsr_checkpoint_write_file_more(x->comm, path, &meta, io, 1,
+                                         m->adaptive ? next_dt : x->dt, record,
+                                         tsr_case_restart_hash(c), &x->box, nf, names,
+                                         (const double *const *)data, NULL, NULL, more, nmore);
+  }
+  free(record);
+  free(buf);
+  return err;
+}
+
+/* A checkpoint of step `step` into the output directory; latest names it, the newest
+ * output.keep stay. Collective. */
+static tsr_err checkpoint(impl *m, int64_t step, double t) {
+  tsr_run_ctx *x = m->x;
+  double t0 = MPI_Wtime();
+  char path[4200], name[64];
+  tsr_checkpoint_path(path, sizeof path, x->out_dir, step);
+  tsr_checkpoint_path(name, sizeof name, ".", step);
+  memmove(name, name + 2, strlen(name + 2) + 1); /* "./checkpoint_<step>.h5" */
+  tsr_err err = write_state(m, path, step, t);
+  if (err) {
+    tsr_err_append("the previous checkpoint and '%s/latest' are unchanged: once the cause is "
+                   "fixed, continue with --restart latest", x->out_dir);
+    return err;
+  }
+  if (x->rank == 0) {
+    err = tsr_checkpoint_set_latest(x->out_dir, name);
+    if (!err && x->c->output.keep >= 1) tsr_checkpoint_prune(x->out_dir, x->c->output.keep);
+  }
+  TSR_CALL(tsr_run_agree(x->comm, err));
+  m->ckpt_step = step;
+  m->nckpt++;
+  m->ckpt_wall += MPI_Wtime() - t0;
+  x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
+  tsr_watchdog_beat(step);
+  return TSR_OK;
+}
+
+static double read_num(MPI_Comm comm, const char *path, const char *name, double dflt,
+                       tsr_err *err) {
+  double v = dflt;
+  if (*err) return v;
+  tsr_err e = tsr_output_read_attr(comm, path, name, NULL, 0, &v);
+  if (e) *err = e;
+  return v;
+}
+
+/* The state of a checkpoint (any decomposition and rank count) into U, and its time, step and
+ * next dt; BDF's history into TS (after TSSetUp). Collective. */
+static tsr_err restart(impl *m, double *t0, double *next_dt) {
+  tsr_run_ctx *x = m->x;
+  const tsr_case *c = x->c;
+  const int nc = c->ncomp;
+  const int64_t n = tsr_box_cells(&x->box);
+  double start = MPI_Wtime();
+  double *buf = malloc(sizeof(double) * (size_t)(n * nc * (1 + MAX_HIST)) + 1);
+  TSR_CHECK(buf, TSR_ERR_MEMORY, "out of memory reading a checkpoint");
+  double *data[TSR_MAX_COMP * (1 + MAX_HIST)];
+  for (int f = 0; f < nc * (1 + MAX_HIST); ++f) data[f] = buf + (int64_t)f * n;
+  tsr_checkpoint_info info;
+  tsr_err err = tsr_checkpoint_load(x->comm, x->opts.restart, x->out_dir, nc,
+                                    tsr_models[c->model].comp, &x->box, data, &info,
+                                    tsr_run_restart_accept, x);
+  if (!err) err = vec_join(m->U, nc, n, data);
+  /* a run continued to a later end keeps the dt it started with (as the explicit method) */
+  if (!err && !m->adaptive && info.dt != x->dt) {
+    if (x->restart_same) {
+      int64_t steps = c->time.steps;
+      if (!c->time.has_steps) {
+        double v = ceil(c->time.end / info.dt * (1.0 - 1e-12));
+        steps = v >= 1.0 && v < 1e15 ? (int64_t)v : 0;
+      }
+      if (steps < 1)
+        err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s: time.end = %g with the "
+                          "checkpoint's dt = %g is no whole number of steps", c->path,
+                          c->time.end, info.dt);
+      else {
+        x->dt = info.dt;
+        x->nsteps = steps;
+      }
+    } else {
+      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                        "checkpoint %s has dt = %.17g where this run has %.17g; a run goes on "
+                        "with the dt it started with: add --set time.dt=%.17g",
+                        info.path, info.dt, x->dt, info.dt);
+    }
+  }
+  if (!err && !m->adaptive && (info.step < 0 || info.step > x->nsteps))
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "checkpoint %s is at step %lld, past this run's %lld steps", info.path,
+                      (long long)info.step, (long long)x->nsteps);
+  err = tsr_run_agree(x->comm, err);
+  /* what the implicit method added (a checkpoint of the explicit method has none: --restart-
+   * force took it, and it goes on from its state with the case's dt) */
+  char scheme[64] = "";
+  int implicit = 0;
+  if (!err) {
+    implicit = tsr_output_read_attr(x->comm, info.path, "implicit_scheme", scheme,
+                                    sizeof scheme, NULL) == TSR_OK;
+    tsr_err_clear();
+  }
+  int nh = 0;
+  PetscInt k = 0, bn = 0, order = 0;
+  double th[MAX_HIST];
+  *next_dt = x->dt;
+  if (!err && implicit) {
+    *next_dt = read_num(x->comm, info.path, "implicit_next_dt", x->dt, &err);
+    nh = (int)read_num(x->comm, info.path, "implicit_history", 0, &err);
+    k = (PetscInt)read_num(x->comm, info.path, "implicit_bdf_k", 0, &err);
+    if (nh < 0 || nh > MAX_HIST) nh = 0;
+    if (nh) {
+      bn = (PetscInt)read_num(x->comm, info.path, "implicit_bdf_n", 0, &err);
+      order = (PetscInt)read_num(x->comm, info.path, "implicit_bdf_order", 0, &err);
+      for (int i = 0; i < nh; ++i) {
+        char an[32];
+        snprintf(an, sizeof an, "implicit_prev_time%d", i);
+        th[i] = read_num(x->comm, info.path, an, 0, &err);
+      }
+    }
+    if (strcmp(scheme, tsr_implicit_scheme_name(c->implicit.scheme)) != 0) nh = 0;
+  }
+  Vec hist[MAX_HIST] = {0};
+  for (int i = 0; i < nh && !err; ++i) {
+    for (int q = 0; q < nc && !err; ++q) {
+      char name[64];
+      snprintf(name, sizeof name, "%s_prev%d", tsr_models[c->model].comp[q], i);
+      err = tsr_output_read_field(x->comm, info.path, name, &x->box, data[q], NULL);
+    }
+    PetscErrorCode pe = err ? 0 : VecDuplicate(m->U, &hist[i]);
+    if (pe) err = tsr_petsc_err(pe, "VecDuplicate", __FILE__, __LINE__);
+    if (!err) err = vec_join(hist[i], nc, n, data);
+  }
+  free(buf);
+  err = tsr_run_agree(x->comm, err);
+  if (!err) {
+    m->restored = bdf_restore(m, nh, hist, th, k, bn, order) ? nh : 0;
+    /* a one-step scheme, or BDF without its history: a fresh start from this state */
+    PetscErrorCode pe = m->restored ? 0 : TSRestartStep(m->ts);
+    if (pe) err = tsr_petsc_err(pe, "TSRestartStep", __FILE__, __LINE__);
+  }
+  for (int i = 0; i < MAX_HIST; ++i)
+    if (hist[i]) VecDestroy(&hist[i]);
+  TSR_CALL(err);
+  if (x->rank == 0) {
+    if (!implicit)
+      printf("restart: %s was written by method explicit: method implicit starts from its "
+             "state\n", info.path);
+    else if (c->implicit.scheme == TSR_ISCHEME_BDF2 && !m->restored)
+      printf("restart: %s holds no BDF history this PETSc can take (scheme %s): BDF starts "
+             "again from its state, as a new run does\n", info.path, scheme);
+    fflush(stdout);
+  }
+  x->start_step = info.step;
+  *t0 = info.time;
+  if (!implicit) *next_dt = x->dt;
+  x->phase[PH_INIT] += MPI_Wtime() - start;
+  return TSR_OK;
+}
+
+/* The stop at step `step` (a signal, --walltime): a checkpoint there, unless it was just
+ * written, and rank 0 says why and how to continue (as solver/run_stop.c). Collective. */
+static tsr_err stop_here(impl *m, int64_t step, double t, int why) {
+  tsr_run_ctx *x = m->x;
+  double t0 = MPI_Wtime();
+  if (m->ckpt_step != step) TSR_CALL(checkpoint(m, step, t));
+  if (x->rank != 0) return TSR_OK;
+  const tsr_case *c = x->c;
+  char path[4200];
+  tsr_checkpoint_path(path, sizeof path, x->out_dir, step);
+  fprintf(stderr, "tessera: stopped by %s after step %" PRId64 " (t = %.9g): checkpoint '%s' "
+          "written in %.2f s, and 'latest' names it\n", tsr_stop_reason(why), step, t, path,
+          MPI_Wtime() - t0);
+  if (why == TSR_STOP_WALLTIME)
+    fprintf(stderr, "tessera: %.2f s of the %.0f s --walltime spent, this checkpoint's write "
+            "included\n", tsr_stop_elapsed(), tsr_stop_walltime());
+  fprintf(stderr, "tessera: continue with the same launch and: tessera run %s", c->path);
+  for (int i = 0; i < c->noverride; ++i) fprintf(stderr, " --set '%s'", c->overrides[i]);
+  if (x->opts.out_dir) fprintf(stderr, " --out '%s'", x->opts.out_dir);
+  fprintf(stderr, " --restart latest\n");
+  fflush(stderr);
+  return TSR_OK;
+}
+
 static tsr_err monitor_line(impl *m, int64_t step, double t) {
   tsr_run_ctx *x = m->x;
   TSR_CALL(tsr_implicit_op_from_vec(m->op, m->U, x->slot[TSR_SLOT_U]));
   TSR_CALL(tsr_run_monitor(x, t, &m->nm));
   char line[2048];
   double el = MPI_Wtime() - m->start;
-  double cps = el > 0 ? m->cells * (double)step / el : 0.0;
+  double cps = el > 0 ? m->cells * (double)(step - m->first) / el : 0.0;
   x->dt = m->dt_last;
   tsr_run_monitor_line(x, step, t, &m->nm, cps, line, sizeof line);
   size_t w = strlen(line);
   PetscInt s, k;
   TSGetSNESIterations(m->ts, &s);
   TSGetKSPIterations(m->ts, &k);
-  if (step > 0 && w < sizeof line)
+  if (step > m->first && w < sizeof line)
     snprintf(line + w, sizeof line - w, " | %.3g newton, %.3g linear its/step",
-             (double)s / (double)step, (double)k / (double)step);
+             (double)s / (double)(step - m->first), (double)k / (double)(step - m->first));
   tsr_progress_line(&m->pg, line);
   m->last_line = step;
   for (int q = 0; q < x->c->ncomp; ++q)
@@ -232,8 +597,16 @@ static tsr_err monitor_line(impl *m, int64_t step, double t) {
   return TSR_OK;
 }
 
+/* Whether step `step` at t is the run's last. */
+static int last_step(const impl *m, int64_t step, double t) {
+  const tsr_run_ctx *x = m->x;
+  if (m->adaptive) return t >= x->c->time.end * (1.0 - 1e-12);
+  return step >= x->nsteps;
+}
+
 static tsr_err after_step(impl *m, PetscInt step, double t) {
   tsr_run_ctx *x = m->x;
+  const tsr_case *c = x->c;
   m->dt_last = m->adaptive ? t - m->t_prev : m->x->dt;
   m->t_prev = t;
   PetscInt s, k;
@@ -248,21 +621,48 @@ static tsr_err after_step(impl *m, PetscInt step, double t) {
     TSR_CALL(tsr_run_agree(x->comm, options_left(m)));
   }
   tsr_watchdog_beat(step);
+  m->beat_step = step;
   double el = MPI_Wtime() - m->start;
-  tsr_progress_step(&m->pg, step, t, el > 0 ? m->cells * (double)step / el : 0.0);
+  tsr_progress_step(&m->pg, step, t,
+                    el > 0 ? m->cells * (double)(step - m->first) / el : 0.0);
   if (step % m->every == 0) TSR_CALL(monitor_line(m, step, t));
-  if (x->snap && tsr_schedule_due(&x->c->output.snapshot_every, step, m->dt_last)) {
+  if (x->snap && tsr_schedule_due(&c->output.snapshot_every, step, m->dt_last)) {
     TSR_CALL(tsr_implicit_op_from_vec(m->op, m->U, x->slot[TSR_SLOT_U]));
     TSR_CALL(tsr_run_write_snapshot(x, step, t));
+  }
+  if (!x->opts.write_output || last_step(m, step, t)) return TSR_OK; /* final.h5 holds it */
+  /* here TSBDF holds the history of the step it takes next (bdf_history) */
+  if (tsr_schedule_due(&c->output.checkpoint_every, step, m->dt_last))
+    TSR_CALL(checkpoint(m, step, t));
+  tsr_fault_after_step(x->opts.fault, x->rank, step, x->out_dir);
+  int why = 0;
+  TSR_CALL(tsr_run_stop_poll(x, 0, &why));
+  if (why) {
+    TSR_CALL(stop_here(m, step, t, why));
+    m->stop_why = why;
+    m->stop_step = step;
+    m->stop_t = t;
   }
   return TSR_OK;
 }
 
+/* Each linear iteration beats the watchdog: one implicit step may take longer than
+ * comm.timeout, and its solver's collectives are progress. */
+static PetscErrorCode ksp_beat(KSP ksp, PetscInt it, PetscReal rnorm, void *ctx) {
+  (void)ksp, (void)it, (void)rnorm;
+  tsr_watchdog_beat(((impl *)ctx)->beat_step);
+  return 0;
+}
+
 static PetscErrorCode ts_monitor(TS ts, PetscInt step, PetscReal t, Vec U, void *ctx) {
   impl *m = ctx;
-  if (step == 0) return 0; /* the line of the initial state is printed before the solve */
+  /* the line of the initial state is printed before the solve */
+  if (step <= m->first || m->stop_why) return 0;
   tsr_err e = after_step(m, step, t);
   if (e) return callback_error(m, e), PETSC_ERR_USER;
+  /* stopped: TSSolve returns here, before the next step (no TS call ends it from a monitor:
+   * TSStep resets the converged reason); solve() tells this from an error by m->stop_why */
+  if (m->stop_why) return PETSC_ERR_USER;
   return 0;
 }
 
@@ -363,7 +763,19 @@ static tsr_err setup_ts(impl *m) {
    * every boundary type), GMRES otherwise; algebraic multigrid for both */
   TSR_PETSC(KSPSetType(ksp, c->model == TSR_MODEL_HEAT ? KSPCG : KSPGMRES));
   TSR_PETSC(PCSetType(pc, PCGAMG));
+  /* GAMG (PETSc 3.18) keeps its interpolation when the matrix changes (a new shift: BDF's
+   * start, every adaptive step; a Newton iteration) and with it the smoothers' eigenvalue
+   * estimates of the first matrix, which it takes from the smoothed aggregation: once the
+   * step grew, Chebyshev ran past the spectrum and CG stopped with DIVERGED_INDEFINITE_PC
+   * (heat 3D, bdf2, adaptive with rtol 1e-3; PETSc's own DMDA program, bench/implicit_dmda.c,
+   * at a fixed step on 2 ranks). Chebyshev estimates them itself on each new matrix (a few
+   * iterations; -pc_gamg_use_sa_esteig wins). A nonlinear model at a fixed step keeps
+   * PETSc's default (its matrix changes little from one Newton iteration to the next; no
+   * failure seen). cases/implicit_allen_cahn2d.yaml (adaptive) takes 8.9 linear iterations a
+   * step instead of 7, its time within the noise of the shared machine */
+  if (m->linear || m->adaptive) TSR_PETSC(PCGAMGSetUseSAEstEig(pc, PETSC_FALSE));
   TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
+  TSR_PETSC(KSPMonitorSet(ksp, ksp_beat, m, NULL));
   TSR_CALL(insert_case_options(m));
   TSR_PETSC(TSSetFromOptions(ts)); /* the case's petsc: and the command line win */
   TSR_PETSC(TSSetSolution(ts, m->U));
@@ -400,7 +812,11 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_string(j, "jacobian", "assembled (MPIAIJ)");
   tsr_json_int(j, "steps", m->steps);
   tsr_json_int(j, "rejected_steps", m->rejected);
-  double ns = m->steps > 0 ? (double)m->steps : 1.0;
+  double ns = m->steps > m->first ? (double)(m->steps - m->first) : 1.0;
+  tsr_json_int(j, "first_step", m->first);
+  tsr_json_int(j, "checkpoints", m->nckpt);
+  tsr_json_number(j, "checkpoint_seconds", m->ckpt_wall);
+  tsr_json_int(j, "restart_bdf_history", m->restored);
   tsr_json_int(j, "nonlinear_iterations", m->snes_its);
   tsr_json_number(j, "nonlinear_iterations_per_step", (double)m->snes_its / ns);
   tsr_json_int(j, "nonlinear_iterations_max_step", m->snes_max);
@@ -450,19 +866,40 @@ static tsr_err diverged(impl *m, TSConvergedReason reason) {
 static tsr_err solve(impl *m, tsr_run_result *res) {
   tsr_run_ctx *x = m->x;
   const tsr_case *c = x->c;
-  TSR_CALL(tsr_implicit_op_to_vec(m->op, x->slot[TSR_SLOT_U], m->U));
   tsr_progress_init(&m->pg, x->opts.quiet || x->rank != 0 ? 3 : (int)c->output.progress, stdout,
                     x->nsteps);
   m->every = c->output.monitor_every > 0 ? c->output.monitor_every
                                          : (x->nsteps >= 20 ? x->nsteps / 20 : 1);
   m->cells = (double)tsr_box_cells(&x->layout.global);
   m->dt_last = x->dt;
+  PetscReal t0;
+  TSR_PETSC(TSGetTime(m->ts, &t0));
+  m->t_prev = t0;
+  m->beat_step = m->first;
   m->start = MPI_Wtime();
-  TSR_CALL(monitor_line(m, 0, 0.0));
-  PetscErrorCode pe = TSSolve(m->ts, m->U);
+  TSR_CALL(monitor_line(m, m->first, t0));
+  /* a signal during set-up stops the run before its first step */
+  int why = 0;
+  if (m->first == 0) tsr_fault_after_step(x->opts.fault, x->rank, 0, x->out_dir);
+  if (x->opts.write_output) TSR_CALL(tsr_run_stop_poll(x, 1, &why));
+  if (why) {
+    TSR_CALL(stop_here(m, m->first, t0, why));
+    m->stop_why = why, m->stop_step = m->first, m->stop_t = t0;
+  }
+  PetscErrorCode pe = why ? 0 : TSSolve(m->ts, m->U);
   m->solve_wall = MPI_Wtime() - m->start;
   /* every rank meets the same PETSc errors (collective solves); a callback's is tessera's */
   if (m->err) return m->err;
+  if (m->stop_why) { /* the monitor ended TSSolve after the stop's checkpoint */
+    tsr_progress_finish(&m->pg);
+    res->stopped = m->stop_why;
+    res->wall = MPI_Wtime() - m->start;
+    res->steps = m->stop_step;
+    res->first_step = m->first;
+    res->t_final = m->stop_t;
+    res->dt = m->dt_last;
+    return TSR_OK;
+  }
   if (pe) return tsr_petsc_err(pe, "TSSolve", __FILE__, __LINE__);
   TSConvergedReason reason;
   TSR_PETSC(TSGetConvergedReason(m->ts, &reason));
@@ -478,9 +915,10 @@ static tsr_err solve(impl *m, tsr_run_result *res) {
   TSR_CALL(tsr_implicit_op_from_vec(m->op, m->U, x->slot[TSR_SLOT_U]));
   res->wall = MPI_Wtime() - m->start;
   res->steps = m->steps;
+  res->first_step = m->first;
   res->t_final = t;
   res->dt = m->dt_last;
-  res->cells_per_s = res->wall > 0 ? m->cells * (double)m->steps / res->wall : 0.0;
+  res->cells_per_s = res->wall > 0 ? m->cells * (double)(m->steps - m->first) / res->wall : 0.0;
   tsr_run_result_norms(x, &m->nm, res);
   x->nsteps = m->steps;
   x->dt = m->dt_last;
@@ -503,16 +941,45 @@ static tsr_err solve(impl *m, tsr_run_result *res) {
   return TSR_OK;
 }
 
+/* The end of a run that completed (as tsr_run_finish): final.h5, a checkpoint of the last step
+ * with BDF's history (a run continued to a later end goes on from it), final.xmf and
+ * report.json. Collective. */
+static tsr_err finish(impl *m, tsr_run_result *res) {
+  tsr_run_ctx *x = m->x;
+  const tsr_case *c = x->c;
+  tsr_watchdog_beat(res->steps);
+  double t0 = MPI_Wtime();
+  char path[4200];
+  snprintf(path, sizeof path, "%s/final.h5", x->out_dir);
+  TSR_CALL(write_state(m, path, res->steps, res->t_final));
+  tsr_err err = TSR_OK;
+  if (x->rank == 0) {
+    tsr_grid_meta meta = grid_meta(c, res->t_final, res->steps);
+    snprintf(path, sizeof path, "%s/final.xmf", x->out_dir);
+    err = tsr_output_write_xdmf(path, "final.h5", &meta, c->ncomp, tsr_models[c->model].comp);
+  }
+  TSR_CALL(tsr_run_agree(x->comm, err));
+  x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
+  double pmax[PH_COUNT], pmean[PH_COUNT];
+  MPI_Reduce(x->phase, pmax, PH_COUNT, MPI_DOUBLE, MPI_MAX, 0, x->comm);
+  MPI_Reduce(x->phase, pmean, PH_COUNT, MPI_DOUBLE, MPI_SUM, 0, x->comm);
+  for (int p = 0; p < PH_COUNT; ++p) pmean[p] /= x->size;
+  err = x->rank == 0 ? tsr_report_write(x, res, pmax, pmean) : TSR_OK;
+  return tsr_run_agree(x->comm, err);
+}
+
 static tsr_err run_all(impl *m, tsr_run_result *res) {
   tsr_run_ctx *x = m->x;
   const tsr_case *c = x->c;
   double t0 = MPI_Wtime();
-  TSR_CHECK(!x->opts.restart, TSR_ERR_INPUT,
-            "%s: --restart: method implicit writes no checkpoints in this version, so there is "
-            "nothing to continue from; run it from the start", c->path);
-  TSR_CHECK(!x->opts.fault, TSR_ERR_INPUT,
-            "--inject-fault: the recovery tests are the explicit method's; method implicit "
-            "takes no faults");
+  /* the stop's test: a rank signals itself (the other faults test the explicit method's
+   * recovery paths) */
+  TSR_CHECK(!x->opts.fault || x->opts.fault->kind == TSR_FAULT_SIGNAL, TSR_ERR_INPUT,
+            "--inject-fault: method implicit takes kind=signal only (the other kinds test the "
+            "explicit method's recovery)");
+  TSR_CHECK(!x->opts.fault || x->opts.fault->rank < x->size, TSR_ERR_INPUT,
+            "--inject-fault: rank %d, and the run has %d", x->opts.fault ? x->opts.fault->rank : 0,
+            x->size);
   TSR_CHECK(c->precision == TSR_PRECISION_DOUBLE, TSR_ERR_INPUT,
             "%s: method implicit solves in double", c->path);
   TSR_CALL(tsr_implicit_init(x->comm, 0, NULL));
@@ -526,12 +993,28 @@ static tsr_err run_all(impl *m, tsr_run_result *res) {
   x->phase[PH_SETUP] = MPI_Wtime() - t0;
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_start_watchdog(x)));
   if (x->opts.write_output) TSR_CALL(tsr_run_prepare_outdir_ctx(x));
-  TSR_CALL(tsr_run_agree(x->comm, tsr_run_initial(x)));
-  if (x->opts.write_output && tsr_schedule_any(&c->output.snapshot_every))
+  m->ckpt_step = -1;
+  if (x->opts.restart) {
+    double t0 = 0.0, next_dt = x->dt;
+    TSR_CALL(restart(m, &t0, &next_dt));
+    m->first = (PetscInt)x->start_step;
+    TSR_PETSC(TSSetStepNumber(m->ts, m->first));
+    TSR_PETSC(TSSetTime(m->ts, t0));
+    TSR_PETSC(TSSetTimeStep(m->ts, next_dt));
+    if (!m->adaptive) {
+      TSR_PETSC(TSSetMaxSteps(m->ts, (PetscInt)x->nsteps));
+      TSR_PETSC(TSSetMaxTime(m->ts, (double)x->nsteps * x->dt * (1.0 + 1e-9)));
+    }
+    TSR_CALL(tsr_implicit_op_from_vec(m->op, m->U, x->slot[TSR_SLOT_U]));
+  } else {
+    TSR_CALL(tsr_run_agree(x->comm, tsr_run_initial(x)));
+    TSR_CALL(tsr_implicit_op_to_vec(m->op, x->slot[TSR_SLOT_U], m->U));
+  }
+  if (x->opts.write_output && (tsr_schedule_any(&c->output.snapshot_every) || x->opts.restart))
     TSR_CALL(tsr_run_start_snapshots(x));
   TSR_CALL(solve(m, res));
-  if (!x->opts.write_output) return TSR_OK;
-  return tsr_run_finish(x, res);
+  if (!x->opts.write_output || res->stopped) return TSR_OK;
+  return finish(m, res);
 }
 
 tsr_err tsr_implicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
