@@ -83,26 +83,7 @@ void tsr_case_read_implicit_time(tsr_vctx *v, const tsr_yaml_node *root, const t
     if (d > 0.0) c->time.dt = d;
     else tsr_vat(v, x->value, "time.dt: must be > 0, got %g", d);
   }
-  const tsr_yaml_entry *ee = tsr_yaml_find(t, "end"), *se = tsr_yaml_find(t, "steps");
-  if (ee && se) tsr_vkey(v, ee, "time: give either time.end or time.steps, not both");
-  if (!ee && !se) tsr_vkey(v, e, "time: missing time.end or time.steps; give one (e.g. end: 0.1)");
-  if (ee && tsr_vnumber(v, "time.end", ee->value, &d)) {
-    if (d > 0.0) {
-      c->time.has_end = 1;
-      c->time.end = d;
-    } else {
-      tsr_vat(v, ee->value, "time.end: must be > 0, got %g", d);
-    }
-  }
-  long n;
-  if (se && tsr_vint(v, "time.steps", se->value, &n)) {
-    if (n >= 1) {
-      c->time.has_steps = 1;
-      c->time.steps = n;
-    } else {
-      tsr_vat(v, se->value, "time.steps: must be >= 1, got %ld", n);
-    }
-  }
+  const tsr_yaml_entry *se = tsr_case_read_time_span(v, e);
   int b;
   if ((x = tsr_yaml_find(t, "adaptive")) && tsr_vbool(v, "time.adaptive", x->value, &b))
     c->implicit.adaptive = b;

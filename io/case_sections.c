@@ -215,6 +215,35 @@ void tsr_case_read_boundary(tsr_vctx *v, const tsr_yaml_entry *e) {
   bc_clear(&def);
 }
 
+/* time.end or time.steps (one of them) of the time section e, a map: shared by the methods
+ * that step in time. Returns the steps entry, or NULL. */
+const tsr_yaml_entry *tsr_case_read_time_span(tsr_vctx *v, const tsr_yaml_entry *e) {
+  tsr_case *c = v->c;
+  const tsr_yaml_node *t = e->value;
+  double d;
+  const tsr_yaml_entry *ee = tsr_yaml_find(t, "end"), *se = tsr_yaml_find(t, "steps");
+  if (ee && se) tsr_vkey(v, ee, "time: give either time.end or time.steps, not both");
+  if (!ee && !se) tsr_vkey(v, e, "time: missing time.end or time.steps; give one (e.g. end: 0.1)");
+  if (ee && tsr_vnumber(v, "time.end", ee->value, &d)) {
+    if (d > 0.0) {
+      c->time.has_end = 1;
+      c->time.end = d;
+    } else {
+      tsr_vat(v, ee->value, "time.end: must be > 0, got %g", d);
+    }
+  }
+  long n;
+  if (se && tsr_vint(v, "time.steps", se->value, &n)) {
+    if (n >= 1) {
+      c->time.has_steps = 1;
+      c->time.steps = n;
+    } else {
+      tsr_vat(v, se->value, "time.steps: must be >= 1, got %ld", n);
+    }
+  }
+  return se;
+}
+
 void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
   static const char *const keys[] = {"scheme", "dt", "cfl", "end", "steps"};
   static const char *const schemes[] = {"euler", "forward_euler", "ssp_rk2", "rk2",
@@ -258,26 +287,7 @@ void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_e
     else
       tsr_vat(v, x->value, "time.cfl: must be in (0, 1], got %g", d);
   }
-  const tsr_yaml_entry *ee = tsr_yaml_find(t, "end"), *se = tsr_yaml_find(t, "steps");
-  if (ee && se) tsr_vkey(v, ee, "time: give either time.end or time.steps, not both");
-  if (!ee && !se) tsr_vkey(v, e, "time: missing time.end or time.steps; give one (e.g. end: 0.1)");
-  if (ee && tsr_vnumber(v, "time.end", ee->value, &d)) {
-    if (d > 0.0) {
-      c->time.has_end = 1;
-      c->time.end = d;
-    } else {
-      tsr_vat(v, ee->value, "time.end: must be > 0, got %g", d);
-    }
-  }
-  long n;
-  if (se && tsr_vint(v, "time.steps", se->value, &n)) {
-    if (n >= 1) {
-      c->time.has_steps = 1;
-      c->time.steps = n;
-    } else {
-      tsr_vat(v, se->value, "time.steps: must be >= 1, got %ld", n);
-    }
-  }
+  tsr_case_read_time_span(v, e);
 }
 
 void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e) {

@@ -85,6 +85,8 @@ void tsr_case_read_exprs(tsr_vctx *v, const char *key, const tsr_yaml_entry *e, 
                          tsr_case_expr *out);
 void tsr_case_read_boundary(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
+/* time.end or time.steps, exactly one, of the time section e (a map); returns steps' entry */
+const tsr_yaml_entry *tsr_case_read_time_span(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_comm(tsr_vctx *v, const tsr_yaml_entry *e);
