@@ -172,8 +172,14 @@ refused "negative interface weight" "pinn.weights.interface_flux: expected a wei
   "$cases/pinn_poisson2d.yaml" --set pinn.weights.interface_flux=-1
 refused "interface points" "pinn.points.interface: expected cells" \
   "$cases/pinn_poisson2d.yaml" --set pinn.points.interface=0
-refused "time slabs" "time slabs of method pinn" "$cases/pinn_heat2d.yaml" \
+refused "time slabs on 3 ranks" "need a rank count that is a multiple of 2" \
+  "$cases/pinn_heat2d.yaml" --ranks 3 --set decomposition.time_slices=2 --set pinn.lbfgs.iterations=0
+refused "time slabs of a steady model" "model poisson is steady" "$cases/pinn_poisson2d.yaml" \
   --set decomposition.time_slices=2
+refused "pinn.slabs without slabs" "pinn.slabs: chooses how time slabs train" \
+  "$cases/pinn_heat2d.yaml" --set pinn.slabs=causal
+refused "pinn.slabs value" "pinn.slabs" "$cases/pinn_heat2d.yaml" \
+  --set decomposition.time_slices=2 --set pinn.slabs=forward
 refused "L-BFGS on ranks" "L-BFGS of a PINN decomposed over ranks" "$cases/pinn_poisson2d.yaml" \
   --ranks 2 --set pinn.lbfgs.iterations=10
 refused "too many ranks" "cannot split" "$cases/pinn_poisson2d.yaml" --ranks 5 \
