@@ -587,8 +587,9 @@ static void summary(const tsr_pinn_ctx *x, tsr_progress *pg) {
     n += snprintf(line + n, sizeof line - n, "%s %s %d", k ? "," : "", x->batch.name[k],
                   x->batch.term[k].count);
   if (x->size > 1 && n < (int)sizeof line)
-    snprintf(line + n, sizeof line - n, " (rank 0's); %d ranks, one network per rank's box, "
-             "%d neighbour%s of rank 0", x->size, x->batch.peers.npeer,
+    snprintf(line + n, sizeof line - n, " (rank 0's); %d ranks, one network per rank's box%s%s, "
+             "%d neighbour%s of rank 0", x->size, x->nslab > 1 ? " and time slab, slabs " : "",
+             x->nslab > 1 ? (x->causal ? "causal" : "all at once") : "", x->batch.peers.npeer,
              x->batch.peers.npeer == 1 ? "" : "s");
   tsr_progress_line(pg, line);
 }
