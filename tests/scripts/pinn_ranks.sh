@@ -220,6 +220,19 @@ done
 if [ $ok = 1 ] && h5dump -a slabs "$work/cs/checkpoint_00000150.h5" 2>/dev/null | grep -q "2, 1, 100"
 then pass "slabs: causal restarts in slab 0 (iteration 75) and slab 1 (150) end bit for bit as the straight run; the checkpoint records the slab layout"
 else failure "slabs: a causal restart differs from the straight run (or no slabs attribute)"; fi
+# all at once on 2 space x 2 slabs: half the iterations, then a restart, end as the straight run
+as="--set grid.cells=[8,8] --set pinn.network.width=8 --set pinn.network.depth=2
+    --set pinn.points.times=2 --set pinn.points.boundary=16 --set pinn.points.initial=32
+    --set pinn.adam.iterations=60 --set pinn.log_every=20 --set output.checkpoint_every=30
+    --set output.progress=none --set pinn.lbfgs.iterations=0 --set decomposition.time_slices=2"
+run_ok all_straight 4 "$cases/pinn_heat2d.yaml" --out "$work/as" $as
+run_ok all_half 4 "$cases/pinn_heat2d.yaml" --out "$work/as2" $as --set pinn.adam.iterations=30
+run_ok all_rest 4 "$cases/pinn_heat2d.yaml" --out "$work/as2" $as --restart latest
+if h5diff "$work/as/final.h5" "$work/as2/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
+   h5diff "$work/as/checkpoint_00000060.h5" "$work/as2/checkpoint_00000060.h5" /pinn/adam_v \
+     /pinn/adam_v >/dev/null 2>&1; then
+  pass "slabs: all at once on 2 x 2: 30 iterations, a restart and 30 more end bit for bit as 60"
+else failure "slabs: the restarted run (all at once) differs from the straight one"; fi
 refused_run "slabs: restart with another slab length" "time slab" 2 "$cases/pinn_heat2d.yaml" \
   --out "$work/cs" $cs --set pinn.adam.iterations=120 --restart latest
 
