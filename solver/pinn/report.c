@@ -328,6 +328,11 @@ tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out) {
   if (c->pinn.lbfgs > 0)
     fprintf(out, ", then %ld L-BFGS iterations (history %d)", c->pinn.lbfgs,
             c->pinn.lbfgs_history);
+  if (nslab > 1)
+    fprintf(out, "; %d time slabs, %s", nslab,
+            c->pinn.causal ? "causal: each slab's iterations in turn, from the slab before's "
+                             "values at its face and weights"
+                           : "all at once, the slab faces exchanged every iteration");
   fputc('\n', out);
   fprintf(out, "memory: %.1f MiB for the network's workspace%s\n",
           (double)tsr_net_workspace_bytes(&no) / 1048576.0, nranks > 1 ? " (rank 0)" : "");
