@@ -160,9 +160,9 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
   tsr_json_array_end(j);
   tsr_json_int(j, "iterations", res->steps);
   tsr_json_int(j, "start_iteration", x->it0);
-  tsr_json_number(j, "train_seconds", x->train_s);
+  tsr_json_number(j, "train_seconds", x->run_s);
   tsr_json_number(j, "iterations_per_second",
-                  x->train_s > 0.0 ? (double)(res->steps - x->it0) / x->train_s : 0.0);
+                  x->run_s > 0.0 ? (double)(res->steps - x->it0) / x->run_s : 0.0);
   tsr_json_number(j, "setup_seconds", x->setup_s);
   tsr_json_number(j, "error_eval_seconds", x->eval_s);
   tsr_json_number(j, "checkpoint_seconds", x->ckpt_s);

@@ -157,7 +157,8 @@ static double lr_at(const tsr_case *c, int64_t it) {
 static int active_slab(const tsr_pinn_ctx *x, int64_t it);
 
 /* What each rank contributes at the end of a chunk (gather_row). */
-enum { A_GROUP = 0, A_TOTAL = A_GROUP + TSR_PINN_NGROUP, A_BAD, A_SE, A_SX, A_MISMATCH, A_N };
+enum { A_GROUP = 0, A_TOTAL = A_GROUP + TSR_PINN_NGROUP, A_BAD, A_SE, A_SX, A_MISMATCH,
+       A_SECONDS, A_N };
 
 /* A term whose loss is not finite in any of the n rows: the stop's message. */
 static tsr_err check_finite(const tsr_pinn_ctx *x, const double *rows, int n, int64_t it) {
@@ -200,6 +201,7 @@ static tsr_err gather_row(tsr_pinn_ctx *x, const double *terms, int64_t it, int 
   if (terms != x->last_terms)
     memcpy(x->last_terms, terms, (size_t)x->batch.nterm * sizeof *terms);
   mine[A_TOTAL] = all;
+  mine[A_SECONDS] = x->train_s;
   if (is_log && !local) {
     double te = MPI_Wtime();
     local = tsr_pinn_error_sums(x, &mine[A_SE], &mine[A_SX]);
@@ -234,13 +236,22 @@ static tsr_err gather_row(tsr_pinn_ctx *x, const double *terms, int64_t it, int 
     mm = fmax(mm, q[A_MISMATCH]);
   }
   x->mean = row[H_LOSS] / x->size;
+  /* the training time: the slowest rank's, summed over the slabs of a causal run */
+  double sec = 0.0;
+  for (int k = 0; k < (x->causal ? x->nslab : 1); ++k) {
+    double m = 0.0;
+    int r0 = x->causal ? k * x->nspace : 0, r1 = x->causal ? r0 + x->nspace : x->size;
+    for (int r = r0; r < r1; ++r) m = fmax(m, v[(size_t)r * A_N + A_SECONDS]);
+    sec += m;
+  }
+  x->run_s = sec;
   if (is_log) {
     row[H_ERROR] = error_of(x, v + A_SE, v + A_SX, A_N);
     if (x->size > 1) row[H_MISMATCH] = x->mismatch = mm;
   }
   int a = active_slab(x, it - 1);
   row[H_LR] = lr_at(x->c, a < 0 ? it - 1 : it - 1 - (int64_t)a * x->c->pinn.iterations);
-  row[H_SECONDS] = x->prior_s + x->train_s;
+  row[H_SECONDS] = x->prior_s + x->run_s;
   free(v);
   return TSR_OK;
 }
@@ -686,7 +697,7 @@ static tsr_err log_point(tsr_pinn_ctx *x, double *row, int64_t it, int64_t total
   if (!is_log(x, it, total, force)) return TSR_OK;
   row[H_ITER] = (double)it;
   TSR_CALL(add_row(x, row));
-  log_line(x, row, total, pg, (double)(it - x->it0) / (x->train_s + 1e-300));
+  log_line(x, row, total, pg, (double)(it - x->it0) / (x->run_s + 1e-300));
   stall_warning(x, pg, warned);
   return TSR_OK;
 }
@@ -723,7 +734,7 @@ static tsr_err lbfgs(tsr_pinn_ctx *x, int64_t *pit, int64_t total, tsr_progress 
     if (err) break;
     row[H_LR] = step;
     res->loss = row[H_LOSS];
-    tsr_progress_step(pg, it, row[H_LOSS], (double)(it - x->it0) / (x->train_s + 1e-300));
+    tsr_progress_step(pg, it, row[H_LOSS], (double)(it - x->it0) / (x->run_s + 1e-300));
     err = log_point(x, row, it, total, pg, warned, 0);
     if (!err) err = stop_here(x, st, it, MPI_Wtime() - t0, &res->stopped);
     if (res->stopped) break;
@@ -778,7 +789,7 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
                      runs ? check_finite(x, rows, n, it - n) : TSR_OK, row);
     if (err) break;
     res->loss = row[H_LOSS];
-    tsr_progress_step(&pg, it, row[H_LOSS], (double)(it - x->it0) / (x->train_s + 1e-300));
+    tsr_progress_step(&pg, it, row[H_LOSS], (double)(it - x->it0) / (x->run_s + 1e-300));
     err = log_point(x, row, it, total, &pg, warned, it == adam);
     int64_t ce = c->output.checkpoint_every.steps;
     /* at Adam's end too: L-BFGS has no checkpoints of its own, and from there it runs the same
@@ -853,7 +864,7 @@ static tsr_err run(tsr_pinn_ctx *x, MPI_Comm comm, tsr_run_result *res) {
   if (!err) err = setup(x, comm);
   x->setup_s = MPI_Wtime() - t0;
   if (!err) err = loop(x, res);
-  res->wall = x->train_s;
+  res->wall = x->run_s;
   res->first_step = x->it0;
   if (!err && !res->stopped) err = profile(x);
   if (!err) err = tsr_pinn_error(x, &res->rel_l2);

@@ -68,7 +68,10 @@ typedef struct {
   double *hist;             /* rows of H_NCOL */
   int nrow, caprow;
   int64_t it0;              /* the iteration the run started from (a restart's) */
-  double train_s;           /* seconds in training iterations (this run) */
+  double train_s;           /* seconds in training iterations (this run), this rank's */
+  double run_s;             /* the run's training seconds at the last chunk's end: the slowest
+                               rank's, summed over the slabs of a causal run (one trains at a
+                               time) */
   double prior_s;           /* training seconds of the runs before a restart */
   double setup_s, eval_s, ckpt_s, output_s;
   int ckpt_count;
