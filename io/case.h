@@ -105,7 +105,7 @@ typedef struct {
     int ranks[3];            /* for grid; 1 on unused axes */
     int nweights;            /* optional rcb/slabs weights, one per rank */
     double *weights;
-    int time_slices;         /* 1 (parareal later) */
+    int time_slices;         /* method pinn: time slabs (space-time subdomains); else 1 */
   } decomp;
 
   struct {
@@ -162,6 +162,7 @@ typedef struct {
     long lbfgs;              /* L-BFGS iterations after Adam's (0: none) */
     int lbfgs_history;       /* its pairs of steps and gradient changes kept */
     long log_every;          /* iterations between progress lines and history rows */
+    int causal;              /* time slabs: 0 all at once, 1 causal (one slab after another) */
     int given;               /* 1 when the case has a pinn: section */
   } pinn;
 

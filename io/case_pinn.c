@@ -30,7 +30,11 @@
  *     lbfgs:
  *       iterations: 0        L-BFGS iterations after Adam's (0: none), integer >= 0
  *       history: 20          pairs kept, 1..100
- *     log_every: 100         iterations between progress lines and history rows */
+ *     log_every: 100         iterations between progress lines and history rows
+ *     slabs: all             decomposition.time_slices > 1: all (every slab trains at once,
+ *                            its initial values the earlier slab's predictions, exchanged every
+ *                            iteration) | causal (slab k trains after slab k-1, from its
+ *                            trained values at the slab face and its weights) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -290,7 +294,8 @@ static void check_method_keys(tsr_vctx *v, const tsr_yaml_node *root) {
 
 void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
   static const char *const keys[] = {"network", "points", "weights", "adam", "lbfgs",
-                                     "log_every"};
+                                     "log_every", "slabs"};
+  static const char *const modes[] = {"all", "causal"};
   tsr_case *c = v->c;
   check_method_keys(v, root);
   if (c->method != TSR_METHOD_PINN) {
@@ -305,7 +310,7 @@ void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_e
   const tsr_yaml_node *o = e && tsr_vmap(v, "pinn", e->value) ? e->value : NULL;
   if (!o) return;
   c->pinn.given = 1;
-  tsr_vkeys(v, "pinn", o, keys, 6);
+  tsr_vkeys(v, "pinn", o, keys, 7);
   read_network(v, tsr_yaml_find(o, "network"));
   read_points(v, tsr_yaml_find(o, "points"), timed);
   read_weights(v, tsr_yaml_find(o, "weights"), timed);
@@ -314,4 +319,11 @@ void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_e
   long n;
   if (int_in(v, "pinn.log_every", tsr_yaml_find(o, "log_every"), 1, INT32_MAX, &n))
     c->pinn.log_every = n;
+  const tsr_yaml_entry *se = tsr_yaml_find(o, "slabs");
+  int mode = 0;
+  if (se && c->decomp.time_slices < 2)
+    tsr_vkey(v, se, "pinn.slabs: chooses how time slabs train, and decomposition.time_slices is "
+             "1; give decomposition.time_slices > 1 or remove pinn.slabs");
+  else if (se && tsr_vchoice(v, "pinn.slabs", se->value, modes, 2, &mode))
+    c->pinn.causal = mode;
 }

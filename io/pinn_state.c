@@ -20,9 +20,11 @@ void tsr_pinn_state_free(tsr_pinn_state *st) {
   free(st->hist);
   int nr = st->nranks;
   const int64_t *boxes = st->boxes;
+  int64_t slabs[3] = {st->slabs[0], st->slabs[1], st->slabs[2]};
   memset(st, 0, sizeof *st);
   st->nranks = nr; /* the decomposition asked for stays */
   st->boxes = boxes;
+  memcpy(st->slabs, slabs, sizeof slabs);
 }
 
 static tsr_err h5_fail(const char *what, const char *path) {
@@ -82,6 +84,8 @@ static tsr_err write_file(const tsr_case *c, const char *tmp, const tsr_pinn_sta
   if (!err && nr > 1 && !(attr_ints(f, "ranks", &nr64, 1) &&
                           attr_ints(f, "boxes", st->boxes, (hsize_t)nr * 6)))
     err = h5_fail("write the decomposition", tmp);
+  if (!err && st->slabs[0] > 1 && !attr_ints(f, "slabs", st->slabs, 3))
+    err = h5_fail("write the time slabs", tmp);
   if (!err) err = write_set(g, "history", 2, hd, st->hist, tmp);
   char hash[17];
   snprintf(hash, sizeof hash, "%016" PRIx64, tsr_case_restart_hash(c));
@@ -168,6 +172,19 @@ static tsr_err check_decomposition(hid_t f, const char *path, const tsr_pinn_sta
             "(one network per rank's box) and this run has %d; restart it on %lld rank%s with "
             "the decomposition it was written with, or run without --restart", path,
             (long long)nr, nr == 1 ? "" : "s", want, (long long)nr, nr == 1 ? "" : "s");
+  int64_t sl[3] = {0, 0, 0};
+  if (H5Aexists(f, "slabs") > 0 && !read_ints(f, "slabs", sl, 3))
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (its "
+                       "attribute slabs does not read)", path);
+  TSR_CHECK(sl[0] == st->slabs[0] && sl[1] == st->slabs[1] && sl[2] == st->slabs[2],
+            TSR_ERR_INPUT, "'%s' was written with %lld time slab%s (%s, %lld iterations a slab) "
+            "and this run has %lld (%s, %lld); restart with the decomposition.time_slices, "
+            "pinn.slabs and pinn.adam.iterations it was written with", path,
+            (long long)(sl[0] > 1 ? sl[0] : 1), sl[0] > 1 ? "s" : "",
+            sl[0] > 1 ? (sl[1] ? "causal" : "all") : "none", (long long)sl[2],
+            (long long)(st->slabs[0] > 1 ? st->slabs[0] : 1),
+            st->slabs[0] > 1 ? (st->slabs[1] ? "causal" : "all") : "none",
+            (long long)st->slabs[2]);
   if (want == 1) return TSR_OK;
   int64_t *boxes = malloc((size_t)want * 6 * sizeof *boxes);
   TSR_CHECK(boxes, TSR_ERR_MEMORY, "out of memory");

@@ -6,7 +6,8 @@
  * ranks (one network per rank's box) writes theta, adam_m and adam_v as nranks x nparam
  * (row r: rank r's network) and the decomposition as attributes ranks (int64) and boxes
  * (int64, nranks x 6: each rank's box of cells, lo x y z then hi x y z); a checkpoint without
- * them is of one rank. Chunked with
+ * them is of one rank. A run with time slabs (decomposition.time_slices > 1; ranks slab-major)
+ * adds the attribute slabs (int64 [time_slices, causal, iterations per slab]). Chunked with
  * Fletcher32 checksums, written to a temporary name and renamed; DIR/latest names the newest
  * and the newest output.keep are kept (io/checkpoint.h's rules). The learning-rate schedule
  * and the random points are functions of the iteration, so it is the whole state beside the
@@ -28,6 +29,8 @@ typedef struct {
   int64_t net[4];         /* width, depth, activation, single */
   int nranks;             /* subdomains (>= 1): theta, m, v hold nranks x nparam, rank-major */
   const int64_t *boxes;   /* borrowed: nranks x 6, each rank's box (NULL with one rank) */
+  int64_t slabs[3];       /* time slabs: [time_slices, causal, iterations per slab of a causal
+                             run (else 0)], attribute slabs; {0, 0, 0} without (none written) */
 } tsr_pinn_state;
 
 /* Writes st as the checkpoint of st->iteration into dir (path: the file, written into path of

@@ -19,6 +19,8 @@
  *              + wi[1] (f + f')^2              flux continuity, f = n.grad u (cPINN)
  *              + wi[2] (r - r')^2              residual continuity (XPINN)
  *              summed over components, r as in pde (u_t - F - s, s the target)
+ *   slab       a point of a time slab's earlier face (interface points too: F = 2 nspace):
+ *              r = u - u', u' the earlier slab's value there held in N (its initial condition)
  * Residuals and sums are computed in double whatever the network's precision; each term's sum
  * runs in a fixed order, so a backend gives the same bits every time. */
 #ifndef TSR_PINN_KERNELS_H
@@ -40,7 +42,8 @@ typedef enum {
   TSR_LOSS_NEUMANN,
   TSR_LOSS_PERIODIC,
   TSR_LOSS_INITIAL,
-  TSR_LOSS_INTERFACE
+  TSR_LOSS_INTERFACE,
+  TSR_LOSS_SLAB
 } tsr_loss_kind;
 
 typedef struct {

@@ -148,6 +148,15 @@ TSR_HD static inline double tsr_pinn_point(const tsr_pinn_loss_desc *d, int p, c
     tsr_pinn_residual_adjoint(d, dU, p, dr, &J, du, axis, dg);
     break;
   }
+  case TSR_LOSS_SLAB: {
+    const double *nb = N + (size_t)(p - d->if_start) * TSR_PINN_IFACE_NV * nc;
+    for (int c = 0; c < nc; ++c) {
+      double r = tsr_pinn_ld(d, U, c, 0, p) - nb[c];
+      sum = sum + r * r;
+      tsr_pinn_st(d, dU, c, 0, p, 2.0 * w * r);
+    }
+    break;
+  }
   case TSR_LOSS_DIRICHLET:
   case TSR_LOSS_INITIAL:
     for (int c = 0; c < nc; ++c) {

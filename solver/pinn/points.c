@@ -49,6 +49,25 @@ tsr_err tsr_pinn_partition(const tsr_case *c, int nranks, tsr_layout *layout) {
 }
 
 static int nbox_of(const tsr_pinn_sub *sub) { return sub && sub->layout ? sub->layout->nbox : 1; }
+static int nslab_of(const tsr_pinn_sub *sub) { return sub && sub->nslab > 1 ? sub->nslab : 1; }
+
+static double slab_face(const tsr_case *c, int nslab, int k) {
+  if (k <= 0) return 0.0;
+  if (k >= nslab) return c->time.end;
+  return c->time.end * (double)k / (double)nslab;
+}
+
+void tsr_pinn_slab_span(const tsr_case *c, const tsr_pinn_sub *sub, double *t0, double *t1) {
+  int n = nslab_of(sub), k = n > 1 ? sub->slab : 0;
+  *t0 = slab_face(c, n, k);
+  *t1 = slab_face(c, n, k + 1);
+}
+
+int tsr_pinn_slab_of(const tsr_case *c, int nslab, double t) {
+  int k = 0;
+  while (k + 1 < nslab && t >= slab_face(c, nslab, k + 1)) ++k;
+  return k;
+}
 
 tsr_box tsr_pinn_sub_box(const tsr_case *c, const tsr_pinn_sub *sub, double plo[3],
                          double phi[3]) {
@@ -75,7 +94,12 @@ void tsr_pinn_shape(const tsr_case *c, const tsr_pinn_sub *sub, int *nin, double
     in_scale[a] = 2.0 / (hi[a] - lo[a]);
     in_shift[a] = -(hi[a] + lo[a]) / (hi[a] - lo[a]);
   }
-  if (timed) {
+  if (timed && nslab_of(sub) > 1) {
+    double t0, t1;
+    tsr_pinn_slab_span(c, sub, &t0, &t1);
+    in_scale[c->dim] = 2.0 / (t1 - t0);
+    in_shift[c->dim] = -(t1 + t0) / (t1 - t0);
+  } else if (timed) {
     in_scale[c->dim] = 2.0 / c->time.end;
     in_shift[c->dim] = -1.0;
   }
@@ -153,7 +177,7 @@ static int64_t piece_points(const tsr_case *c, const piece *p, int timed) {
 
 /* Counts of each kind of point of the subdomain. */
 typedef struct {
-  int64_t interior, face[6], initial, iface;
+  int64_t interior, face[6], initial, iface, slab_lo, slab_hi;
   int self_periodic[3];
 } counts;
 
@@ -163,13 +187,14 @@ static void count(const tsr_case *c, const tsr_pinn_sub *sub, counts *k) {
   double plo[3], phi[3];
   tsr_box b = tsr_pinn_sub_box(c, sub, plo, phi);
   double share = (double)box_cells(c, &b) / (double)cells_of(c);
-  k->interior = c->pinn.interior ? scaled(c->pinn.interior, share)
+  int ns = nslab_of(sub), slab = ns > 1 ? sub->slab : 0;
+  k->interior = c->pinn.interior ? scaled(c->pinn.interior, share / ns)
                                  : box_cells(c, &b) * (timed ? c->pinn.times : 1);
   for (int a = 0; a < c->dim && c->pinn.boundary > 0; ++a) {
     double fs = 1.0;
     for (int t = 0; t < c->dim; ++t)
       if (t != a) fs *= (double)tsr_box_len(&b, t) / c->cells[t];
-    long nb = scaled(c->pinn.boundary, fs);
+    long nb = scaled(c->pinn.boundary, fs / ns);
     if (c->periodic[a]) {
       k->self_periodic[a] = b.lo[a] == 0 && b.hi[a] == c->cells[a];
       if (k->self_periodic[a]) k->face[2 * a] = k->face[2 * a + 1] = nb;
@@ -178,7 +203,9 @@ static void count(const tsr_case *c, const tsr_pinn_sub *sub, counts *k) {
       if (b.hi[a] == c->cells[a]) k->face[2 * a + 1] = nb;
     }
   }
-  if (timed) k->initial = scaled(c->pinn.initial, share);
+  if (timed && slab == 0) k->initial = scaled(c->pinn.initial, share);
+  if (ns > 1 && slab > 0) k->slab_lo = box_cells(c, &b);
+  if (ns > 1 && slab < ns - 1 && !sub->causal) k->slab_hi = box_cells(c, &b);
   int np = pieces(c, sub, NULL);
   if (np) {
     piece *pc = malloc((size_t)np * sizeof *pc);
@@ -195,16 +222,18 @@ static void count(const tsr_case *c, const tsr_pinn_sub *sub, counts *k) {
 int tsr_pinn_batch_size(const tsr_case *c, const tsr_pinn_sub *sub, int *nterm, int *nif) {
   counts k;
   count(c, sub, &k);
-  int timed = !tsr_models[c->model].steady, nt = 1;
-  int64_t n = k.interior + k.initial + k.iface;
+  int nt = 1;
+  int64_t n = k.interior + k.initial + k.iface + k.slab_lo + k.slab_hi;
   for (int f = 0; f < 2 * c->dim; ++f) {
     n += k.face[f];
     if (k.face[f] && !(c->periodic[f / 2] && f % 2)) ++nt;
   }
-  if (timed) ++nt;
+  if (k.initial) ++nt;
   if (k.iface) ++nt;
+  if (k.slab_lo) ++nt;
+  int64_t ni = k.iface + k.slab_lo + k.slab_hi;
   if (nterm) *nterm = nt;
-  if (nif) *nif = k.iface > INT32_MAX ? -1 : (int)k.iface;
+  if (nif) *nif = ni > INT32_MAX ? -1 : (int)ni;
   return n > INT32_MAX ? -1 : (int)n;
 }
 
@@ -251,7 +280,7 @@ static void random_point(const tsr_case *c, const tsr_pinn_batch *b, const doubl
                          const double *hi, uint64_t draw, uint64_t s, uint64_t i, double *x) {
   for (int a = 0; a < b->nin; ++a) {
     double u = tsr_pinn_uniform(c->pinn.seed, draw, s, (uint64_t)b->nin * i + (uint64_t)a);
-    x[a] = a < b->nspace ? lo[a] + u * (hi[a] - lo[a]) : u * c->time.end;
+    x[a] = a < b->nspace ? lo[a] + u * (hi[a] - lo[a]) : b->t0 + u * (b->t1 - b->t0);
   }
 }
 
@@ -272,7 +301,7 @@ static void interior(const tsr_case *c, tsr_pinn_batch *b, const double *lo, con
     int idx[3] = {(int)(cell % len[0]), (int)(cell / len[0] % len[1]),
                   (int)(cell / ((int64_t)len[0] * len[1]))};
     for (int a = 0; a < b->nspace; ++a) x[a] = centre(c, a, bx->lo[a] + idx[a]);
-    if (b->timed) x[b->nspace] = ((double)lev + 0.5) * (c->time.end / c->pinn.times);
+    if (b->timed) x[b->nspace] = b->t0 + ((double)lev + 0.5) * ((b->t1 - b->t0) / c->pinn.times);
   }
 }
 
@@ -302,20 +331,34 @@ static void iface_points(const tsr_case *c, tsr_pinn_batch *b, const piece *p, i
       int idx[3] = {(int)(cell % len[0]), (int)(cell / len[0] % len[1]),
                     (int)(cell / ((int64_t)len[0] * len[1]))};
       for (int t = 0; t < b->nspace; ++t) x[t] = t == a ? fx : centre(c, t, p->lo[t] + idx[t]);
-      if (b->timed) x[b->nspace] = ((double)lev + 0.5) * (c->time.end / c->pinn.times);
+      if (b->timed) x[b->nspace] = b->t0 + ((double)lev + 0.5) * ((b->t1 - b->t0) / c->pinn.times);
     }
   }
   for (int i = 0; i < n; ++i) b->F[q0 - b->if_start + i] = 2 * a + p->side;
 }
 
-static tsr_err interface(const tsr_case *c, const tsr_pinn_sub *sub, tsr_pinn_batch *b, int p0) {
+/* The slab face points at time t: the box's cell centres (x fastest), from point q0 on. */
+static void slab_points(const tsr_case *c, tsr_pinn_batch *b, double t, int side, int q0, int n) {
+  const tsr_box *bx = &b->box;
+  int len[3] = {tsr_box_len(bx, 0), tsr_box_len(bx, 1), tsr_box_len(bx, 2)};
+  for (int i = 0; i < n; ++i) {
+    double *x = b->X + (size_t)b->nin * (q0 + i);
+    int idx[3] = {i % len[0], i / len[0] % len[1], i / (len[0] * len[1])};
+    for (int a = 0; a < b->nspace; ++a) x[a] = centre(c, a, bx->lo[a] + idx[a]);
+    x[b->nspace] = t;
+    b->F[q0 - b->if_start + i] = 2 * b->nspace + side;
+  }
+}
+
+static tsr_err interface(const tsr_case *c, const tsr_pinn_sub *sub, tsr_pinn_batch *b, int p0,
+                         const counts *k) {
   int np = pieces(c, sub, NULL);
-  if (!np) return TSR_OK;
-  piece *pc = malloc((size_t)np * sizeof *pc);
+  if (!b->if_count) return TSR_OK;
+  piece *pc = malloc((size_t)(np ? np : 1) * sizeof *pc);
   tsr_pinn_peers *pr = &b->peers;
-  pr->peer = malloc((size_t)np * sizeof *pr->peer);
-  pr->start = malloc((size_t)np * sizeof *pr->start);
-  pr->count = malloc((size_t)np * sizeof *pr->count);
+  pr->peer = malloc((size_t)(np + 2) * sizeof *pr->peer);
+  pr->start = malloc((size_t)(np + 2) * sizeof *pr->start);
+  pr->count = malloc((size_t)(np + 2) * sizeof *pr->count);
   b->F = malloc((size_t)(b->if_count ? b->if_count : 1) * sizeof *b->F);
   if (!pc || !pr->peer || !pr->start || !pr->count || !b->F) {
     free(pc);
@@ -325,7 +368,7 @@ static tsr_err interface(const tsr_case *c, const tsr_pinn_sub *sub, tsr_pinn_ba
   int q = p0;
   for (int i = 0; i < np; ++i) {
     int n = (int)piece_points(c, &pc[i], b->timed);
-    int owner = sub->layout->owner[pc[i].nb];
+    int owner = sub->rank0 + sub->layout->owner[pc[i].nb];
     if (!pr->npeer || pr->peer[pr->npeer - 1] != owner) {
       pr->peer[pr->npeer] = owner;
       pr->start[pr->npeer] = q - p0;
@@ -337,7 +380,24 @@ static tsr_err interface(const tsr_case *c, const tsr_pinn_sub *sub, tsr_pinn_ba
     q += n;
   }
   free(pc);
-  add_term(b, TSR_LOSS_INTERFACE, TSR_PINN_GROUP_INTERFACE, p0, b->if_count, 1.0, "interface");
+  pr->nspace_peer = pr->npeer;
+  b->if_space = q - p0;
+  if (b->if_space)
+    add_term(b, TSR_LOSS_INTERFACE, TSR_PINN_GROUP_INTERFACE, p0, b->if_space, 1.0, "interface");
+  /* the slab faces: the same box of the slab before (at t0) and after (at t1) */
+  int me = sub ? sub->rank0 + sub->layout->owner[sub->box] : 0, nbox = nbox_of(sub);
+  for (int side = 0; side < 2; ++side) {
+    int n = (int)(side ? k->slab_hi : k->slab_lo);
+    if (!n) continue;
+    pr->peer[pr->npeer] = side ? me + nbox : me - nbox;
+    pr->start[pr->npeer] = q - p0;
+    pr->count[pr->npeer] = n;
+    ++pr->npeer;
+    slab_points(c, b, side ? b->t1 : b->t0, side, q, n);
+    if (!side)
+      add_term(b, TSR_LOSS_SLAB, TSR_PINN_GROUP_INITIAL, q, n, c->pinn.w_initial, "slab initial");
+    q += n;
+  }
   return targets(c, c->source, b, p0, b->if_count, 0);
 }
 
@@ -350,6 +410,7 @@ tsr_err tsr_pinn_batch_build(const tsr_case *c, const tsr_pinn_sub *sub, uint64_
   b->ncomp = c->ncomp;
   double lo[3], hi[3];
   b->box = tsr_pinn_sub_box(c, sub, lo, hi);
+  tsr_pinn_slab_span(c, sub, &b->t0, &b->t1);
   int nif = 0;
   int n = tsr_pinn_batch_size(c, sub, NULL, &nif);
   TSR_CHECK(n > 0 && nif >= 0, TSR_ERR_INPUT, "%s: the PINN's batch would have more than 2^31 "
@@ -357,7 +418,10 @@ tsr_err tsr_pinn_batch_build(const tsr_case *c, const tsr_pinn_sub *sub, uint64_
   counts k;
   count(c, sub, &k);
   /* a box's random streams are its own (one subdomain: the streams of the whole grid) */
-  uint64_t so = nbox_of(sub) > 1 ? 1024 * (uint64_t)(sub->box + 1) : 0;
+  uint64_t so = nbox_of(sub) > 1 || nslab_of(sub) > 1
+                    ? 1024 * ((uint64_t)(nslab_of(sub) > 1 ? sub->slab : 0) * (uint64_t)nbox_of(sub) +
+                              (uint64_t)sub->box + 1)
+                    : 0;
   b->npts = n;
   b->X = calloc((size_t)n * b->nin, sizeof *b->X);
   b->T = calloc((size_t)n * b->ncomp, sizeof *b->T);
@@ -407,7 +471,7 @@ tsr_err tsr_pinn_batch_build(const tsr_case *c, const tsr_pinn_sub *sub, uint64_
       p += nb[side];
     }
   }
-  if (b->timed && !err) {
+  if (b->timed && !err && k.initial) {
     int n0 = (int)k.initial;
     for (int i = 0; i < n0; ++i) {
       double *x = b->X + (size_t)b->nin * (p + i);
@@ -420,7 +484,7 @@ tsr_err tsr_pinn_batch_build(const tsr_case *c, const tsr_pinn_sub *sub, uint64_
   }
   b->if_start = p;
   b->if_count = nif;
-  if (!err) err = interface(c, sub, b, p);
+  if (!err) err = interface(c, sub, b, p, &k);
   if (err) tsr_pinn_batch_free(b);
   return err;
 }

@@ -24,6 +24,11 @@ extern const char *const tsr_pinn_group_names[TSR_PINN_NGROUP];
 typedef struct {
   const tsr_layout *layout; /* borrowed */
   int box;
+  /* time slabs (decomposition.time_slices > 1; all 0 without): the subdomain is its box x
+   * [t_slab, t_slab+1] of nslab equal slices of [0, end]; the ranks are slab-major, rank =
+   * slab x (the layout's ranks) + the box's owner, so rank0 = slab x nbox is the slab's first */
+  int slab, nslab, rank0;
+  int causal;               /* pinn.slabs: causal (no points on the slab's later face) */
 } tsr_pinn_sub;
 
 /* Where the subdomain's points are, per kind, and which neighbours share its faces. Points of
@@ -40,7 +45,9 @@ typedef struct {
  * piece (axis, the lower box's side), then point: each neighbour's points are one run. */
 typedef struct {
   int npeer;
-  int *peer;        /* neighbour ranks, ascending */
+  int nspace_peer;  /* the first nspace_peer are neighbours in space (the others in time) */
+  int *peer;        /* neighbour ranks: in space ascending, then the earlier slab's rank, then
+                       the later slab's */
   int *start;       /* first interface point of each (index from if_start) */
   int *count;       /* interface points shared with it */
 } tsr_pinn_peers;
@@ -55,6 +62,11 @@ typedef struct {
   int group[TSR_PINN_MAX_TERMS];     /* TSR_PINN_GROUP_* of each term */
   char name[TSR_PINN_MAX_TERMS][16]; /* "pde", "xlo", "x periodic", "initial", "interface" */
   int if_start, if_count; /* the interface points: the batch's last */
+  int if_space;     /* the first if_space of them are on faces in space (the term interface);
+                       then the slab faces: the box's cell centres at t0 (the term `slab
+                       initial`, against the earlier slab's values), then at t1 (values sent to
+                       the later slab; no term of this slab's) */
+  double t0, t1;    /* the subdomain's time span ([0, end] without slabs) */
   int *F;           /* if_count faces of the interface points: 2 axis + side (this box's) */
   tsr_pinn_peers peers;
   tsr_box box;      /* the subdomain's cells */
@@ -83,7 +95,7 @@ tsr_err tsr_pinn_grid_points(const tsr_case *c, const tsr_pinn_sub *sub, double 
                              int64_t *n);
 
 /* The case's network shape and input normalisation (to [-1, 1] over the subdomain's box and
- * [0, end]: each rank's network normalises over its own box). */
+ * its time span: each rank's network normalises over its own box and slab). */
 void tsr_pinn_shape(const tsr_case *c, const tsr_pinn_sub *sub, int *nin, double in_scale[4],
                     double in_shift[4]);
 
@@ -92,6 +104,13 @@ void tsr_pinn_shape(const tsr_case *c, const tsr_pinn_sub *sub, int *nin, double
  * high, at least one cell per box and axis. *layout new (tsr_layout_free). Errors:
  * TSR_ERR_INPUT (the grid cannot give every rank a cell, weights of another rank count). */
 tsr_err tsr_pinn_partition(const tsr_case *c, int nranks, tsr_layout *layout);
+
+/* The time span [*t0, *t1] of the subdomain's slab (the whole [0, end] without slabs): slab k
+ * of P spans [end k / P, end (k + 1) / P], the same bits on both sides of a slab face. */
+void tsr_pinn_slab_span(const tsr_case *c, const tsr_pinn_sub *sub, double *t0, double *t1);
+
+/* The slab of P (equal slices of [0, end]) whose span holds t (the last holds end). */
+int tsr_pinn_slab_of(const tsr_case *c, int nslab, double t);
 
 /* The subdomain's box (the whole grid without a layout) and its physical extent. */
 tsr_box tsr_pinn_sub_box(const tsr_case *c, const tsr_pinn_sub *sub, double plo[3],

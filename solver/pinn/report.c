@@ -42,7 +42,10 @@ static tsr_err sample(tsr_pinn_ctx *x, const char *path, double t, int64_t it) {
   const tsr_case *c = x->c;
   double *X = NULL, *u = NULL, *f = NULL;
   int64_t n = 0;
-  tsr_err err = tsr_pinn_grid_points(c, x->psub, t, &X, &n);
+  /* time slabs: the cells at t are the slab's holding t (the last holds end); the other
+   * ranks write nothing */
+  int mine = x->nslab < 2 || tsr_pinn_slab_of(c, x->nslab, t) == x->sub.slab;
+  tsr_err err = mine ? tsr_pinn_grid_points(c, x->psub, t, &X, &n) : TSR_OK;
   int nc = c->ncomp, cap = x->eo.eval_cap;
   if (!err) {
     u = malloc((size_t)(n ? n : 1) * nc * sizeof *u);
@@ -61,6 +64,7 @@ static tsr_err sample(tsr_pinn_ctx *x, const char *path, double t, int64_t it) {
   for (int k = 0; k < nc; ++k) data[k] = f ? f + k * n : NULL;
   tsr_grid_meta meta = meta_of(c, t, it);
   tsr_box owned = x->psub ? x->batch.box : tsr_box_make(meta.dim, meta.cells);
+  if (!mine) owned.hi[0] = owned.lo[0]; /* empty */
   tsr_output_opts oo = {.force_serial = 1};
   err = tsr_run_agree(x->comm, err);
   if (!err)
@@ -156,9 +160,9 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
   tsr_json_array_end(j);
   tsr_json_int(j, "iterations", res->steps);
   tsr_json_int(j, "start_iteration", x->it0);
-  tsr_json_number(j, "train_seconds", x->train_s);
+  tsr_json_number(j, "train_seconds", x->run_s);
   tsr_json_number(j, "iterations_per_second",
-                  x->train_s > 0.0 ? (double)(res->steps - x->it0) / x->train_s : 0.0);
+                  x->run_s > 0.0 ? (double)(res->steps - x->it0) / x->run_s : 0.0);
   tsr_json_number(j, "setup_seconds", x->setup_s);
   tsr_json_number(j, "error_eval_seconds", x->eval_s);
   tsr_json_number(j, "checkpoint_seconds", x->ckpt_s);
@@ -188,12 +192,20 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
     double mm = 0.0;
     for (int r = 0; r < x->size; ++r) mm = fmax(mm, x->subs[r].mismatch);
     tsr_json_number(j, "interface_mismatch", mm);
+    tsr_json_int(j, "time_slices", x->nslab);
+    if (x->nslab > 1) {
+      tsr_json_string(j, "slabs", x->causal ? "causal" : "all");
+      tsr_json_int(j, "slab_iterations", c->pinn.iterations);
+    }
     /* each rank's network at the last iteration: its box, its terms, its mismatch */
     tsr_json_array_begin(j, "subdomains");
     for (int r = 0; r < x->size; ++r) {
       const tsr_pinn_subdomain *q = &x->subs[r];
       tsr_json_object_begin(j, NULL);
       tsr_json_int(j, "rank", r);
+      tsr_json_int(j, "slab", q->slab);
+      tsr_json_number(j, "t0", q->t0);
+      tsr_json_number(j, "t1", q->t1);
       tsr_json_array_begin(j, "box_lo");
       for (int a = 0; a < c->dim; ++a) tsr_json_int(j, NULL, q->box[a]);
       tsr_json_array_end(j);
@@ -271,7 +283,13 @@ tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out) {
   tsr_layout L = {0};
   tsr_pinn_sub sub = {.layout = &L, .box = 0};
   const tsr_pinn_sub *ps = nranks > 1 ? &sub : NULL;
-  if (nranks > 1) TSR_CALL(tsr_pinn_partition(c, nranks, &L));
+  int nslab = c->decomp.time_slices > 1 ? c->decomp.time_slices : 1;
+  TSR_CHECK(nranks % nslab == 0, TSR_ERR_INPUT, "%s: decomposition.time_slices: %d time slabs "
+            "need a rank count that is a multiple of %d (space x time subdomains, slab-major); "
+            "check with --ranks %d, %d, ...", c->path, nslab, nslab, nslab, 2 * nslab);
+  int nsp = nranks / nslab;
+  if (nranks > 1) TSR_CALL(tsr_pinn_partition(c, nsp, &L));
+  if (nslab > 1) sub.nslab = nslab, sub.causal = c->pinn.causal;
   int nterm, nin, nif;
   double sc[4], sh[4];
   tsr_pinn_shape(c, ps, &nin, sc, sh);
@@ -289,20 +307,32 @@ tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out) {
           c->pinn.interior ? "random" : "the cell centres", tsr_net_channels(&s),
           nranks > 1 ? " (rank 0)" : "");
   for (int r = 0; nranks > 1 && r < nranks; ++r) {
-    sub.box = tsr_layout_box_of(&L, r);
+    sub.box = tsr_layout_box_of(&L, r % nsp);
+    if (nslab > 1) sub.slab = r / nsp, sub.rank0 = sub.slab * nsp;
     const tsr_box *b = &L.boxes[sub.box];
     int n = tsr_pinn_batch_size(c, &sub, NULL, &nif);
-    if (r < 16 || r == nranks - 1)
-      fprintf(out, "rank %d: cells [%d, %d) x [%d, %d) x [%d, %d), %d points, %d on interfaces\n",
-              r, b->lo[0], b->hi[0], b->lo[1], b->hi[1], b->lo[2], b->hi[2], n, nif);
-    else if (r == 16)
+    if (r < 16 || r == nranks - 1) {
+      char sl[64] = "";
+      double t0, t1;
+      tsr_pinn_slab_span(c, &sub, &t0, &t1);
+      if (nslab > 1) snprintf(sl, sizeof sl, ", slab %d: t in [%g, %g]", sub.slab, t0, t1);
+      fprintf(out, "rank %d: cells [%d, %d) x [%d, %d) x [%d, %d)%s, %d points, %d on "
+              "interfaces\n", r, b->lo[0], b->hi[0], b->lo[1], b->hi[1], b->lo[2], b->hi[2],
+              sl, n, nif);
+    } else if (r == 16) {
       fprintf(out, "...\n");
+    }
   }
   fprintf(out, "training: %ld Adam iterations, lr %g x %g^(it/%ld)", c->pinn.iterations,
           c->pinn.lr, c->pinn.decay, c->pinn.decay_every);
   if (c->pinn.lbfgs > 0)
     fprintf(out, ", then %ld L-BFGS iterations (history %d)", c->pinn.lbfgs,
             c->pinn.lbfgs_history);
+  if (nslab > 1)
+    fprintf(out, "; %d time slabs, %s", nslab,
+            c->pinn.causal ? "causal: each slab's iterations in turn, from the slab before's "
+                             "values at its face and weights"
+                           : "all at once, the slab faces exchanged every iteration");
   fputc('\n', out);
   fprintf(out, "memory: %.1f MiB for the network's workspace%s\n",
           (double)tsr_net_workspace_bytes(&no) / 1048576.0, nranks > 1 ? " (rank 0)" : "");

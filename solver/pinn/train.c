@@ -48,6 +48,18 @@ static tsr_err error_points(tsr_pinn_ctx *x) {
   int64_t ng;
   double *G = NULL;
   TSR_CALL(tsr_pinn_grid_points(c, x->psub, 0.0, &G, &ng));
+  /* with time slabs, each rank the levels in its slab: every (cell, level) counted once */
+  int lv0 = 0, lv1 = levels;
+  if (x->nslab > 1) {
+    while (lv0 < levels && tsr_pinn_slab_of(c, x->nslab, (lv0 + 0.5) * (c->time.end / levels)) <
+                               x->sub.slab)
+      ++lv0;
+    lv1 = lv0;
+    while (lv1 < levels && tsr_pinn_slab_of(c, x->nslab, (lv1 + 0.5) * (c->time.end / levels)) ==
+                               x->sub.slab)
+      ++lv1;
+  }
+  levels = lv1 - lv0;
   x->ne = ng * levels;
   x->Xe = malloc((size_t)x->ne * nin * sizeof *x->Xe);
   x->ue = malloc((size_t)x->ne * c->ncomp * sizeof *x->ue);
@@ -57,7 +69,7 @@ static tsr_err error_points(tsr_pinn_ctx *x) {
                        (long long)x->ne);
   }
   for (int l = 0; l < levels; ++l) {
-    double t = x->batch.timed ? (l + 0.5) * (c->time.end / levels) : 0.0;
+    double t = x->batch.timed ? (l + lv0 + 0.5) * (c->time.end / c->pinn.times) : 0.0;
     for (int64_t p = 0; p < ng; ++p) {
       double *X = x->Xe + (size_t)nin * (l * ng + p);
       memcpy(X, G + (size_t)nin * p, (size_t)nin * sizeof *X);
@@ -142,8 +154,11 @@ static double lr_at(const tsr_case *c, int64_t it) {
   return c->pinn.lr * pow(c->pinn.decay, (double)it / (double)c->pinn.decay_every);
 }
 
+static int active_slab(const tsr_pinn_ctx *x, int64_t it);
+
 /* What each rank contributes at the end of a chunk (gather_row). */
-enum { A_GROUP = 0, A_TOTAL = A_GROUP + TSR_PINN_NGROUP, A_BAD, A_SE, A_SX, A_MISMATCH, A_N };
+enum { A_GROUP = 0, A_TOTAL = A_GROUP + TSR_PINN_NGROUP, A_BAD, A_SE, A_SX, A_MISMATCH,
+       A_SECONDS, A_N };
 
 /* A term whose loss is not finite in any of the n rows: the stop's message. */
 static tsr_err check_finite(const tsr_pinn_ctx *x, const double *rows, int n, int64_t it) {
@@ -183,8 +198,10 @@ static tsr_err gather_row(tsr_pinn_ctx *x, const double *terms, int64_t it, int 
     *g += terms[k];
     all += terms[k];
   }
-  memcpy(x->last_terms, terms, (size_t)x->batch.nterm * sizeof *terms);
+  if (terms != x->last_terms)
+    memcpy(x->last_terms, terms, (size_t)x->batch.nterm * sizeof *terms);
   mine[A_TOTAL] = all;
+  mine[A_SECONDS] = x->train_s;
   if (is_log && !local) {
     double te = MPI_Wtime();
     local = tsr_pinn_error_sums(x, &mine[A_SE], &mine[A_SX]);
@@ -219,12 +236,22 @@ static tsr_err gather_row(tsr_pinn_ctx *x, const double *terms, int64_t it, int 
     mm = fmax(mm, q[A_MISMATCH]);
   }
   x->mean = row[H_LOSS] / x->size;
+  /* the training time: the slowest rank's, summed over the slabs of a causal run */
+  double sec = 0.0;
+  for (int k = 0; k < (x->causal ? x->nslab : 1); ++k) {
+    double m = 0.0;
+    int r0 = x->causal ? k * x->nspace : 0, r1 = x->causal ? r0 + x->nspace : x->size;
+    for (int r = r0; r < r1; ++r) m = fmax(m, v[(size_t)r * A_N + A_SECONDS]);
+    sec += m;
+  }
+  x->run_s = sec;
   if (is_log) {
     row[H_ERROR] = error_of(x, v + A_SE, v + A_SX, A_N);
     if (x->size > 1) row[H_MISMATCH] = x->mismatch = mm;
   }
-  row[H_LR] = lr_at(x->c, it - 1);
-  row[H_SECONDS] = x->prior_s + x->train_s;
+  int a = active_slab(x, it - 1);
+  row[H_LR] = lr_at(x->c, a < 0 ? it - 1 : it - 1 - (int64_t)a * x->c->pinn.iterations);
+  row[H_SECONDS] = x->prior_s + x->run_s;
   free(v);
   return TSR_OK;
 }
@@ -260,7 +287,7 @@ static int64_t *boxes_of(const tsr_pinn_ctx *x) {
   if (x->size == 1) return NULL;
   int64_t *b = malloc((size_t)x->size * 6 * sizeof *b);
   for (int r = 0; b && r < x->size; ++r) {
-    const tsr_box *q = &x->layout.boxes[tsr_layout_box_of(&x->layout, r)];
+    const tsr_box *q = &x->layout.boxes[tsr_layout_box_of(&x->layout, r % x->nspace)];
     for (int a = 0; a < 3; ++a) {
       b[6 * r + a] = q->lo[a];
       b[6 * r + 3 + a] = q->hi[a];
@@ -270,9 +297,30 @@ static int64_t *boxes_of(const tsr_pinn_ctx *x) {
 }
 
 static tsr_pinn_state state_of(const tsr_pinn_ctx *x) {
-  return (tsr_pinn_state){.nparam = x->nparam, .nranks = x->size,
-                          .net = {x->c->pinn.width, x->c->pinn.depth, x->c->pinn.act,
-                                  x->c->precision == TSR_PRECISION_SINGLE}};
+  tsr_pinn_state s = {.nparam = x->nparam, .nranks = x->size,
+                      .net = {x->c->pinn.width, x->c->pinn.depth, x->c->pinn.act,
+                              x->c->precision == TSR_PRECISION_SINGLE}};
+  if (x->nslab > 1) {
+    s.slabs[0] = x->nslab;
+    s.slabs[1] = x->causal;
+    s.slabs[2] = x->causal ? x->c->pinn.iterations : 0;
+  }
+  return s;
+}
+
+/* The iterations this rank's network has done at the run's iteration it: it, or in a causal
+ * run its slab's share of it (0 before its slab, pinn.adam.iterations after). */
+static int64_t local_it(const tsr_pinn_ctx *x, int64_t it) {
+  if (!x->causal) return it;
+  int64_t I = x->c->pinn.iterations, l = it - (int64_t)x->sub.slab * I;
+  return l < 0 ? 0 : l > I ? I : l;
+}
+
+/* The slab training at iteration it of a causal run (it < adam), -1 without. */
+static int active_slab(const tsr_pinn_ctx *x, int64_t it) {
+  if (!x->causal) return -1;
+  int64_t k = it / x->c->pinn.iterations;
+  return (int)(k < x->nslab ? k : x->nslab - 1);
 }
 
 /* The checkpoint of iteration it: every rank's parameters and moments gathered on rank 0,
@@ -367,7 +415,9 @@ static tsr_err restart(tsr_pinn_ctx *x) {
       for (int k = 0; k < H_NCOL; ++k) row[k] = k < head[2] ? hist[(size_t)i * head[2] + k] : NAN;
       err = add_row(x, row);
     }
-    if (!err) err = tsr_pinn_engine_set_state(x->eng, mine, mine + np, mine + 2 * np, head[0]);
+    if (!err)
+      err = tsr_pinn_engine_set_state(x->eng, mine, mine + np, mine + 2 * np,
+                                      local_it(x, head[0]));
     err = tsr_run_agree(x->comm, err);
   }
   x->it0 = head[0];
@@ -393,9 +443,31 @@ static tsr_err set_draw(tsr_pinn_ctx *x, uint64_t k) {
 
 /* The boxes of the ranks (several ranks): the classical method's partitioners. */
 static tsr_err decompose(tsr_pinn_ctx *x) {
+  const tsr_case *c = x->c;
+  x->nslab = c->decomp.time_slices > 1 ? c->decomp.time_slices : 1;
+  x->causal = x->nslab > 1 && c->pinn.causal;
+  x->nspace = x->size / x->nslab;
+  x->adam = c->pinn.iterations * (x->causal ? x->nslab : 1);
+  if (x->nslab > 1 && x->size % x->nslab) {
+    char ok[160];
+    int n = 0;
+    for (int m = 1; m <= 4 && n < (int)sizeof ok; ++m)
+      n += snprintf(ok + n, sizeof ok - n, "%s%d", m > 1 ? ", " : "", m * x->nslab);
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s: decomposition.time_slices: %d "
+                       "time slabs need a rank count that is a multiple of %d (ranks form space "
+                       "x time subdomains, slab-major), and this run has %d ranks; run on %s, ... "
+                       "ranks, or change time_slices", c->path, x->nslab, x->nslab, x->size, ok);
+  }
   if (x->size == 1) return TSR_OK;
-  TSR_CALL(tsr_pinn_partition(x->c, x->size, &x->layout));
-  x->sub = (tsr_pinn_sub){.layout = &x->layout, .box = tsr_layout_box_of(&x->layout, x->rank)};
+  TSR_CALL(tsr_pinn_partition(c, x->nspace, &x->layout));
+  int srank = x->rank % x->nspace, slab = x->rank / x->nspace;
+  x->sub = (tsr_pinn_sub){.layout = &x->layout, .box = tsr_layout_box_of(&x->layout, srank)};
+  if (x->nslab > 1) {
+    x->sub.slab = slab;
+    x->sub.nslab = x->nslab;
+    x->sub.rank0 = slab * x->nspace;
+    x->sub.causal = x->causal;
+  }
   TSR_CHECK(x->sub.box >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
   x->psub = &x->sub;
   return TSR_OK;
@@ -407,17 +479,73 @@ static tsr_err exchange(tsr_pinn_ctx *x) {
   if (x->size == 1) return TSR_OK;
   int nv = TSR_PINN_IFACE_NV * x->c->ncomp;
   tsr_err err = TSR_OK;
+  /* causal slabs exchange in space only; the earlier slab's values come once (handoff) */
+  tsr_pinn_peers pe = x->batch.peers;
+  if (x->causal) pe.npeer = pe.nspace_peer;
   if (x->device) {
 #ifdef TSR_HAVE_CUDA
     ncclComm_t nccl = NULL;
     err = tsr_nccl_create(x->comm, &nccl);
     x->nccl = nccl;
-    if (!err) err = tsr_pinn_iface_create_nccl(nccl, &x->batch.peers, nv, &x->xch);
+    if (!err) err = tsr_pinn_iface_create_nccl(nccl, &pe, nv, &x->xch);
 #endif
   } else {
-    err = tsr_pinn_iface_create_mpi(x->comm, &x->batch.peers, nv, &x->xch);
+    err = tsr_pinn_iface_create_mpi(x->comm, &pe, nv, &x->xch);
   }
   if (!err) err = tsr_pinn_engine_set_interface(x->eng, x->batch.F, x->xch);
+  return tsr_run_agree(x->comm, err);
+}
+
+/* A causal run's handoff to slab k (> 0): each rank of slab k - 1 evaluates its network at
+ * its box's cell centres at the slab face t_k and sends them to the rank of the same box in
+ * slab k, which holds them as the targets of its term `slab initial` (the neighbours' values
+ * of its slab face points); with transfer (slab k starts here) also its parameters, from
+ * which slab k starts (Adam's moments zero, its iteration 0). Collective. */
+static tsr_err handoff(tsr_pinn_ctx *x, int k, int transfer) {
+  const tsr_case *c = x->c;
+  int slab = x->sub.slab, nc = c->ncomp, nv = TSR_PINN_IFACE_NV * nc;
+  size_t np = x->nparam;
+  tsr_err err = TSR_OK;
+  if (slab == k - 1) {
+    double *X = NULL, *u = NULL, *th = NULL, t0, t1;
+    int64_t n = 0;
+    tsr_pinn_slab_span(c, x->psub, &t0, &t1);
+    err = tsr_pinn_grid_points(c, x->psub, t1, &X, &n);
+    u = malloc((size_t)(n ? n : 1) * nc * sizeof *u);
+    th = malloc(3 * np * sizeof *th);
+    if (!err && (!u || !th))
+      err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for a slab handoff");
+    for (int64_t p0 = 0; p0 < n && !err; p0 += x->eo.eval_cap) {
+      int m = (int)(n - p0 < x->eo.eval_cap ? n - p0 : x->eo.eval_cap);
+      err = tsr_pinn_engine_eval(x->eng, X + (size_t)x->batch.nin * p0, m, u + p0 * nc);
+    }
+    if (!err && transfer) err = tsr_pinn_engine_get_state(x->eng, th, th + np, th + 2 * np);
+    /* sent also after a failure (the receiver waits for it); the error is agreed below */
+    MPI_Send(u ? u : th, u ? (int)(n * nc) : 0, MPI_DOUBLE, x->rank + x->nspace, 0x534c,
+             x->comm);
+    if (transfer) MPI_Send(th, th ? (int)np : 0, MPI_DOUBLE, x->rank + x->nspace, 0x534d, x->comm);
+    free(X);
+    free(u);
+    free(th);
+  } else if (slab == k) {
+    int nif = x->batch.if_count, lo = x->batch.if_space, n = nif - lo;
+    double *N = calloc((size_t)(nif ? nif : 1) * nv, sizeof *N);
+    double *u = malloc((size_t)(n ? n : 1) * nc * sizeof *u);
+    double *th = malloc(np * sizeof *th);
+    MPI_Status st;
+    MPI_Recv(u, u ? n * nc : 0, MPI_DOUBLE, x->rank - x->nspace, 0x534c, x->comm, &st);
+    if (transfer)
+      MPI_Recv(th, th ? (int)np : 0, MPI_DOUBLE, x->rank - x->nspace, 0x534d, x->comm, &st);
+    if (!N || !u || !th)
+      err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for a slab handoff");
+    for (int q = 0; q < n && !err; ++q)
+      for (int cc = 0; cc < nc; ++cc) N[(size_t)(lo + q) * nv + cc] = u[(size_t)q * nc + cc];
+    if (!err) err = tsr_pinn_engine_set_neighbours(x->eng, N);
+    if (!err && transfer) err = tsr_pinn_engine_set_state(x->eng, th, NULL, NULL, 0);
+    free(N);
+    free(u);
+    free(th);
+  }
   return tsr_run_agree(x->comm, err);
 }
 
@@ -450,7 +578,13 @@ static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
   if (x->opts.restart) TSR_CALL(restart(x));
   TSR_CALL(exchange(x));
   uint64_t k = c->pinn.resample_every ? (uint64_t)(x->it0 / c->pinn.resample_every) : 0;
-  return tsr_run_agree(comm, set_draw(x, k));
+  TSR_CALL(tsr_run_agree(comm, set_draw(x, k)));
+  /* a causal run restarted inside slab k > 0: its slab face values again, from the finished
+   * slab's restored network (the same bits as the handoff at its start); at the start of slab
+   * k the loop hands off */
+  int a = active_slab(x, x->it0);
+  if (a > 0 && x->it0 < x->adam && x->it0 % c->pinn.iterations) TSR_CALL(handoff(x, a, 0));
+  return TSR_OK;
 }
 
 static void summary(const tsr_pinn_ctx *x, tsr_progress *pg) {
@@ -464,8 +598,9 @@ static void summary(const tsr_pinn_ctx *x, tsr_progress *pg) {
     n += snprintf(line + n, sizeof line - n, "%s %s %d", k ? "," : "", x->batch.name[k],
                   x->batch.term[k].count);
   if (x->size > 1 && n < (int)sizeof line)
-    snprintf(line + n, sizeof line - n, " (rank 0's); %d ranks, one network per rank's box, "
-             "%d neighbour%s of rank 0", x->size, x->batch.peers.npeer,
+    snprintf(line + n, sizeof line - n, " (rank 0's); %d ranks, one network per rank's box%s%s, "
+             "%d neighbour%s of rank 0", x->size, x->nslab > 1 ? " and time slab, slabs " : "",
+             x->nslab > 1 ? (x->causal ? "causal" : "all at once") : "", x->batch.peers.npeer,
              x->batch.peers.npeer == 1 ? "" : "s");
   tsr_progress_line(pg, line);
 }
@@ -503,6 +638,9 @@ static int chunk(const tsr_pinn_ctx *x, int64_t it, int64_t total) {
   if (ce && ce - it % ce < n) n = ce - it % ce;
   const tsr_fault *f = x->opts.fault;
   if (f && f->kind == TSR_FAULT_NAN && f->step > it && f->step - it < n) n = f->step - it;
+  /* a causal run: no chunk crosses the end of a slab's iterations */
+  int64_t I = c->pinn.iterations;
+  if (x->causal && I - it % I < n) n = I - it % I;
   return (int)n;
 }
 
@@ -532,7 +670,7 @@ static tsr_err stop_here(tsr_pinn_ctx *x, tsr_stop *st, int64_t it, double chunk
   TSR_CALL(tsr_stop_poll(st, 1, why));
   if (!*why) return TSR_OK;
   const tsr_case *c = x->c;
-  int in_adam = it <= c->pinn.iterations;
+  int in_adam = it <= x->adam;
   if (in_adam && x->opts.write_output) TSR_CALL(checkpoint(x, it));
   if (x->rank != 0) return TSR_OK;
   fprintf(stderr, "tessera: stopped by %s after iteration %lld of %lld: %s\n",
@@ -559,7 +697,7 @@ static tsr_err log_point(tsr_pinn_ctx *x, double *row, int64_t it, int64_t total
   if (!is_log(x, it, total, force)) return TSR_OK;
   row[H_ITER] = (double)it;
   TSR_CALL(add_row(x, row));
-  log_line(x, row, total, pg, (double)(it - x->it0) / (x->train_s + 1e-300));
+  log_line(x, row, total, pg, (double)(it - x->it0) / (x->run_s + 1e-300));
   stall_warning(x, pg, warned);
   return TSR_OK;
 }
@@ -596,7 +734,7 @@ static tsr_err lbfgs(tsr_pinn_ctx *x, int64_t *pit, int64_t total, tsr_progress 
     if (err) break;
     row[H_LR] = step;
     res->loss = row[H_LOSS];
-    tsr_progress_step(pg, it, row[H_LOSS], (double)(it - x->it0) / (x->train_s + 1e-300));
+    tsr_progress_step(pg, it, row[H_LOSS], (double)(it - x->it0) / (x->run_s + 1e-300));
     err = log_point(x, row, it, total, pg, warned, 0);
     if (!err) err = stop_here(x, st, it, MPI_Wtime() - t0, &res->stopped);
     if (res->stopped) break;
@@ -613,7 +751,7 @@ static tsr_err lbfgs(tsr_pinn_ctx *x, int64_t *pit, int64_t total, tsr_progress 
 
 static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
   const tsr_case *c = x->c;
-  const int64_t adam = c->pinn.iterations, total = adam + c->pinn.lbfgs;
+  const int64_t adam = x->adam, total = adam + c->pinn.lbfgs;
   TSR_CHECK(x->it0 <= adam, TSR_ERR_INPUT, "the checkpoint is at iteration %lld, past Adam's "
             "%lld iterations (pinn.adam.iterations); raise them to continue it",
             (long long)x->it0, (long long)adam);
@@ -635,17 +773,23 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
   while (it < adam && !err) {
     if (c->pinn.resample_every && it % c->pinn.resample_every == 0 && it > x->it0)
       err = set_draw(x, (uint64_t)(it / c->pinn.resample_every));
+    /* a causal run: slab k starts from slab k - 1's values at its face and its weights */
+    if (!err && x->causal && it > 0 && it % c->pinn.iterations == 0)
+      err = handoff(x, (int)(it / c->pinn.iterations), 1);
     int n = chunk(x, it, adam);
+    /* in a causal run only the active slab's ranks train; the others give their last terms */
+    int runs = !x->causal || active_slab(x, it) == x->sub.slab;
     double t0 = MPI_Wtime();
-    if (!err) err = tsr_pinn_engine_run(x->eng, n, rows);
+    if (!err && runs) err = tsr_pinn_engine_run(x->eng, n, rows);
     x->train_s += MPI_Wtime() - t0;
     if (err) break;
     it += n;
-    err = gather_row(x, rows + (size_t)(n - 1) * nt, it, is_log(x, it, total, it == adam),
-                     check_finite(x, rows, n, it - n), row);
+    err = gather_row(x, runs ? rows + (size_t)(n - 1) * nt : x->last_terms, it,
+                     is_log(x, it, total, it == adam),
+                     runs ? check_finite(x, rows, n, it - n) : TSR_OK, row);
     if (err) break;
     res->loss = row[H_LOSS];
-    tsr_progress_step(&pg, it, row[H_LOSS], (double)(it - x->it0) / (x->train_s + 1e-300));
+    tsr_progress_step(&pg, it, row[H_LOSS], (double)(it - x->it0) / (x->run_s + 1e-300));
     err = log_point(x, row, it, total, &pg, warned, it == adam);
     int64_t ce = c->output.checkpoint_every.steps;
     /* at Adam's end too: L-BFGS has no checkpoints of its own, and from there it runs the same
@@ -695,6 +839,9 @@ static tsr_err gather_subdomains(tsr_pinn_ctx *x, tsr_pinn_subdomain **all) {
     me.count[k] = x->batch.term[k].count;
     memcpy(me.name[k], x->batch.name[k], sizeof me.name[k]);
   }
+  me.slab = x->nslab > 1 ? x->sub.slab : 0;
+  me.t0 = x->batch.t0;
+  me.t1 = x->batch.t1;
   tsr_err err = tsr_pinn_engine_mismatch(x->eng, &me.mismatch);
   *all = x->rank == 0 ? calloc((size_t)x->size, sizeof **all) : NULL;
   if (!err && x->rank == 0 && !*all)
@@ -717,7 +864,7 @@ static tsr_err run(tsr_pinn_ctx *x, MPI_Comm comm, tsr_run_result *res) {
   if (!err) err = setup(x, comm);
   x->setup_s = MPI_Wtime() - t0;
   if (!err) err = loop(x, res);
-  res->wall = x->train_s;
+  res->wall = x->run_s;
   res->first_step = x->it0;
   if (!err && !res->stopped) err = profile(x);
   if (!err) err = tsr_pinn_error(x, &res->rel_l2);

@@ -31,6 +31,8 @@ typedef struct {
   int count[TSR_PINN_MAX_TERMS];
   char name[TSR_PINN_MAX_TERMS][16];
   double mismatch;
+  int slab;                 /* its time slab (0 without) and that slab's span */
+  double t0, t1;
 } tsr_pinn_subdomain;
 
 typedef struct {
@@ -38,7 +40,11 @@ typedef struct {
   tsr_run_opts opts;
   MPI_Comm comm;
   int rank, size;
-  tsr_layout layout;        /* every rank's box (several ranks) */
+  int nslab, nspace;        /* time slabs (1: none) and ranks per slab (size / nslab) */
+  int causal;               /* pinn.slabs: causal (one slab trains at a time) */
+  int64_t adam;             /* Adam's iterations of the run: pinn.adam.iterations, times the
+                               slabs of a causal run (slab k trains [k I, (k + 1) I)) */
+  tsr_layout layout;        /* every space rank's box (several ranks) */
   tsr_pinn_sub sub;
   const tsr_pinn_sub *psub; /* &sub on several ranks, NULL on one (the whole grid) */
   tsr_pinn_iface *xch;      /* the interface exchange (several ranks) */
@@ -62,7 +68,10 @@ typedef struct {
   double *hist;             /* rows of H_NCOL */
   int nrow, caprow;
   int64_t it0;              /* the iteration the run started from (a restart's) */
-  double train_s;           /* seconds in training iterations (this run) */
+  double train_s;           /* seconds in training iterations (this run), this rank's */
+  double run_s;             /* the run's training seconds at the last chunk's end: the slowest
+                               rank's, summed over the slabs of a causal run (one trains at a
+                               time) */
   double prior_s;           /* training seconds of the runs before a restart */
   double setup_s, eval_s, ckpt_s, output_s;
   int ckpt_count;

@@ -8,6 +8,9 @@
  *   - what it received is bit for bit what the neighbour computed and sent from its own
  *     network there (value, outward flux, residual; gathered from the neighbour separately);
  *   - a second exchange gives the same bits.
+ * With time slabs (decomposition.time_slices 2, on an even rank count; ranks slab-major) the
+ * slab faces are interface points too: the later slab's points at t_k are the earlier's, bit
+ * for bit, and what each receives is what the other's network computed there.
  * And misuse: a second begin while one is in flight, an end without a begin. */
 #include <mpi.h>
 #include <stdint.h>
@@ -38,11 +41,17 @@ static void *gatherv(const void *mine, int n, MPI_Datatype t, size_t es, int *co
   return all;
 }
 
-static int one_case(const char *name, const char *text, int nranks_grid, int single) {
+static int one_case(const char *name, const char *text, int nranks_grid, int single,
+                    int nslab) {
+  if (nslab > 1 && g_size % nslab) return 0; /* slabs need a multiple of their count */
   tsr_case *c = NULL;
-  char *set[1];
-  char grid[64];
-  int nset = 0;
+  char *set[2];
+  char grid[64], slabs[64];
+  int nset = 0, nsp = g_size / (nslab > 1 ? nslab : 1);
+  if (nslab > 1) {
+    snprintf(slabs, sizeof slabs, "decomposition.time_slices=%d", nslab);
+    set[nset++] = slabs;
+  }
   if (nranks_grid) { /* the explicit grid: [size, 1] or [2, 2] */
     if (g_size == 4) snprintf(grid, sizeof grid, "decomposition.ranks=[2,2]");
     else snprintf(grid, sizeof grid, "decomposition.ranks=[%d,1]", g_size);
@@ -51,8 +60,9 @@ static int one_case(const char *name, const char *text, int nranks_grid, int sin
   CHECK(tsr_case_load_string(name, text, nset, set, &c) == TSR_OK, "%s", name);
   c->precision = single ? TSR_PRECISION_SINGLE : TSR_PRECISION_DOUBLE;
   tsr_layout L;
-  CHECK(tsr_pinn_partition(c, g_size, &L) == TSR_OK, "%s: partition", name);
-  tsr_pinn_sub sub = {.layout = &L, .box = tsr_layout_box_of(&L, g_rank)};
+  CHECK(tsr_pinn_partition(c, nsp, &L) == TSR_OK, "%s: partition", name);
+  tsr_pinn_sub sub = {.layout = &L, .box = tsr_layout_box_of(&L, g_rank % nsp)};
+  if (nslab > 1) sub.slab = g_rank / nsp, sub.nslab = nslab, sub.rank0 = sub.slab * nsp;
   tsr_pinn_batch b;
   CHECK(tsr_pinn_batch_build(c, &sub, 0, &b) == TSR_OK, "%s: batch", name);
   tsr_pinn_engine_opts o;
@@ -127,7 +137,8 @@ static int one_case(const char *name, const char *text, int nranks_grid, int sin
   long long all = 0, mine = checked;
   MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0)
-    printf("%-34s %s on %d rank%s: %lld interface points, values received bit for bit as sent\n", name,
+    printf("%-36s %s on %d rank%s: %lld interface points, values received bit for bit as sent\n",
+           name,
            single ? "single" : "double", g_size, g_size == 1 ? "" : "s", all);
   tsr_pinn_iface_destroy(&x);
   CHECK(x == NULL, "destroy sets NULL");
@@ -157,28 +168,38 @@ int main(int argc, char **argv) {
   one_case("poisson 2D, rcb, cells",
            "model: poisson\nmethod: pinn\ngrid: {cells: [12, 9], hi: [1.5, 1]}\n"
            "source: {u: \"sin(x)*y\"}\nboundary: {default: {type: dirichlet, value: 0}}\n"
-           "pinn: {points: {boundary: 8}, network: {width: 6, depth: 2}}\n", 0, 0);
+           "pinn: {points: {boundary: 8}, network: {width: 6, depth: 2}}\n", 0, 0, 1);
   one_case("heat 2D + t, x periodic, slabs, N",
            "model: heat\nmethod: pinn\ngrid: {cells: [8, 10], periodic: [true, false]}\n"
            "initial: {u: \"sin(2*pi*x)*y\"}\ntime: {end: 0.5}\nsource: {u: \"x*t\"}\n"
            "decomposition: {partition: slabs}\n"
            "pinn: {points: {interior: 50, interface: 7, times: 3, boundary: 8, initial: 9},"
-           " network: {width: 5, depth: 2}}\n", 0, 1);
+           " network: {width: 5, depth: 2}}\n", 0, 1, 1);
   one_case("heat 2D + t, periodic, grid, cells",
            "model: heat\nmethod: pinn\ngrid: {cells: [8, 6], periodic: [true, true]}\n"
            "initial: {u: \"sin(2*pi*x)*cos(2*pi*y)\"}\ntime: {end: 0.5}\n"
            "pinn: {points: {times: 2, boundary: 8, initial: 9}, network: {width: 5, depth: 2}}\n",
-           1, 0);
+           1, 0, 1);
   one_case("allen_cahn 1D + t, periodic, rcb",
            "model: allen_cahn\nmethod: pinn\ngrid: {cells: [16], lo: [-1], hi: [1], periodic: true}\n"
            "params: {eps: 0.1, gamma: 5}\ninitial: {u: \"x*x*cos(pi*x)\"}\ntime: {end: 0.5}\n"
            "pinn: {points: {interior: 30, times: 4, boundary: 6, initial: 7},"
-           " network: {width: 6, depth: 2}}\n", 0, 0);
+           " network: {width: 6, depth: 2}}\n", 0, 0, 1);
   one_case("heat 3D + t, periodic x z, rcb",
            "model: heat\nmethod: pinn\ngrid: {cells: [6, 5, 4], periodic: [true, false, true]}\n"
            "initial: {u: \"sin(2*pi*x)*y*cos(2*pi*z)\"}\ntime: {end: 0.3}\n"
            "pinn: {points: {interior: 40, times: 2, boundary: 6, initial: 9},"
-           " network: {width: 5, depth: 2}}\n", 0, 0);
+           " network: {width: 5, depth: 2}}\n", 0, 0, 1);
+  one_case("heat 2D + t, 2 time slabs, rcb",
+           "model: heat\nmethod: pinn\ngrid: {cells: [8, 6]}\n"
+           "initial: {u: \"sin(pi*x)*y\"}\ntime: {end: 0.5}\nsource: {u: \"x*t\"}\n"
+           "pinn: {points: {interior: 30, times: 2, boundary: 6, initial: 9},"
+           " network: {width: 5, depth: 2}}\n", 0, 1, 2);
+  one_case("allen_cahn 1D + t, 2 slabs, periodic",
+           "model: allen_cahn\nmethod: pinn\ngrid: {cells: [16], lo: [-1], hi: [1], periodic: true}\n"
+           "params: {eps: 0.1, gamma: 5}\ninitial: {u: \"x*x*cos(pi*x)\"}\ntime: {end: 0.7}\n"
+           "pinn: {points: {interior: 30, times: 4, boundary: 6, initial: 7},"
+           " network: {width: 6, depth: 2}}\n", 0, 0, 2);
   MPI_Finalize();
   return 0;
 }

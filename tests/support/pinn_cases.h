@@ -47,16 +47,19 @@ typedef struct {
 } tsr_test_pinn;
 
 /* Case k on the host (device 0) or the GPU, double or single, on box `box` of nbox subdomains
- * (nbox 1: the whole grid); theta from the case's seed. Returns 0 on success. */
-static int tsr_test_pinn_make_sub(int k, int device, int single, int nbox, int box,
-                                  tsr_test_pinn *t) {
+ * (nbox 1: the whole grid) and time slab `slab` of nslab (nslab 1: none; all at once, so the
+ * slab faces on both sides have points); theta from the case's seed. Returns 0 on success. */
+static int tsr_test_pinn_make_slab(int k, int device, int single, int nbox, int box, int nslab,
+                                   int slab, tsr_test_pinn *t) {
   memset(t, 0, sizeof *t);
   if (tsr_case_load_string("t.yaml", tsr_test_pinn_cases[k], 0, NULL, &t->c)) return 1;
   t->c->precision = single ? TSR_PRECISION_SINGLE : TSR_PRECISION_DOUBLE;
   const tsr_pinn_sub *ps = NULL;
-  if (nbox > 1) {
+  if (nbox > 1 || nslab > 1) {
     if (tsr_pinn_partition(t->c, nbox, &t->L)) return 7;
     t->sub = (tsr_pinn_sub){.layout = &t->L, .box = box};
+    if (nslab > 1)
+      t->sub.slab = slab, t->sub.nslab = nslab, t->sub.rank0 = slab * t->L.nbox;
     ps = &t->sub;
   }
   if (tsr_pinn_batch_build(t->c, ps, 0, &t->b)) return 2;
@@ -83,6 +86,11 @@ static int tsr_test_pinn_make_sub(int k, int device, int single, int nbox, int b
   tsr_net_init(&o->shape, 7 + (uint64_t)k, t->theta);
   for (size_t i = 0; i < t->np; ++i) t->theta[i] *= 1.5;
   return tsr_pinn_engine_set_state(t->e, t->theta, NULL, NULL, 0) ? 6 : 0;
+}
+
+static int tsr_test_pinn_make_sub(int k, int device, int single, int nbox, int box,
+                                  tsr_test_pinn *t) {
+  return tsr_test_pinn_make_slab(k, device, single, nbox, box, 1, 0, t);
 }
 
 static int tsr_test_pinn_make(int k, int device, int single, tsr_test_pinn *t) {

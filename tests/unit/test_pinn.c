@@ -3,7 +3,8 @@
  * diffusion 2D + t half periodic), with Dirichlet, Neumann and periodic terms, the parameter
  * gradient of the whole weighted loss against central differences in fp64 (relative error
  * <= 1e-6, norm-wise over every parameter), also on the first and last of 2 and 4 subdomains
- * with the interface term (the neighbours' values held fixed); Adam steps that lower the loss;
+ * with the interface term (the neighbours' values held fixed), and on 2 time slabs with the slab
+ * term; Adam steps that lower the loss;
  * the random points' generator reproducible and uniform; and the batch's terms where the case
  * puts them. */
 #include <math.h>
@@ -97,6 +98,44 @@ static void interface_gradients(void **state) {
       }
 }
 
+/* Each time-dependent case on 2 time slabs (all at once), on the whole grid and on the last of
+ * 2 boxes: slab 0 has the case's initial term and points on its later face (sent, no term of
+ * its own), slab 1 the term `slab initial` (u against the earlier slab's value at t_1) and no
+ * initial term; the gradient with the slab term (and the interface term in space) against
+ * central differences, the neighbours' values held fixed (random), fp64, <= 1e-6. */
+static void slab_gradients(void **state) {
+  (void)state;
+  for (int k = 0; k < TSR_TEST_PINN_NCASES; ++k)
+    for (int nbox = 1; nbox <= 2; ++nbox)
+      for (int slab = 0; slab < 2; ++slab) {
+        if (strstr(tsr_test_pinn_cases[k], "model: poisson")) continue; /* steady: no slabs */
+        tsr_test_pinn t;
+        int rc = tsr_test_pinn_make_slab(k, 0, 0, nbox, nbox - 1, 2, slab, &t);
+        if (rc) fprintf(stderr, "case %d on slab %d: %s\n", k, slab, tsr_err_message());
+        assert_int_equal(rc, 0);
+        int has_slab = 0, has_initial = 0;
+        for (int j = 0; j < t.b.nterm; ++j) {
+          has_slab |= t.b.term[j].kind == TSR_LOSS_SLAB;
+          has_initial |= t.b.term[j].kind == TSR_LOSS_INITIAL;
+        }
+        assert_int_equal(has_slab, slab == 1);
+        assert_int_equal(has_initial, slab == 0);
+        int nc = 1;
+        for (int a = 0; a < t.c->dim; ++a) nc *= tsr_box_len(&t.b.box, a);
+        assert_int_equal(t.b.if_count - t.b.if_space, nc); /* one face's cells */
+        assert_true(t.b.t0 == (slab ? 0.5 * t.c->time.end : 0.0));
+        size_t n = (size_t)t.b.if_count * TSR_PINN_IFACE_NV * (size_t)t.c->ncomp;
+        double *N = malloc(n * sizeof *N);
+        for (size_t i = 0; i < n; ++i) N[i] = 2.0 * tsr_pinn_uniform(5, (uint64_t)k, 9, i) - 1.0;
+        assert_int_equal(tsr_pinn_engine_set_neighbours(t.e, N), TSR_OK);
+        char label[32];
+        snprintf(label, sizeof label, "slab %d box %d/%d", slab, nbox - 1, nbox);
+        assert_true(grad_check(&t, label) <= 1e-6);
+        free(N);
+        tsr_test_pinn_free(&t);
+      }
+}
+
 /* A few Adam steps on each case lower the loss, and the history rows are the losses before
  * each step (the first one is the loss at the starting parameters). */
 static void adam_lowers(void **state) {
@@ -165,6 +204,7 @@ static void batch_layout(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(gradients),
                                      cmocka_unit_test(interface_gradients),
+                                     cmocka_unit_test(slab_gradients),
                                      cmocka_unit_test(adam_lowers),
                                      cmocka_unit_test(generator),
                                      cmocka_unit_test(batch_layout)};
