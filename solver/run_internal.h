@@ -152,6 +152,11 @@ tsr_err tsr_run_stop_poll(tsr_run_ctx *x, int now, int *why);
  * Collective. Errors: those of the checkpoint writer. */
 tsr_err tsr_run_stop_checkpoint(tsr_run_ctx *x, int64_t step, double t, int why);
 
+/* Rank 0's message after a stop's checkpoint at `step` (of: " of N" or ""): why, the file, and
+ * the command that continues the run. Shared by the methods that stop on signals. */
+void tsr_run_stop_say(const tsr_run_ctx *x, int64_t step, const char *of, double t, int why,
+                      double seconds);
+
 /* The fields of the run on x->box (slots, accumulator, exact solution, source), the boundary
  * conditions and stage coefficients that depend on the box: set-up, and again after a
  * migration (U then arrives on its own). Skips U when keep_u. solver/run.c. */

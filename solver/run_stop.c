@@ -43,12 +43,20 @@ tsr_err tsr_run_stop_checkpoint(tsr_run_ctx *x, int64_t step, double t, int why)
   TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
   tsr_watchdog_beat(step);
   if (x->rank != 0) return TSR_OK;
+  char of[32];
+  snprintf(of, sizeof of, " of %" PRId64, x->nsteps);
+  tsr_run_stop_say(x, step, of, t, why, MPI_Wtime() - t0);
+  return TSR_OK;
+}
+
+void tsr_run_stop_say(const tsr_run_ctx *x, int64_t step, const char *of, double t, int why,
+                      double seconds) {
   const tsr_case *c = x->c;
   char path[4200];
   tsr_checkpoint_path(path, sizeof path, x->out_dir, step);
-  fprintf(stderr, "tessera: stopped by %s after step %" PRId64 " of %" PRId64 " (t = %.9g): "
-          "checkpoint '%s' written in %.2f s, and 'latest' names it\n", tsr_stop_reason(why),
-          step, x->nsteps, t, path, MPI_Wtime() - t0);
+  fprintf(stderr, "tessera: stopped by %s after step %" PRId64 "%s (t = %.9g): checkpoint '%s' "
+          "written in %.2f s, and 'latest' names it\n", tsr_stop_reason(why), step, of, t, path,
+          seconds);
   if (why == TSR_STOP_WALLTIME)
     fprintf(stderr, "tessera: %.2f s of the %.0f s --walltime spent, this checkpoint's write "
             "included\n", tsr_stop_elapsed(), tsr_stop_walltime());
@@ -57,5 +65,4 @@ tsr_err tsr_run_stop_checkpoint(tsr_run_ctx *x, int64_t step, double t, int why)
   if (x->opts.out_dir) fprintf(stderr, " --out '%s'", x->opts.out_dir);
   fprintf(stderr, " --restart latest\n");
   fflush(stderr);
-  return TSR_OK;
 }

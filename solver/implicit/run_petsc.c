@@ -554,21 +554,7 @@ static tsr_err stop_here(impl *m, int64_t step, double t, int why) {
   tsr_run_ctx *x = m->x;
   double t0 = MPI_Wtime();
   if (m->ckpt_step != step) TSR_CALL(checkpoint(m, step, t));
-  if (x->rank != 0) return TSR_OK;
-  const tsr_case *c = x->c;
-  char path[4200];
-  tsr_checkpoint_path(path, sizeof path, x->out_dir, step);
-  fprintf(stderr, "tessera: stopped by %s after step %" PRId64 " (t = %.9g): checkpoint '%s' "
-          "written in %.2f s, and 'latest' names it\n", tsr_stop_reason(why), step, t, path,
-          MPI_Wtime() - t0);
-  if (why == TSR_STOP_WALLTIME)
-    fprintf(stderr, "tessera: %.2f s of the %.0f s --walltime spent, this checkpoint's write "
-            "included\n", tsr_stop_elapsed(), tsr_stop_walltime());
-  fprintf(stderr, "tessera: continue with the same launch and: tessera run %s", c->path);
-  for (int i = 0; i < c->noverride; ++i) fprintf(stderr, " --set '%s'", c->overrides[i]);
-  if (x->opts.out_dir) fprintf(stderr, " --out '%s'", x->opts.out_dir);
-  fprintf(stderr, " --restart latest\n");
-  fflush(stderr);
+  if (x->rank == 0) tsr_run_stop_say(x, step, "", t, why, MPI_Wtime() - t0);
   return TSR_OK;
 }
 

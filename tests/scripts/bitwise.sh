@@ -15,6 +15,9 @@ for case in "$TESSERA_SOURCE"/tests/cases/bw_*.yaml; do
   else g2="[1,2]" g3="[3,1]" g4="[2,2]"; fi
   for np in 2 3 4; do
     eval "grids=\"rcb slabs grid:\$g$np\""
+    # under the sanitizers (tests/sanitize.sh) the uneven 3 ranks on every partitioner and rcb
+    # on 2 and 4 reach every code path of the exchange; the plain run compares all nine
+    [ -n "${TSR_SANITIZED:-}" ] && [ $np != 3 ] && grids=rcb
     for p in $grids; do
       out="$work/$name-np$np-${p%%:*}"
       if [ "${p%%:*}" = grid ]; then
