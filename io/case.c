@@ -46,7 +46,8 @@
  *     partition: rcb         rcb | slabs | grid
  *     ranks: [px, py(, pz)]  ranks per axis; implies partition grid
  *     weights: [w0, w1, ..]  relative speed of each rank (> 0); rcb and slabs only
- *     time_slices: 1         only 1 in this version
+ *     time_slices: 1         > 1: time slices; parareal with method explicit (its keys in
+ *                            io/case_parareal.c), time slabs with method pinn
  *   output:                  optional
  *     dir: out/NAME          where results go
  *     monitor_every: N       steps between monitor lines; default: about 20 per run
@@ -84,6 +85,8 @@
  *       steps: [a, b]        required; from step a to step b (included), 1 <= a <= b
  *   pinn:                    method: pinn only (io/case_pinn.c has the keys)
  *   petsc: {OPTION: VALUE}   method: implicit only (io/case_implicit.c)
+ *   parareal:                method explicit with decomposition.time_slices > 1 only
+ *                            (io/case_parareal.c)
  *
  * --set KEY=VALUE overrides (applied in order before validation): KEY is a dotted path
  * (time.end, boundary.xlo.type), VALUE a YAML flow value ([64, 64], 0.5, sin(pi*x)) or else
@@ -513,7 +516,8 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   static const char *const keys[] = {"name",     "model",  "method", "backend",  "precision",
                                      "grid",     "params", "initial", "source",   "exact",
                                      "boundary", "time",   "decomposition", "output", "comm",
-                                     "gpu",      "rebalance", "debug", "pinn", "petsc"};
+                                     "gpu",      "rebalance", "debug", "pinn", "petsc",
+                                     "parareal"};
   tsr_case *c = v->c;
   tsr_vkeys(v, "", root, keys, (int)(sizeof keys / sizeof *keys));
   read_name(v, tsr_yaml_find(root, "name"));
@@ -555,6 +559,7 @@ static void read_all(tsr_vctx *v, const tsr_yaml_node *root) {
   tsr_case_read_debug(v, tsr_yaml_find(root, "debug"));
   tsr_case_read_pinn(v, root, tsr_yaml_find(root, "pinn"));
   tsr_case_read_implicit(v, root, tsr_yaml_find(root, "petsc"));
+  tsr_case_read_parareal(v, root, tsr_yaml_find(root, "parareal"));
 }
 
 /* A case with its provenance filled in and every default set; NULL when out of memory. */

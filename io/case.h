@@ -105,7 +105,8 @@ typedef struct {
     int ranks[3];            /* for grid; 1 on unused axes */
     int nweights;            /* optional rcb/slabs weights, one per rank */
     double *weights;
-    int time_slices;         /* method pinn: time slabs (space-time subdomains); else 1 */
+    int time_slices;         /* > 1: method pinn: time slabs (space-time subdomains); method
+                                explicit: parareal's time slices (parareal below) */
   } decomp;
 
   struct {
@@ -175,6 +176,17 @@ typedef struct {
     char **opt_name, **opt_value;
     tsr_loc *opt_loc;        /* where each option was written */
   } implicit;
+
+  struct {                   /* parareal (io/case_parareal.c), set only with time_slices > 1 and
+                                method explicit */
+    int coarsen;             /* the coarse grid is cells / coarsen on every axis; default 2 */
+    tsr_scheme coarse_scheme;/* default time.scheme */
+    double coarse_cfl;       /* coarse dt = this x the coarse grid's limit (when coarse_dt 0) */
+    double coarse_dt;        /* > 0: the coarse step as given */
+    double tol;              /* stop when no slice-end state changes by tol (relative max norm) */
+    int max_iterations;      /* default time_slices */
+    int slices_per_rank;     /* slices a rank runs in turn; default 1 */
+  } parareal;
 
   struct {                   /* for tests and benchmarks only */
     int slowdown;            /* 1 when debug.slowdown is given */

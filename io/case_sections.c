@@ -358,13 +358,13 @@ void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e) {
     if (ts > 1 && c->method == TSR_METHOD_PINN && c->ncomp && tsr_models[c->model].steady)
       tsr_vat(v, te->value, "decomposition.time_slices: model %s is steady (no time axis to "
               "slice); use 1", tsr_models[c->model].name);
-    else if (ts > 1 && c->method == TSR_METHOD_PINN && ts > 4096)
+    else if (ts > 4096)
       tsr_vat(v, te->value, "decomposition.time_slices: at most 4096, got %ld", ts);
-    else if (ts > 1 && c->method == TSR_METHOD_PINN)
-      c->decomp.time_slices = (int)ts; /* PINN time slabs (README, On several ranks) */
+    else if (ts > 1 && c->method == TSR_METHOD_IMPLICIT)
+      tsr_vat(v, te->value, "decomposition.time_slices: parareal runs the explicit method's "
+              "steps in each slice; use method explicit, or time_slices 1 with method implicit");
     else if (ts > 1)
-      tsr_vat(v, te->value, "decomposition.time_slices: time_slices > 1 (parareal) is not "
-              "available in this version; use 1");
+      c->decomp.time_slices = (int)ts; /* PINN time slabs, or parareal's slices */
     else if (ts < 1)
       tsr_vat(v, te->value, "decomposition.time_slices: must be >= 1, got %ld", ts);
   }

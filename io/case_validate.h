@@ -102,5 +102,8 @@ void tsr_case_read_debug(tsr_vctx *v, const tsr_yaml_entry *e);
  * backends the method cannot take. */
 void tsr_case_read_implicit_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
 void tsr_case_read_implicit(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
+/* parareal (io/case_parareal.c): the parareal: section with method explicit and
+ * decomposition.time_slices > 1 (refused otherwise), and the keys it cannot take. */
+void tsr_case_read_parareal(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
 
 #endif

@@ -51,7 +51,8 @@ static tsr_err setup(tsr_run_ctx *x) {
   cuda_state *s;
   TSR_ALLOC(s, 1, "CUDA backend state");
   x->be_state = s;
-  TSR_CALL(tsr_device_select(x->comm, &s->device));
+  TSR_CALL(tsr_device_select(x->device_comm != MPI_COMM_NULL ? x->device_comm : x->comm,
+                             &s->device));
   int lo, hi;
   TSR_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
   TSR_CUDA(cudaStreamCreateWithPriority(&s->compute, cudaStreamNonBlocking, lo));

@@ -7,6 +7,7 @@
 #include "solver/graph.h"
 #include "solver/implicit/implicit.h"
 #include "solver/pinn/pinn.h"
+#include "solver/parareal/parareal.h"
 #include "solver/run_internal.h"
 #include "tsr_version.h"
 
@@ -113,6 +114,8 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
 static void print_rebalance(const tsr_case *c, int nranks, FILE *out) {
   if (c->method == TSR_METHOD_IMPLICIT)
     fprintf(out, "rebalance: off (method implicit)\n");
+  else if (c->decomp.time_slices > 1)
+    fprintf(out, "rebalance: off (parareal)\n");
   else if (tsr_rebalance_enabled(c->rebalance.enabled, nranks))
     fprintf(out, "rebalance: on, every %d steps over the last %d, threshold %.4g\n",
             c->rebalance.every, c->rebalance.window, c->rebalance.threshold);
@@ -127,6 +130,9 @@ static void print_rebalance(const tsr_case *c, int nranks, FILE *out) {
 
 tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
   if (c->method == TSR_METHOD_PINN) return tsr_pinn_check(c, nranks, out);
+  if (c->decomp.time_slices > 1) { /* the plan below is one time slice group's */
+    TSR_CALL(tsr_parareal_plan(c, nranks, &nranks, out));
+  }
   tsr_part_opts po = tsr_run_part_opts(c);
   TSR_CHECK(!c->decomp.nweights || c->decomp.nweights == nranks, TSR_ERR_INPUT,
             "%s: decomposition.weights: %d weights given for %d ranks; give one per rank",

@@ -18,6 +18,7 @@
 #include "solver/device.h"
 #include "solver/graph.h"
 #include "solver/implicit/implicit.h"
+#include "solver/parareal/parareal.h"
 #include "solver/pinn/pinn.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
@@ -155,6 +156,22 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
 
 static tsr_err run_step(tsr_run_ctx *x, double t) {
   for (int s = 0; s < x->scheme.nstage; ++s) TSR_CALL(run_stage(x, s, t));
+  return TSR_OK;
+}
+
+static void swap_result(tsr_run_ctx *x) {
+  tsr_field *tmp = x->slot[TSR_SLOT_U];
+  x->slot[TSR_SLOT_U] = x->slot[x->scheme.result];
+  x->slot[x->scheme.result] = tmp;
+}
+
+tsr_err tsr_run_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0) {
+  for (int64_t s = first; s < first + n; ++s) {
+    x->step = s;
+    TSR_CALL(run_step(x, t0 + (double)s * x->dt));
+    swap_result(x);
+    tsr_watchdog_beat(s + 1);
+  }
   return TSR_OK;
 }
 
@@ -334,8 +351,10 @@ tsr_err tsr_run_setup(tsr_run_ctx *x) {
                        "%s: decomposition.weights: %d weights given but the run has %d ranks; "
                        "give one weight per rank",
                        c->path, c->decomp.nweights, x->size);
-  tsr_part_opts po = tsr_run_part_opts(c);
-  TSR_CALL(tsr_partition(c->dim, c->cells, c->periodic, x->size, &po, &x->layout));
+  if (!x->layout.nbox) {
+    tsr_part_opts po = tsr_run_part_opts(c);
+    TSR_CALL(tsr_partition(c->dim, c->cells, c->periodic, x->size, &po, &x->layout));
+  }
   int b = tsr_layout_box_of(&x->layout, x->rank);
   TSR_CHECK(b >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
   x->box = x->layout.boxes[b];
@@ -574,9 +593,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     x->step = step;
     if (tsr_run_rebalance_plain(x, step)) TSR_CALL(run_step(x, t));
     else TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
-    tsr_field *tmp = x->slot[TSR_SLOT_U];
-    x->slot[TSR_SLOT_U] = x->slot[x->scheme.result];
-    x->slot[x->scheme.result] = tmp;
+    swap_result(x);
     if (x->rb) {
       TSR_CALL(tsr_run_rebalance_after_step(x, step, line, sizeof line));
       if (line[0]) tsr_progress_line(&pg, line);
@@ -754,6 +771,7 @@ void tsr_run_ctx_init(tsr_run_ctx *x, const tsr_case *c, MPI_Comm comm,
   x->opts = opts ? *opts : tsr_run_opts_default();
   x->out_dir = x->opts.out_dir ? x->opts.out_dir : c->output.dir;
   x->comm = comm;
+  x->device_comm = MPI_COMM_NULL;
   x->stop.comm = MPI_COMM_NULL;
   x->be = &tsr_backend_host;
   MPI_Comm_rank(comm, &x->rank);
@@ -768,6 +786,7 @@ void tsr_run_ctx_end(tsr_run_ctx *x, tsr_err err) {
 
 tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res) {
   if (c->method == TSR_METHOD_PINN) return tsr_pinn_run(c, comm, opts, res);
+  if (c->decomp.time_slices > 1) return tsr_parareal_run(c, comm, opts, res);
   if (c->method == TSR_METHOD_IMPLICIT) return tsr_implicit_run(c, comm, opts, res);
   tsr_run_ctx x;
   tsr_run_ctx_init(&x, c, comm, opts);

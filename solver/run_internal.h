@@ -30,7 +30,9 @@ typedef struct tsr_run_ctx {
   const char *out_dir;
   MPI_Comm comm;
   int rank, size;
-  tsr_layout layout;
+  MPI_Comm device_comm; /* the ranks that pick their GPUs together (all those of the node's
+                           job, even when comm is a part of them); MPI_COMM_NULL: comm */
+  tsr_layout layout;    /* filled before tsr_run_setup (parareal): used as given */
   tsr_box box;
   int ghost;
   tsr_halo_plan plan;
@@ -95,6 +97,11 @@ tsr_err tsr_run_choose_backend(tsr_run_ctx *x);
  * source, exact), the boundary faces and the time plan (x->dt, x->nsteps, x->dt_stable from
  * time.dt/end/steps). Not collective by itself (the caller agrees on errors). */
 tsr_err tsr_run_setup(tsr_run_ctx *x);
+
+/* Advances U by n steps from step `first`, step s from time t0 + s dt, as the explicit
+ * method's step loop does without its monitors, outputs and checkpoints (with t0 = 0 the
+ * steps are the loop's, bit for bit). Plain launches, no CUDA graph. Asynchronous on GPUs. */
+tsr_err tsr_run_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0);
 
 /* The watchdog, naming the halo peers this rank would wait for. */
 tsr_err tsr_run_start_watchdog(tsr_run_ctx *x);

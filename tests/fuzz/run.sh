@@ -21,7 +21,7 @@ fi
 mkdir -p "$dir/obj" "$dir/findings" "$dir/corpus"
 dir=$(cd "$dir" && pwd)
 # the reader's and the expressions' sources and the models' table: nothing needs MPI, HDF5, CUDA
-lib="io/case.c io/case_sections.c io/case_pinn.c io/case_implicit.c io/case_validate.c
+lib="io/case.c io/case_sections.c io/case_pinn.c io/case_implicit.c io/case_parareal.c io/case_validate.c
      io/case_expr.c io/case_diff.c io/yamltree.c io/expr.c io/error.c io/text.c kernels/models.c"
 flags="-g -O1 -fno-omit-frame-pointer -ffp-contract=off -fsanitize=address,undefined
        -fno-sanitize-recover=undefined -I$src $(pkg-config --cflags yaml-0.1 muparser)"

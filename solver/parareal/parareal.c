@@ -1,0 +1,590 @@
+/* Parareal over time slices (parareal.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "solver/parareal/parareal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/parareal/ops.h"
+#include "solver/run_internal.h"
+#include "solver/schedule.h"
+#include "solver/stop.h"
+#include "solver/watchdog.h"
+
+enum { T_FINE, T_COARSE, T_COMM, T_COUNT };
+
+typedef struct {
+  const tsr_case *c;
+  tsr_case cc;              /* the coarse propagator's case: c on the coarse grid */
+  MPI_Comm world, slice;    /* the run's ranks; this rank's group */
+  int rank, size, nspace, ngroup, group, srank;
+  int P, m, r;              /* slices, slices per group, coarsening */
+  int s0;                   /* this group's first slice */
+  tsr_run_ctx fine, coarse;
+  int64_t *step_of;         /* P + 1: slice n is fine steps [step_of[n], step_of[n + 1]) */
+  int64_t *cn;              /* P: coarse steps of slice n, of cdt[n] each */
+  double *cdt, dtc_max, limit;
+  tsr_field **in;           /* m + 1: in[j], slice s0 + j's start; in[m], the group's end */
+  tsr_field **fv, **gold;   /* m: F and G of each slice's input at the last evaluation */
+  tsr_field *gnew, *scratch;
+  int *fresh;               /* m: fv[j] is F of in[j] as it is now */
+  double *chg;              /* m x 2: this iteration's max |change| and max |U| of each end */
+  double *sbuf, *rbuf;      /* a group's end state on the wire (values, then its change) */
+  int64_t nbuf;
+  MPI_Request sreq;
+  double t[T_COUNT], t_iter[T_COUNT];
+  int iterations, converged;
+  double *hist;             /* per iteration (1..), P relative changes then the 3 times */
+  int nhist;
+  double pred;              /* the parareal model's speedup from the measured costs */
+} pr;
+
+static int last_group(const pr *p) { return p->group == p->ngroup - 1; }
+
+/* ---- set-up -------------------------------------------------------------------------------- */
+
+static tsr_err groups(pr *p) {
+  const tsr_case *c = p->c;
+  p->P = c->decomp.time_slices;
+  p->m = c->parareal.slices_per_rank;
+  p->r = c->parareal.coarsen;
+  p->ngroup = p->P / p->m;
+  if (p->size % p->ngroup) {
+    char ok[128] = "";
+    size_t w = 0;
+    for (int k = 1; k <= 4 && w < sizeof ok; ++k)
+      w += (size_t)snprintf(ok + w, sizeof ok - w, "%s%d", k > 1 ? ", " : "", k * p->ngroup);
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "%s: decomposition.time_slices: %d slices, %d per rank, need the rank "
+                       "count to be a multiple of %d rank groups, and the run has %d ranks; "
+                       "launch %s, ... ranks, or change time_slices or parareal.slices_per_rank",
+                       c->path, p->P, p->m, p->ngroup, p->size, ok);
+  }
+  p->nspace = p->size / p->ngroup;
+  p->group = p->rank / p->nspace;
+  p->srank = p->rank % p->nspace;
+  p->s0 = p->group * p->m;
+  return TSR_OK;
+}
+
+/* The coarse grid's partition, and the fine one as its boxes times r (so that restriction and
+ * prolongation stay on each rank). */
+static tsr_err layouts(pr *p) {
+  const tsr_case *c = p->c;
+  p->cc = *c;
+  for (int d = 0; d < c->dim; ++d) p->cc.cells[d] = c->cells[d] / p->r;
+  p->cc.time.scheme = c->parareal.coarse_scheme;
+  tsr_part_opts po = tsr_run_part_opts(c);
+  tsr_err err = tsr_partition(c->dim, p->cc.cells, c->periodic, p->nspace, &po,
+                              &p->coarse.layout);
+  if (err) {
+    tsr_err_append("  (parareal partitions the coarse grid, grid.cells / parareal.coarsen, "
+                   "over the %d ranks of each time slice group; use fewer ranks or a smaller "
+                   "parareal.coarsen)", p->nspace);
+    return err;
+  }
+  TSR_CALL(tsr_layout_copy(&p->coarse.layout, &p->fine.layout));
+  tsr_layout *f = &p->fine.layout;
+  for (int d = 0; d < c->dim; ++d) f->global.hi[d] *= p->r;
+  for (int b = 0; b < f->nbox; ++b)
+    for (int d = 0; d < c->dim; ++d) {
+      f->boxes[b].lo[d] *= p->r;
+      f->boxes[b].hi[d] *= p->r;
+    }
+  return TSR_OK;
+}
+
+/* Slice boundaries in fine steps, and each slice's coarse steps at the coarse grid's limit. */
+static tsr_err time_plan(pr *p) {
+  const tsr_case *c = p->c;
+  const int64_t N = p->fine.nsteps;
+  TSR_CHECK(N >= p->P, TSR_ERR_INPUT,
+            "%s: decomposition.time_slices: %d slices of a run of %" PRId64 " steps; each slice "
+            "needs a step at least: use at most %" PRId64 " slices", c->path, p->P, N, N);
+  TSR_ALLOC(p->step_of, (size_t)p->P + 1, "parareal slices");
+  TSR_ALLOC(p->cn, (size_t)p->P, "parareal slices");
+  TSR_ALLOC(p->cdt, (size_t)p->P, "parareal slices");
+  for (int n = 0; n <= p->P; ++n) p->step_of[n] = N / p->P * n + N % p->P * n / p->P;
+  double h[3];
+  for (int d = 0; d < 3; ++d) h[d] = (c->hi[d] - c->lo[d]) / p->cc.cells[d];
+  p->limit = tsr_model_dt_limit(c->model, c->param_value, h, c->dim);
+  if (c->parareal.coarse_dt > 0.0) {
+    TSR_CHECK(!(c->parareal.coarse_dt > p->limit), TSR_ERR_INPUT,
+              "%s: parareal.coarse_dt: %g is past the coarse grid's stability limit %g (model "
+              "%s on %d cells across x); the coarse propagator would be unstable: give at most "
+              "%g, or use parareal.coarse_cfl", c->path, c->parareal.coarse_dt, p->limit,
+              tsr_models[c->model].name, p->cc.cells[0], p->limit);
+    p->dtc_max = c->parareal.coarse_dt;
+  } else {
+    TSR_CHECK(isfinite(p->limit) && p->limit > 0.0, TSR_ERR_INPUT,
+              "%s: parareal: model %s with these parameters has no stability limit to take "
+              "parareal.coarse_cfl of; give parareal.coarse_dt", c->path,
+              tsr_models[c->model].name);
+    p->dtc_max = c->parareal.coarse_cfl * p->limit;
+  }
+  for (int n = 0; n < p->P; ++n) {
+    const double span = (double)(p->step_of[n + 1] - p->step_of[n]) * p->fine.dt;
+    double k = ceil(span / p->dtc_max * (1.0 - 1e-12));
+    p->cn[n] = k < 1.0 ? 1 : (int64_t)k;
+    p->cdt[n] = span / (double)p->cn[n];
+  }
+  return TSR_OK;
+}
+
+static tsr_err new_field(pr *p, tsr_field **f) {
+  const tsr_run_ctx *x = &p->fine;
+  const tsr_prec prec =
+      p->c->precision == TSR_PRECISION_SINGLE ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
+  return tsr_field_create_as(p->c->dim, &x->box, x->ghost, p->c->ncomp, x->be->mem, prec, f);
+}
+
+static tsr_err state(pr *p) {
+  const int m = p->m;
+  TSR_ALLOC(p->in, (size_t)m + 1, "parareal states");
+  TSR_ALLOC(p->fv, (size_t)m, "parareal states");
+  TSR_ALLOC(p->gold, (size_t)m, "parareal states");
+  TSR_ALLOC(p->fresh, (size_t)m, "parareal states");
+  TSR_ALLOC(p->chg, 2 * (size_t)m, "parareal states");
+  for (int j = 0; j <= m; ++j) TSR_CALL(new_field(p, &p->in[j]));
+  for (int j = 0; j < m; ++j) {
+    TSR_CALL(new_field(p, &p->fv[j]));
+    TSR_CALL(new_field(p, &p->gold[j]));
+  }
+  TSR_CALL(new_field(p, &p->gnew));
+  TSR_CALL(new_field(p, &p->scratch));
+  p->nbuf = (int64_t)p->c->ncomp * tsr_box_cells(&p->fine.box) + 1;
+  TSR_ALLOC(p->sbuf, (size_t)p->nbuf, "parareal transfer buffer");
+  TSR_ALLOC(p->rbuf, (size_t)p->nbuf, "parareal transfer buffer");
+  return TSR_OK;
+}
+
+static tsr_err setup(pr *p, const tsr_run_opts *opts) {
+  TSR_CALL(groups(p));
+  if (MPI_Comm_split(p->world, p->group, p->srank, &p->slice) != MPI_SUCCESS)
+    return tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Comm_split of the time slices");
+  /* nothing is held yet: the contexts start over on the group's ranks */
+  tsr_run_ctx_init(&p->fine, p->c, p->slice, opts);
+  tsr_run_ctx_init(&p->coarse, &p->cc, p->slice, opts);
+  p->fine.device_comm = p->coarse.device_comm = p->world;
+  TSR_CALL(layouts(p));
+  tsr_backend want = opts->backend != TSR_BACKEND_AUTO ? opts->backend : p->c->backend;
+  int cuda = 0;
+  TSR_CALL(tsr_run_use_cuda(p->world, want, &cuda));
+#ifdef TSR_HAVE_CUDA
+  p->fine.be = p->coarse.be = cuda ? &tsr_backend_cuda : &tsr_backend_host;
+#else
+  (void)cuda;
+#endif
+  TSR_CALL(tsr_run_setup(&p->fine));
+  TSR_CALL(tsr_run_setup(&p->coarse));
+  TSR_CALL(time_plan(p));
+  return state(p);
+}
+
+static void teardown(pr *p) {
+  for (int j = 0; p->in && j <= p->m; ++j) tsr_field_destroy(&p->in[j]);
+  for (int j = 0; p->fv && j < p->m; ++j) {
+    tsr_field_destroy(&p->fv[j]);
+    tsr_field_destroy(&p->gold[j]);
+  }
+  tsr_field_destroy(&p->gnew);
+  tsr_field_destroy(&p->scratch);
+  if (p->sreq != MPI_REQUEST_NULL) MPI_Wait(&p->sreq, MPI_STATUS_IGNORE);
+  free(p->in), free(p->fv), free(p->gold), free(p->fresh), free(p->chg);
+  free(p->sbuf), free(p->rbuf), free(p->step_of), free(p->cn), free(p->cdt), free(p->hist);
+  tsr_run_ctx_free(&p->coarse);
+}
+
+/* ---- the propagators ------------------------------------------------------------------------- */
+
+/* fv[j] = F(in[j]): the case's own steps of slice s0 + j, at the serial run's times. */
+static tsr_err fine_solve(pr *p, int j) {
+  tsr_run_ctx *x = &p->fine;
+  const int s = p->s0 + j;
+  double t0 = MPI_Wtime();
+  TSR_CALL(tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[j]));
+  TSR_CALL(tsr_run_advance(x, p->step_of[s], p->step_of[s + 1] - p->step_of[s], 0.0));
+  TSR_CALL(tsr_parareal_copy(x, p->fv[j], x->slot[TSR_SLOT_U]));
+  TSR_CALL(x->be->sync(x));
+  p->t_iter[T_FINE] += MPI_Wtime() - t0;
+  p->fresh[j] = 1;
+  return TSR_OK;
+}
+
+/* gnew = G(in[j]): restricted, stepped on the coarse grid over slice s0 + j, prolonged. */
+static tsr_err coarse_solve(pr *p, int j) {
+  tsr_run_ctx *x = &p->fine, *y = &p->coarse;
+  const int s = p->s0 + j;
+  double t0 = MPI_Wtime();
+  TSR_CALL(x->be->sync(x)); /* in[j] is written on the fine run's stream */
+  TSR_CALL(tsr_parareal_restrict(y, p->r, p->in[j], y->slot[TSR_SLOT_U]));
+  y->dt = y->desc.dt = p->cdt[s];
+  const double ts = (double)p->step_of[s] * x->dt, te = (double)p->step_of[s + 1] * x->dt;
+  TSR_CALL(tsr_run_advance(y, 0, p->cn[s], ts));
+  /* the coarse ghosts the prolongation reads: the boundary at the slice's end, the peers' */
+  tsr_field *u = y->slot[TSR_SLOT_U];
+  TSR_CALL(y->be->boundary(y, u, te));
+  TSR_CALL(y->be->halo_begin(y, u));
+  TSR_CALL(y->be->halo_end(y, u));
+  TSR_CALL(y->be->sync(y));
+  TSR_CALL(tsr_parareal_prolong(x, p->r, u, p->gnew));
+  p->t_iter[T_COARSE] += MPI_Wtime() - t0;
+  return TSR_OK;
+}
+
+/* ---- between groups ------------------------------------------------------------------------ */
+
+/* The group's end state (and its change this iteration) to the same space rank of the next
+ * group; the send completes in the background. */
+static tsr_err send_end(pr *p, double change) {
+  if (last_group(p)) return TSR_OK;
+  double t0 = MPI_Wtime();
+  tsr_run_ctx *x = &p->fine;
+  if (p->sreq != MPI_REQUEST_NULL) MPI_Wait(&p->sreq, MPI_STATUS_IGNORE);
+  const int64_t n = tsr_box_cells(&x->box);
+  for (int q = 0; q < p->c->ncomp; ++q) TSR_CALL(x->be->download(x, p->in[p->m], q, p->sbuf + q * n));
+  p->sbuf[p->nbuf - 1] = change;
+  if (MPI_Isend(p->sbuf, (int)p->nbuf, MPI_DOUBLE, p->rank + p->nspace, 7, p->world,
+                &p->sreq) != MPI_SUCCESS)
+    return tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Isend of a slice's end state");
+  p->t_iter[T_COMM] += MPI_Wtime() - t0;
+  return TSR_OK;
+}
+
+/* in[0] from the previous group; *change: how much it changed (its sender's figure). */
+static tsr_err recv_start(pr *p, double *change) {
+  double t0 = MPI_Wtime();
+  tsr_run_ctx *x = &p->fine;
+  if (MPI_Recv(p->rbuf, (int)p->nbuf, MPI_DOUBLE, p->rank - p->nspace, 7, p->world,
+               MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    return tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Recv of a slice's start state");
+  const int64_t n = tsr_box_cells(&x->box);
+  for (int q = 0; q < p->c->ncomp; ++q) TSR_CALL(x->be->upload(x, p->in[0], q, p->rbuf + q * n));
+  *change = p->rbuf[p->nbuf - 1];
+  p->t_iter[T_COMM] += MPI_Wtime() - t0;
+  return TSR_OK;
+}
+
+/* ---- the iterations ------------------------------------------------------------------------ */
+
+/* Iteration 0: the coarse sweep from the initial state alone. */
+static tsr_err sweep0(pr *p) {
+  double ch = 0.0;
+  if (p->group == 0) {
+    TSR_CALL(tsr_run_initial(&p->fine));
+    TSR_CALL(tsr_parareal_copy(&p->fine, p->in[0], p->fine.slot[TSR_SLOT_U]));
+  } else {
+    TSR_CALL(recv_start(p, &ch));
+  }
+  for (int j = 0; j < p->m; ++j) {
+    TSR_CALL(coarse_solve(p, j));
+    tsr_field *t = p->gold[j];
+    p->gold[j] = p->gnew;
+    p->gnew = t;
+    TSR_CALL(tsr_parareal_copy(&p->fine, p->in[j + 1], p->gold[j]));
+    p->fresh[j] = 0;
+  }
+  TSR_CALL(p->fine.be->sync(&p->fine));
+  return send_end(p, 1.0);
+}
+
+/* Iteration k >= 1: the fine solves whose inputs changed, then the sweep with the correction.
+ * Every decision below is taken from figures reduced over the group, so its ranks agree. */
+static tsr_err sweep(pr *p) {
+  for (int j = 0; j < p->m; ++j)
+    if (!p->fresh[j]) TSR_CALL(fine_solve(p, j));
+  double ch = 0.0;
+  if (p->group > 0) TSR_CALL(recv_start(p, &ch));
+  int changed = ch != 0.0;
+  if (changed) p->fresh[0] = 0;
+  for (int j = 0; j < p->m; ++j) {
+    if (changed) {
+      TSR_CALL(coarse_solve(p, j));
+    } else { /* G of an unchanged input is gold, bit for bit: the correction adds nothing */
+      TSR_CALL(tsr_parareal_copy(&p->fine, p->gnew, p->gold[j]));
+    }
+    double t0 = MPI_Wtime(), mine[2];
+    TSR_CALL(tsr_parareal_correct(&p->fine, p->fv[j], p->gnew, p->gold[j], p->in[j + 1],
+                                  p->scratch, mine));
+    tsr_field *t = p->gold[j];
+    p->gold[j] = p->gnew;
+    p->gnew = t;
+    MPI_Allreduce(mine, p->chg + 2 * j, 2, MPI_DOUBLE, MPI_MAX, p->slice);
+    p->t_iter[T_COARSE] += MPI_Wtime() - t0;
+    changed = p->chg[2 * j] != 0.0;
+    if (changed && j + 1 < p->m) p->fresh[j + 1] = 0;
+  }
+  return send_end(p, p->chg[2 * (p->m - 1)]);
+}
+
+/* Shares every slice's change and the iteration's times; decides whether to go on. */
+static tsr_err gather(pr *p, int k, int *stop_why) {
+  const int m = p->m, P = p->P;
+  double *mine = malloc(sizeof(double) * (2 * (size_t)m + 1));
+  double *all = malloc(sizeof(double) * (2 * (size_t)m + 1) * (size_t)p->size);
+  double *h = realloc(p->hist, sizeof(double) * ((size_t)P + T_COUNT) * (size_t)(k + 1));
+  if (!mine || !all || !h) {
+    free(mine), free(all);
+    if (h) p->hist = h;
+    return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory for parareal's history");
+  }
+  p->hist = h;
+  memcpy(mine, p->chg, sizeof(double) * 2 * (size_t)m);
+  mine[2 * m] = (double)tsr_stop_signal();
+  double t0 = MPI_Wtime();
+  MPI_Allgather(mine, 2 * m + 1, MPI_DOUBLE, all, 2 * m + 1, MPI_DOUBLE, p->world);
+  p->t_iter[T_COMM] += MPI_Wtime() - t0;
+  double tmax[T_COUNT];
+  MPI_Allreduce(p->t_iter, tmax, T_COUNT, MPI_DOUBLE, MPI_MAX, p->world);
+  double *row = p->hist + (size_t)(k - 1) * (size_t)(P + T_COUNT);
+  double worst = 0.0;
+  int sig = 0;
+  for (int g = 0; g < p->ngroup; ++g) { /* the group's space rank 0 holds its reduced figures */
+    const double *a = all + (size_t)g * (size_t)p->nspace * (size_t)(2 * m + 1);
+    for (int j = 0; j < m; ++j) {
+      const double d = a[2 * j], u = a[2 * j + 1];
+      const double rel = u > 0.0 ? d / u : d;
+      row[g * m + j] = rel;
+      worst = rel <= worst ? worst : (isnan(rel) ? INFINITY : rel);
+    }
+  }
+  for (int r = 0; r < p->size; ++r)
+    if (all[(size_t)r * (size_t)(2 * m + 1) + 2 * m] != 0.0 && !sig)
+      sig = (int)all[(size_t)r * (size_t)(2 * m + 1) + 2 * m];
+  for (int q = 0; q < T_COUNT; ++q) {
+    row[P + q] = tmax[q];
+    p->t[q] += tmax[q];
+    p->t_iter[q] = 0.0;
+  }
+  free(mine), free(all);
+  p->nhist = k;
+  p->iterations = k;
+  TSR_CHECK(isfinite(worst), TSR_ERR_INPUT,
+            "%s: parareal: a slice's state became non-finite at iteration %d (fine dt %g, "
+            "stable limit %g; coarse dt up to %g, limit %g): lower time.cfl, "
+            "parareal.coarse_cfl or parareal.coarse_dt", p->c->path, k, p->fine.dt,
+            p->fine.dt_stable, p->dtc_max, p->limit);
+  p->converged = worst < p->c->parareal.tol;
+  *stop_why = sig;
+  return TSR_OK;
+}
+
+/* The parareal model's speedup over the serial run from the measured costs: P fine slices in
+ * a row against K iterations of a group's m fine solves plus K + 1 coarse sweeps through all
+ * P slices. f and g are a slice's fine and coarse cost, from the slowest rank's times (the
+ * first sweep's coarse time is counted in iteration 1's). */
+static double predicted(const pr *p) {
+  const double K = p->iterations;
+  if (K < 1) return 0.0;
+  const double f = p->t[T_FINE] / (K * p->m), g = p->t[T_COARSE] / ((K + 1.0) * p->m);
+  const double cost = K * p->m * f + (K + 1.0) * p->P * g;
+  return cost > 0.0 ? p->P * f / cost : 0.0;
+}
+
+static void say_iteration(pr *p, int k, double wall) {
+  if (p->rank != 0 || p->fine.opts.quiet) return;
+  const double *row = p->hist + (size_t)(k - 1) * (size_t)(p->P + T_COUNT);
+  int at = 0;
+  for (int n = 0; n < p->P; ++n)
+    if (row[n] > row[at]) at = n;
+  /* after k iterations the first k slices are the serial run's (finite termination) */
+  printf("parareal iteration %d: largest change %.3e (slice %d), slices 1-%d exact, "
+         "fine %.3f s, coarse %.3f s, comm %.3f s, %.2f s in all, predicted speedup %.2fx\n",
+         k, row[at], at + 1, k < p->P ? k : p->P, row[p->P + T_FINE], row[p->P + T_COARSE],
+         row[p->P + T_COMM], wall, predicted(p));
+  fflush(stdout);
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+/* The slice ends due by output.snapshot_every go to the last group, which writes them with
+ * the initial state as one series. */
+static tsr_err snapshots(pr *p) {
+  const tsr_case *c = p->c;
+  if (!tsr_schedule_any(&c->output.snapshot_every)) return TSR_OK;
+  tsr_run_ctx *x = &p->fine;
+  const int64_t n = tsr_box_cells(&x->box);
+  tsr_err err = TSR_OK;
+  if (last_group(p)) {
+    err = tsr_run_initial(x);
+    if (!err) err = tsr_run_start_snapshots(x);
+  }
+  for (int s = 0; s < p->P && !err; ++s) {
+    const int64_t step = p->step_of[s + 1];
+    if (!tsr_schedule_due(&c->output.snapshot_every, step, x->dt)) continue;
+    const int g = s / p->m, j = s % p->m;
+    if (g == p->group && last_group(p)) {
+      err = tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[j + 1]);
+    } else if (g == p->group) {
+      for (int q = 0; q < c->ncomp && !err; ++q)
+        err = x->be->download(x, p->in[j + 1], q, p->sbuf + q * n);
+      if (!err && MPI_Send(p->sbuf, (int)(c->ncomp * n), MPI_DOUBLE,
+                           (p->ngroup - 1) * p->nspace + p->srank, 8, p->world) != MPI_SUCCESS)
+        err = tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Send of a slice's end state");
+    } else if (last_group(p)) {
+      if (MPI_Recv(p->rbuf, (int)(c->ncomp * n), MPI_DOUBLE, g * p->nspace + p->srank, 8,
+                   p->world, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        err = tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Recv of a slice's end state");
+      for (int q = 0; q < c->ncomp && !err; ++q)
+        err = x->be->upload(x, x->slot[TSR_SLOT_U], q, p->rbuf + q * n);
+    }
+    if (!err && last_group(p)) err = tsr_run_write_snapshot(x, step, (double)step * x->dt);
+  }
+  return err;
+}
+
+static void report_more(const tsr_run_ctx *x, tsr_json *j) {
+  const pr *p = (const pr *)x->method;
+  const tsr_case *c = p->c;
+  static const char *const names[] = {"euler", "ssp_rk2", "ssp_rk3", "rk4"};
+  tsr_json_object_begin(j, "parareal");
+  tsr_json_int(j, "time_slices", p->P);
+  tsr_json_int(j, "slices_per_rank", p->m);
+  tsr_json_int(j, "rank_groups", p->ngroup);
+  tsr_json_int(j, "space_ranks", p->nspace);
+  tsr_json_int(j, "coarsen", p->r);
+  tsr_json_string(j, "coarse_scheme", names[c->parareal.coarse_scheme]);
+  tsr_json_number(j, "coarse_dt_max", p->dtc_max);
+  tsr_json_number(j, "coarse_dt_limit", p->limit);
+  tsr_json_int(j, "coarse_steps_first_slice", p->cn[0]);
+  tsr_json_int(j, "fine_steps_first_slice", p->step_of[1]);
+  tsr_json_number(j, "tol", c->parareal.tol);
+  tsr_json_int(j, "max_iterations", c->parareal.max_iterations);
+  tsr_json_int(j, "iterations", p->iterations);
+  tsr_json_bool(j, "converged", p->converged);
+  tsr_json_string(j, "change_norm", "max|U_k - U_k-1| / max|U_k| over cells and components");
+  tsr_json_number(j, "fine_seconds", p->t[T_FINE]);
+  tsr_json_number(j, "coarse_seconds", p->t[T_COARSE]);
+  tsr_json_number(j, "comm_seconds", p->t[T_COMM]);
+  tsr_json_number(j, "predicted_speedup", p->pred);
+  tsr_json_array_begin(j, "history");
+  for (int k = 1; k <= p->nhist; ++k) {
+    const double *row = p->hist + (size_t)(k - 1) * (size_t)(p->P + T_COUNT);
+    tsr_json_object_begin(j, NULL);
+    tsr_json_int(j, "iteration", k);
+    tsr_json_array_begin(j, "change");
+    for (int n = 0; n < p->P; ++n) tsr_json_number(j, NULL, row[n]);
+    tsr_json_array_end(j);
+    tsr_json_number(j, "fine_seconds", row[p->P + T_FINE]);
+    tsr_json_number(j, "coarse_seconds", row[p->P + T_COARSE]);
+    tsr_json_number(j, "comm_seconds", row[p->P + T_COMM]);
+    tsr_json_object_end(j);
+  }
+  tsr_json_array_end(j);
+  tsr_json_object_end(j);
+}
+
+/* final.h5, report.json and the norms from the last group, the result to every rank. */
+static tsr_err finish(pr *p, tsr_run_result *res, double wall) {
+  tsr_run_ctx *x = &p->fine;
+  const double t = (double)x->nsteps * x->dt;
+  res->steps = x->nsteps;
+  res->t_final = t;
+  res->dt = x->dt;
+  res->wall = wall;
+  res->cells_per_s = wall > 0 ? (double)tsr_box_cells(&x->layout.global) * x->nsteps / wall : 0;
+  p->pred = predicted(p);
+  tsr_err err = TSR_OK;
+  if (last_group(p)) {
+    tsr_run_norms nm;
+    err = tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[p->m]);
+    if (!err) err = tsr_run_monitor(x, t, &nm);
+    if (!err) tsr_run_result_norms(x, &nm, res);
+    if (!err && x->opts.write_output) {
+      x->method = p;
+      x->report_more = report_more;
+      x->phase[PH_COMPUTE] = p->t[T_FINE] + p->t[T_COARSE];
+      err = tsr_run_finish(x, res);
+    }
+  }
+  TSR_CALL(tsr_run_agree(p->world, err));
+  MPI_Bcast(res, (int)sizeof *res, MPI_BYTE, (p->ngroup - 1) * p->nspace, p->world);
+  return TSR_OK;
+}
+
+static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
+  double t0 = MPI_Wtime();
+  TSR_CALL(tsr_run_agree(p->world, setup(p, opts)));
+  p->fine.phase[PH_SETUP] = MPI_Wtime() - t0;
+  TSR_CALL(tsr_run_agree(p->world, tsr_run_start_watchdog(&p->fine)));
+  if (p->fine.opts.write_output)
+    TSR_CALL(tsr_run_prepare_outdir(p->world, p->fine.out_dir, &p->fine.created_dir));
+  if (p->rank == 0 && !p->fine.opts.quiet) {
+    printf("parareal: %d time slices on %d rank group%s of %d rank%s (%d slice%s each), %" PRId64
+           " fine steps of dt %.6g in all; coarse grid /%d, %s, %" PRId64 " steps of dt %.6g "
+           "per slice (stable limit %.6g); tol %g, at most %d iterations\n",
+           p->P, p->ngroup, p->ngroup == 1 ? "" : "s", p->nspace, p->nspace == 1 ? "" : "s",
+           p->m, p->m == 1 ? "" : "s", p->fine.nsteps, p->fine.dt, p->r,
+           tsr_integrate_plan(p->c->parareal.coarse_scheme).name, p->cn[0], p->cdt[0], p->limit,
+           p->c->parareal.tol, p->c->parareal.max_iterations);
+    fflush(stdout);
+  }
+  double start = MPI_Wtime();
+  TSR_CALL(tsr_run_agree(p->world, sweep0(p)));
+  int why = 0;
+  for (int k = 1; k <= p->c->parareal.max_iterations; ++k) {
+    TSR_CALL(tsr_run_agree(p->world, sweep(p)));
+    TSR_CALL(gather(p, k, &why));
+    say_iteration(p, k, MPI_Wtime() - start);
+    if (p->converged || why) break;
+  }
+  if (p->sreq != MPI_REQUEST_NULL) MPI_Wait(&p->sreq, MPI_STATUS_IGNORE);
+  if (!why && !p->converged && p->rank == 0 && !p->fine.opts.quiet) {
+    printf("parareal: the changes did not fall below tol %g in %d iterations%s\n",
+           p->c->parareal.tol, p->iterations,
+           p->iterations >= p->P ? " (after time_slices iterations the result is the serial "
+                                   "run's all the same)" : "; raise parareal.max_iterations");
+    fflush(stdout);
+  }
+  if (!why && p->fine.opts.write_output)
+    TSR_CALL(tsr_run_agree(p->world, snapshots(p)));
+  if (why) {
+    if (p->rank == 0)
+      printf("parareal: stopped by signal %d after iteration %d; a parareal run writes no "
+             "checkpoints in this version: run it again to start over\n", why, p->iterations);
+    fflush(stdout);
+    res->stopped = why;
+    return TSR_OK;
+  }
+  return finish(p, res, MPI_Wtime() - start);
+}
+
+tsr_err tsr_parareal_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
+                         tsr_run_result *res) {
+  pr p;
+  memset(&p, 0, sizeof p);
+  memset(res, 0, sizeof *res);
+  p.c = c;
+  p.world = comm;
+  p.slice = MPI_COMM_NULL;
+  p.sreq = MPI_REQUEST_NULL;
+  tsr_run_opts o = opts ? *opts : tsr_run_opts_default();
+  tsr_run_ctx_init(&p.fine, c, comm, &o); /* safe to free until set-up replaces them */
+  tsr_run_ctx_init(&p.coarse, c, comm, &o);
+  MPI_Comm_rank(comm, &p.rank);
+  MPI_Comm_size(comm, &p.size);
+  tsr_err err = run(&p, &o, res);
+  teardown(&p);
+  tsr_run_ctx_end(&p.fine, err);
+  if (p.slice != MPI_COMM_NULL) MPI_Comm_free(&p.slice);
+  return err;
+}
+
+tsr_err tsr_parareal_plan(const tsr_case *c, int nranks, int *nspace, FILE *out) {
+  pr p;
+  memset(&p, 0, sizeof p);
+  p.c = c;
+  p.size = nranks;
+  TSR_CALL(groups(&p));
+  *nspace = p.nspace;
+  fprintf(out, "parareal: %d time slices on %d rank group%s of %d rank%s (%d slice%s per rank "
+          "in turn); coarse propagator: grid.cells / %d, %s, %s; tol %g, at most %d "
+          "iterations\n", p.P, p.ngroup, p.ngroup == 1 ? "" : "s", p.nspace,
+          p.nspace == 1 ? "" : "s", p.m, p.m == 1 ? "" : "s", p.r,
+          tsr_integrate_plan(c->parareal.coarse_scheme).name,
+          c->parareal.coarse_dt > 0.0 ? "coarse_dt as given" : "coarse_cfl x its stable step",
+          c->parareal.tol, c->parareal.max_iterations);
+  return TSR_OK;
+}
