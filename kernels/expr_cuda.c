@@ -3,6 +3,7 @@
  * CUDA C++ without includes: NVRTC declares the math functions itself, and it has no
  * standard headers to include. Kernel arguments are scalars (and one array of ints) so that
  * no struct layout has to agree between this C file and the generated C++. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include "kernels/expr_cuda.h"
 #include "io/text.h"
 
@@ -272,15 +273,51 @@ static tsr_err compile_prog(nvrtcProgram prog, const char *arch, char **image, s
   return TSR_OK;
 }
 
+/* Images compiled so far in this process: a run that sets up several grids of one case
+ * (parareal's slices and its coarse grid) compiles each source once, not once per grid
+ * (NVRTC takes a few hundred milliseconds a source). Set-up is single-threaded. */
+enum { CACHE_SIZE = 16 };
+static struct {
+  char *src;
+  char arch[32];
+  char *img;
+  size_t n;
+} cache[CACHE_SIZE];
+static int ncache;
+
+static tsr_err image_copy(const char *img, size_t n, char **image, size_t *size) {
+  char *c = malloc(n);
+  TSR_CHECK(c, TSR_ERR_MEMORY, "out of memory for %zu bytes of compiled expressions", n);
+  memcpy(c, img, n);
+  *image = c;
+  *size = n;
+  return TSR_OK;
+}
+
 tsr_err tsr_expr_cuda_compile(const char *src, const char *arch, char **image, size_t *size) {
   TSR_CHECK(image && size && src && arch, TSR_ERR_INTERNAL,
             "tsr_expr_cuda_compile: NULL argument");
   *image = NULL;
   *size = 0;
+  for (int k = 0; k < ncache; ++k)
+    if (!strcmp(cache[k].arch, arch) && !strcmp(cache[k].src, src))
+      return image_copy(cache[k].img, cache[k].n, image, size);
   nvrtcProgram prog;
   TSR_NVRTC(nvrtcCreateProgram(&prog, src, "tessera_expr.cu", 0, NULL, NULL));
   tsr_err err = compile_prog(prog, arch, image, size);
   nvrtcDestroyProgram(&prog);
+  if (!err && ncache < CACHE_SIZE && strlen(arch) < sizeof cache[0].arch) {
+    char *s = strdup(src), *img = malloc(*size);
+    if (s && img) {
+      memcpy(img, *image, *size);
+      cache[ncache].src = s;
+      snprintf(cache[ncache].arch, sizeof cache[0].arch, "%s", arch);
+      cache[ncache].img = img;
+      cache[ncache++].n = *size;
+    } else {
+      free(s), free(img); /* no cache entry: the next grid compiles again */
+    }
+  }
   return err;
 }
 

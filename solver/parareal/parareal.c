@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solver/graph.h"
 #include "solver/parareal/ops.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
@@ -22,7 +23,11 @@ typedef struct {
   int rank, size, nspace, ngroup, group, srank;
   int P, m, r;              /* slices, slices per group, coarsening */
   int s0;                   /* this group's first slice */
-  tsr_run_ctx fine, coarse;
+  tsr_run_ctx *fx;          /* the fine propagator: one context per slice of this rank on
+                               GPUs (each its own streams and CUDA graphs, so that the slices
+                               run together), one for all of them on CPU ranks */
+  int nctx;
+  tsr_run_ctx coarse;
   int64_t *step_of;         /* P + 1: slice n is fine steps [step_of[n], step_of[n + 1]) */
   int64_t *cn;              /* P: coarse steps of slice n, of cdt[n] each */
   double *cdt, dtc_max, limit;
@@ -85,8 +90,8 @@ static tsr_err layouts(pr *p) {
                    "parareal.coarsen)", p->nspace);
     return err;
   }
-  TSR_CALL(tsr_layout_copy(&p->coarse.layout, &p->fine.layout));
-  tsr_layout *f = &p->fine.layout;
+  TSR_CALL(tsr_layout_copy(&p->coarse.layout, &p->fx[0].layout));
+  tsr_layout *f = &p->fx[0].layout;
   for (int d = 0; d < c->dim; ++d) f->global.hi[d] *= p->r;
   for (int b = 0; b < f->nbox; ++b)
     for (int d = 0; d < c->dim; ++d) {
@@ -99,7 +104,7 @@ static tsr_err layouts(pr *p) {
 /* Slice boundaries in fine steps, and each slice's coarse steps at the coarse grid's limit. */
 static tsr_err time_plan(pr *p) {
   const tsr_case *c = p->c;
-  const int64_t N = p->fine.nsteps;
+  const int64_t N = p->fx[0].nsteps;
   TSR_CHECK(N >= p->P, TSR_ERR_INPUT,
             "%s: decomposition.time_slices: %d slices of a run of %" PRId64 " steps; each slice "
             "needs a step at least: use at most %" PRId64 " slices", c->path, p->P, N, N);
@@ -125,7 +130,7 @@ static tsr_err time_plan(pr *p) {
     p->dtc_max = c->parareal.coarse_cfl * p->limit;
   }
   for (int n = 0; n < p->P; ++n) {
-    const double span = (double)(p->step_of[n + 1] - p->step_of[n]) * p->fine.dt;
+    const double span = (double)(p->step_of[n + 1] - p->step_of[n]) * p->fx[0].dt;
     double k = ceil(span / p->dtc_max * (1.0 - 1e-12));
     p->cn[n] = k < 1.0 ? 1 : (int64_t)k;
     p->cdt[n] = span / (double)p->cn[n];
@@ -134,7 +139,7 @@ static tsr_err time_plan(pr *p) {
 }
 
 static tsr_err new_field(pr *p, tsr_field **f) {
-  const tsr_run_ctx *x = &p->fine;
+  const tsr_run_ctx *x = &p->fx[0];
   const tsr_prec prec =
       p->c->precision == TSR_PRECISION_SINGLE ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
   return tsr_field_create_as(p->c->dim, &x->box, x->ghost, p->c->ncomp, x->be->mem, prec, f);
@@ -154,7 +159,7 @@ static tsr_err state(pr *p) {
   }
   TSR_CALL(new_field(p, &p->gnew));
   TSR_CALL(new_field(p, &p->scratch));
-  p->nbuf = (int64_t)p->c->ncomp * tsr_box_cells(&p->fine.box) + 1;
+  p->nbuf = (int64_t)p->c->ncomp * tsr_box_cells(&p->fx[0].box) + 1;
   TSR_ALLOC(p->sbuf, (size_t)p->nbuf, "parareal transfer buffer");
   TSR_ALLOC(p->rbuf, (size_t)p->nbuf, "parareal transfer buffer");
   return TSR_OK;
@@ -164,22 +169,35 @@ static tsr_err setup(pr *p, const tsr_run_opts *opts) {
   TSR_CALL(groups(p));
   if (MPI_Comm_split(p->world, p->group, p->srank, &p->slice) != MPI_SUCCESS)
     return tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Comm_split of the time slices");
-  /* nothing is held yet: the contexts start over on the group's ranks */
-  tsr_run_ctx_init(&p->fine, p->c, p->slice, opts);
-  tsr_run_ctx_init(&p->coarse, &p->cc, p->slice, opts);
-  p->fine.device_comm = p->coarse.device_comm = p->world;
-  TSR_CALL(layouts(p));
   tsr_backend want = opts->backend != TSR_BACKEND_AUTO ? opts->backend : p->c->backend;
   int cuda = 0;
   TSR_CALL(tsr_run_use_cuda(p->world, want, &cuda));
+  /* nothing is held yet: the contexts start over on the group's ranks */
+  tsr_run_ctx_free(&p->fx[0]);
+  free(p->fx);
+  p->fx = NULL;
+  TSR_ALLOC(p->fx, (size_t)(cuda ? p->m : 1), "parareal's fine contexts");
+  p->nctx = cuda ? p->m : 1;
+  for (int i = 0; i < p->nctx; ++i) tsr_run_ctx_init(&p->fx[i], p->c, p->slice, opts);
+  tsr_run_ctx_init(&p->coarse, &p->cc, p->slice, opts);
+  TSR_CALL(layouts(p));
+  for (int i = 0; i <= p->nctx; ++i) {
+    tsr_run_ctx *x = i < p->nctx ? &p->fx[i] : &p->coarse;
+    x->device_comm = p->world;
 #ifdef TSR_HAVE_CUDA
-  p->fine.be = p->coarse.be = cuda ? &tsr_backend_cuda : &tsr_backend_host;
-#else
-  (void)cuda;
+    x->be = cuda ? &tsr_backend_cuda : &tsr_backend_host;
 #endif
-  TSR_CALL(tsr_run_setup(&p->fine));
-  TSR_CALL(tsr_run_setup(&p->coarse));
+    if (i > 0 && i < p->nctx) TSR_CALL(tsr_layout_copy(&p->fx[0].layout, &x->layout));
+    TSR_CALL(tsr_run_setup(x));
+    if (i < p->nctx) TSR_CALL(tsr_graph_create(x, &x->graph));
+  }
   TSR_CALL(time_plan(p));
+  /* the coarse steps replay graphs when every slice has the same steps: then the coarse time
+   * is one step count times one dt, as graphs compute it */
+  if (p->fx[0].nsteps % p->P == 0) {
+    p->coarse.dt = p->coarse.desc.dt = p->cdt[0];
+    TSR_CALL(tsr_graph_create(&p->coarse, &p->coarse.graph));
+  }
   return state(p);
 }
 
@@ -195,34 +213,66 @@ static void teardown(pr *p) {
   free(p->in), free(p->fv), free(p->gold), free(p->fresh), free(p->chg);
   free(p->sbuf), free(p->rbuf), free(p->step_of), free(p->cn), free(p->cdt), free(p->hist);
   tsr_run_ctx_free(&p->coarse);
+  for (int i = 1; p->fx && i < p->nctx; ++i) tsr_run_ctx_free(&p->fx[i]);
 }
 
 /* ---- the propagators ------------------------------------------------------------------------- */
 
-/* fv[j] = F(in[j]): the case's own steps of slice s0 + j, at the serial run's times. */
-static tsr_err fine_solve(pr *p, int j) {
-  tsr_run_ctx *x = &p->fine;
-  const int s = p->s0 + j;
+/* fv[j] = F(in[j]) for the slices whose inputs changed since their last fine solve: the
+ * case's own steps of slice s0 + j at the serial run's times. With a context per slice they
+ * are issued a step of each slice at a time, so that the GPU runs the slices together. */
+static tsr_err fine_solves(pr *p) {
   double t0 = MPI_Wtime();
-  TSR_CALL(tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[j]));
-  TSR_CALL(tsr_run_advance(x, p->step_of[s], p->step_of[s + 1] - p->step_of[s], 0.0));
-  TSR_CALL(tsr_parareal_copy(x, p->fv[j], x->slot[TSR_SLOT_U]));
-  TSR_CALL(x->be->sync(x));
+  int64_t most = 0;
+  TSR_CALL(p->fx[0].be->sync(&p->fx[0])); /* the inputs were written on its stream */
+  for (int j = 0; j < p->m; ++j) {
+    if (p->fresh[j]) continue;
+    tsr_run_ctx *x = &p->fx[p->nctx > 1 ? j : 0];
+    const int s = p->s0 + j;
+    const int64_t n = p->step_of[s + 1] - p->step_of[s];
+    if (n > most) most = n;
+    if (p->nctx > 1) {
+      tsr_run_align(x, p->step_of[s]);
+      TSR_CALL(tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[j]));
+      continue;
+    }
+    tsr_run_align(x, p->step_of[s]);
+    TSR_CALL(tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[j]));
+    TSR_CALL(tsr_run_advance(x, p->step_of[s], n, 0.0));
+    TSR_CALL(tsr_parareal_copy(x, p->fv[j], x->slot[TSR_SLOT_U]));
+    TSR_CALL(x->be->sync(x));
+  }
+  for (int64_t i = 0; p->nctx > 1 && i < most; ++i)
+    for (int j = 0; j < p->m; ++j) {
+      const int s = p->s0 + j;
+      if (!p->fresh[j] && i < p->step_of[s + 1] - p->step_of[s])
+        TSR_CALL(tsr_run_advance(&p->fx[j], p->step_of[s] + i, 1, 0.0));
+    }
+  for (int j = 0; p->nctx > 1 && j < p->m; ++j)
+    if (!p->fresh[j]) TSR_CALL(tsr_parareal_copy(&p->fx[j], p->fv[j], p->fx[j].slot[TSR_SLOT_U]));
+  for (int j = 0; p->nctx > 1 && j < p->m; ++j)
+    if (!p->fresh[j]) TSR_CALL(p->fx[j].be->sync(&p->fx[j]));
+  for (int j = 0; j < p->m; ++j) p->fresh[j] = 1;
   p->t_iter[T_FINE] += MPI_Wtime() - t0;
-  p->fresh[j] = 1;
   return TSR_OK;
 }
 
 /* gnew = G(in[j]): restricted, stepped on the coarse grid over slice s0 + j, prolonged. */
 static tsr_err coarse_solve(pr *p, int j) {
-  tsr_run_ctx *x = &p->fine, *y = &p->coarse;
+  tsr_run_ctx *x = &p->fx[0], *y = &p->coarse;
   const int s = p->s0 + j;
   double t0 = MPI_Wtime();
   TSR_CALL(x->be->sync(x)); /* in[j] is written on the fine run's stream */
-  TSR_CALL(tsr_parareal_restrict(y, p->r, p->in[j], y->slot[TSR_SLOT_U]));
-  y->dt = y->desc.dt = p->cdt[s];
   const double ts = (double)p->step_of[s] * x->dt, te = (double)p->step_of[s + 1] * x->dt;
-  TSR_CALL(tsr_run_advance(y, 0, p->cn[s], ts));
+  if (y->graph) { /* equal slices: coarse step k of slice s is step s cn + k of one dt */
+    tsr_run_align(y, s * p->cn[0]);
+    TSR_CALL(tsr_parareal_restrict(y, p->r, p->in[j], y->slot[TSR_SLOT_U]));
+    TSR_CALL(tsr_run_advance(y, s * p->cn[0], p->cn[0], 0.0));
+  } else {
+    TSR_CALL(tsr_parareal_restrict(y, p->r, p->in[j], y->slot[TSR_SLOT_U]));
+    y->dt = y->desc.dt = p->cdt[s];
+    TSR_CALL(tsr_run_advance(y, 0, p->cn[s], ts));
+  }
   /* the coarse ghosts the prolongation reads: the boundary at the slice's end, the peers' */
   tsr_field *u = y->slot[TSR_SLOT_U];
   TSR_CALL(y->be->boundary(y, u, te));
@@ -241,7 +291,7 @@ static tsr_err coarse_solve(pr *p, int j) {
 static tsr_err send_end(pr *p, double change) {
   if (last_group(p)) return TSR_OK;
   double t0 = MPI_Wtime();
-  tsr_run_ctx *x = &p->fine;
+  tsr_run_ctx *x = &p->fx[0];
   if (p->sreq != MPI_REQUEST_NULL) MPI_Wait(&p->sreq, MPI_STATUS_IGNORE);
   const int64_t n = tsr_box_cells(&x->box);
   for (int q = 0; q < p->c->ncomp; ++q) TSR_CALL(x->be->download(x, p->in[p->m], q, p->sbuf + q * n));
@@ -256,7 +306,7 @@ static tsr_err send_end(pr *p, double change) {
 /* in[0] from the previous group; *change: how much it changed (its sender's figure). */
 static tsr_err recv_start(pr *p, double *change) {
   double t0 = MPI_Wtime();
-  tsr_run_ctx *x = &p->fine;
+  tsr_run_ctx *x = &p->fx[0];
   if (MPI_Recv(p->rbuf, (int)p->nbuf, MPI_DOUBLE, p->rank - p->nspace, 7, p->world,
                MPI_STATUS_IGNORE) != MPI_SUCCESS)
     return tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Recv of a slice's start state");
@@ -273,8 +323,8 @@ static tsr_err recv_start(pr *p, double *change) {
 static tsr_err sweep0(pr *p) {
   double ch = 0.0;
   if (p->group == 0) {
-    TSR_CALL(tsr_run_initial(&p->fine));
-    TSR_CALL(tsr_parareal_copy(&p->fine, p->in[0], p->fine.slot[TSR_SLOT_U]));
+    TSR_CALL(tsr_run_initial(&p->fx[0]));
+    TSR_CALL(tsr_parareal_copy(&p->fx[0], p->in[0], p->fx[0].slot[TSR_SLOT_U]));
   } else {
     TSR_CALL(recv_start(p, &ch));
   }
@@ -283,18 +333,17 @@ static tsr_err sweep0(pr *p) {
     tsr_field *t = p->gold[j];
     p->gold[j] = p->gnew;
     p->gnew = t;
-    TSR_CALL(tsr_parareal_copy(&p->fine, p->in[j + 1], p->gold[j]));
+    TSR_CALL(tsr_parareal_copy(&p->fx[0], p->in[j + 1], p->gold[j]));
     p->fresh[j] = 0;
   }
-  TSR_CALL(p->fine.be->sync(&p->fine));
+  TSR_CALL(p->fx[0].be->sync(&p->fx[0]));
   return send_end(p, 1.0);
 }
 
 /* Iteration k >= 1: the fine solves whose inputs changed, then the sweep with the correction.
  * Every decision below is taken from figures reduced over the group, so its ranks agree. */
 static tsr_err sweep(pr *p) {
-  for (int j = 0; j < p->m; ++j)
-    if (!p->fresh[j]) TSR_CALL(fine_solve(p, j));
+  TSR_CALL(fine_solves(p));
   double ch = 0.0;
   if (p->group > 0) TSR_CALL(recv_start(p, &ch));
   int changed = ch != 0.0;
@@ -303,10 +352,10 @@ static tsr_err sweep(pr *p) {
     if (changed) {
       TSR_CALL(coarse_solve(p, j));
     } else { /* G of an unchanged input is gold, bit for bit: the correction adds nothing */
-      TSR_CALL(tsr_parareal_copy(&p->fine, p->gnew, p->gold[j]));
+      TSR_CALL(tsr_parareal_copy(&p->fx[0], p->gnew, p->gold[j]));
     }
     double t0 = MPI_Wtime(), mine[2];
-    TSR_CALL(tsr_parareal_correct(&p->fine, p->fv[j], p->gnew, p->gold[j], p->in[j + 1],
+    TSR_CALL(tsr_parareal_correct(&p->fx[0], p->fv[j], p->gnew, p->gold[j], p->in[j + 1],
                                   p->scratch, mine));
     tsr_field *t = p->gold[j];
     p->gold[j] = p->gnew;
@@ -364,8 +413,8 @@ static tsr_err gather(pr *p, int k, int *stop_why) {
   TSR_CHECK(isfinite(worst), TSR_ERR_INPUT,
             "%s: parareal: a slice's state became non-finite at iteration %d (fine dt %g, "
             "stable limit %g; coarse dt up to %g, limit %g): lower time.cfl, "
-            "parareal.coarse_cfl or parareal.coarse_dt", p->c->path, k, p->fine.dt,
-            p->fine.dt_stable, p->dtc_max, p->limit);
+            "parareal.coarse_cfl or parareal.coarse_dt", p->c->path, k, p->fx[0].dt,
+            p->fx[0].dt_stable, p->dtc_max, p->limit);
   p->converged = worst < p->c->parareal.tol;
   *stop_why = sig;
   return TSR_OK;
@@ -384,7 +433,7 @@ static double predicted(const pr *p) {
 }
 
 static void say_iteration(pr *p, int k, double wall) {
-  if (p->rank != 0 || p->fine.opts.quiet) return;
+  if (p->rank != 0 || p->fx[0].opts.quiet) return;
   const double *row = p->hist + (size_t)(k - 1) * (size_t)(p->P + T_COUNT);
   int at = 0;
   for (int n = 0; n < p->P; ++n)
@@ -404,7 +453,7 @@ static void say_iteration(pr *p, int k, double wall) {
 static tsr_err snapshots(pr *p) {
   const tsr_case *c = p->c;
   if (!tsr_schedule_any(&c->output.snapshot_every)) return TSR_OK;
-  tsr_run_ctx *x = &p->fine;
+  tsr_run_ctx *x = &p->fx[0];
   const int64_t n = tsr_box_cells(&x->box);
   tsr_err err = TSR_OK;
   if (last_group(p)) {
@@ -478,7 +527,7 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
 
 /* final.h5, report.json and the norms from the last group, the result to every rank. */
 static tsr_err finish(pr *p, tsr_run_result *res, double wall) {
-  tsr_run_ctx *x = &p->fine;
+  tsr_run_ctx *x = &p->fx[0];
   const double t = (double)x->nsteps * x->dt;
   res->steps = x->nsteps;
   res->t_final = t;
@@ -507,16 +556,16 @@ static tsr_err finish(pr *p, tsr_run_result *res, double wall) {
 static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
   double t0 = MPI_Wtime();
   TSR_CALL(tsr_run_agree(p->world, setup(p, opts)));
-  p->fine.phase[PH_SETUP] = MPI_Wtime() - t0;
-  TSR_CALL(tsr_run_agree(p->world, tsr_run_start_watchdog(&p->fine)));
-  if (p->fine.opts.write_output)
-    TSR_CALL(tsr_run_prepare_outdir(p->world, p->fine.out_dir, &p->fine.created_dir));
-  if (p->rank == 0 && !p->fine.opts.quiet) {
+  p->fx[0].phase[PH_SETUP] = MPI_Wtime() - t0;
+  TSR_CALL(tsr_run_agree(p->world, tsr_run_start_watchdog(&p->fx[0])));
+  if (p->fx[0].opts.write_output)
+    TSR_CALL(tsr_run_prepare_outdir(p->world, p->fx[0].out_dir, &p->fx[0].created_dir));
+  if (p->rank == 0 && !p->fx[0].opts.quiet) {
     printf("parareal: %d time slices on %d rank group%s of %d rank%s (%d slice%s each), %" PRId64
            " fine steps of dt %.6g in all; coarse grid /%d, %s, %" PRId64 " steps of dt %.6g "
            "per slice (stable limit %.6g); tol %g, at most %d iterations\n",
            p->P, p->ngroup, p->ngroup == 1 ? "" : "s", p->nspace, p->nspace == 1 ? "" : "s",
-           p->m, p->m == 1 ? "" : "s", p->fine.nsteps, p->fine.dt, p->r,
+           p->m, p->m == 1 ? "" : "s", p->fx[0].nsteps, p->fx[0].dt, p->r,
            tsr_integrate_plan(p->c->parareal.coarse_scheme).name, p->cn[0], p->cdt[0], p->limit,
            p->c->parareal.tol, p->c->parareal.max_iterations);
     fflush(stdout);
@@ -531,14 +580,14 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
     if (p->converged || why) break;
   }
   if (p->sreq != MPI_REQUEST_NULL) MPI_Wait(&p->sreq, MPI_STATUS_IGNORE);
-  if (!why && !p->converged && p->rank == 0 && !p->fine.opts.quiet) {
+  if (!why && !p->converged && p->rank == 0 && !p->fx[0].opts.quiet) {
     printf("parareal: the changes did not fall below tol %g in %d iterations%s\n",
            p->c->parareal.tol, p->iterations,
            p->iterations >= p->P ? " (after time_slices iterations the result is the serial "
                                    "run's all the same)" : "; raise parareal.max_iterations");
     fflush(stdout);
   }
-  if (!why && p->fine.opts.write_output)
+  if (!why && p->fx[0].opts.write_output)
     TSR_CALL(tsr_run_agree(p->world, snapshots(p)));
   if (why) {
     if (p->rank == 0)
@@ -561,13 +610,17 @@ tsr_err tsr_parareal_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *o
   p.slice = MPI_COMM_NULL;
   p.sreq = MPI_REQUEST_NULL;
   tsr_run_opts o = opts ? *opts : tsr_run_opts_default();
-  tsr_run_ctx_init(&p.fine, c, comm, &o); /* safe to free until set-up replaces them */
+  p.nctx = 1;
+  p.fx = calloc(1, sizeof *p.fx);
+  if (!p.fx) return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
+  tsr_run_ctx_init(&p.fx[0], c, comm, &o); /* safe to free until set-up replaces them */
   tsr_run_ctx_init(&p.coarse, c, comm, &o);
   MPI_Comm_rank(comm, &p.rank);
   MPI_Comm_size(comm, &p.size);
   tsr_err err = run(&p, &o, res);
   teardown(&p);
-  tsr_run_ctx_end(&p.fine, err);
+  if (p.fx) tsr_run_ctx_end(&p.fx[0], err);
+  free(p.fx);
   if (p.slice != MPI_COMM_NULL) MPI_Comm_free(&p.slice);
   return err;
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Issue 20's one-GPU benchmark: a long run of a small grid, where the GPU is bound by kernel
+# launches, not bandwidth. Serial stepping (CUDA graphs) against parareal with all its slices
+# on the same GPU (slices_per_rank = time_slices: the slices run together, each with its own
+# streams and graphs), in the same job on the same device. For each run: wall time, parareal
+# iterations, the difference from the serial result (relative max norm), and the error of
+# both against the exact solution, so the comparison is at the same final accuracy; the
+# parareal model's predicted speedup (report.json) beside the measured one.
+# Usage, from the repository root after a build:
+#   bench/parareal_gpu.sh [OUTDIR]       (default $OUT or /tmp/parareal_gpu)
+# Environment: TESSERA (build/tessera), DIM (2; 3 for the 3D case), N (256 in 2D, 64 in 3D),
+# END (0.35 in 2D: about 100,000 steps at 256^2), SLICES ("16 32"), COARSEN ("2 4"),
+# TOL (1e-6), BACKEND (cuda), PYTHON (python3).
+set -u
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:-${OUT:-/tmp/parareal_gpu}}
+tess=${TESSERA:-$root/build/tessera}
+py=${PYTHON:-python3}
+dim=${DIM:-2}
+if [ "$dim" = 3 ]; then n=${N:-64}; else n=${N:-256}; fi
+end=${END:-0.35}
+tol=${TOL:-1e-6}
+backend=${BACKEND:-cuda}
+mkdir -p "$out"
+case=$out/heat${dim}d.yaml
+if [ "$dim" = 3 ]; then
+  cells="[$n, $n, $n]" init="sin(pi*x)*sin(pi*y)*sin(pi*z)"
+  exact="exp(-3*pi*pi*t)*sin(pi*x)*sin(pi*y)*sin(pi*z)"
+else
+  cells="[$n, $n]" init="sin(pi*x)*sin(pi*y)" exact="exp(-2*pi*pi*t)*sin(pi*x)*sin(pi*y)"
+fi
+cat >"$case" <<YAML
+model: heat
+grid: {cells: $cells}
+params: {kappa: 1.0}
+initial: {u: "$init"}
+exact: {u: "$exact"}
+boundary: {default: {type: dirichlet, value: 0}}
+time: {scheme: ssp_rk3, dt: auto, end: $end}
+backend: $backend
+output: {progress: none}
+YAML
+fail=0
+"$tess" run "$case" --out "$out/serial" >"$out/serial.log" 2>&1 || { cat "$out/serial.log"; exit 1; }
+rows=()
+for p in ${SLICES:-16 32}; do
+  for r in ${COARSEN:-2 4}; do
+    name=p${p}_c$r
+    if ! "$tess" run "$case" --out "$out/$name" --set decomposition.time_slices=$p \
+        --set parareal.slices_per_rank=$p --set parareal.coarsen=$r --set parareal.tol=$tol \
+        >"$out/$name.log" 2>&1; then
+      tail -3 "$out/$name.log"
+      fail=1
+      continue
+    fi
+    rows+=("$name")
+  done
+done
+"$py" - "$out" "${rows[@]}" <<'PY'
+import json, sys, h5py, numpy as np
+out, names = sys.argv[1], sys.argv[2:]
+def load(d):
+    return json.load(open(f"{out}/{d}/report.json")), h5py.File(f"{out}/{d}/final.h5")["fields/u"][()]
+rs, us = load("serial")
+ts = rs["wall_time"]
+print(f"serial: {rs['steps']} steps of {rs['cells']}, {ts:.3f} s, error L2 {rs['fields']['u']['error_l2']:.3e}"
+      f" (graphs {rs['gpu_graphs']})")
+print(f"{'run':10} {'iter':>4} {'conv':>5} {'wall s':>8} {'speedup':>8} {'predicted':>9} "
+      f"{'fine s':>7} {'coarse s':>8} {'vs serial':>10} {'error L2':>10}")
+res = {"serial": {"wall": ts, "steps": rs["steps"], "error_l2": rs["fields"]["u"]["error_l2"]}}
+for d in names:
+    r, u = load(d)
+    p = r["parareal"]
+    diff = float(abs(u - us).max() / abs(us).max())
+    print(f"{d:10} {p['iterations']:4d} {str(p['converged']):>5} {r['wall_time']:8.3f} "
+          f"{ts / r['wall_time']:8.2f} {p['predicted_speedup']:9.2f} {p['fine_seconds']:7.3f} "
+          f"{p['coarse_seconds']:8.3f} {diff:10.2e} {r['fields']['u']['error_l2']:10.3e}")
+    res[d] = {"wall": r["wall_time"], "speedup": ts / r["wall_time"], "iterations": p["iterations"],
+              "predicted": p["predicted_speedup"], "diff_vs_serial": diff,
+              "error_l2": r["fields"]["u"]["error_l2"], "fine_s": p["fine_seconds"],
+              "coarse_s": p["coarse_seconds"], "comm_s": p["comm_seconds"]}
+json.dump(res, open(f"{out}/parareal_gpu.json", "w"), indent=1)
+PY
+exit $fail
