@@ -18,12 +18,6 @@ tsr_err tsr_graph_step(tsr_graph *g, struct tsr_run_ctx *x, int64_t step, double
   return fn(x, t);
 }
 
-int tsr_graph_wants_flip(const tsr_graph *g, int64_t step) {
-  (void)g;
-  (void)step;
-  return -1;
-}
-
 tsr_err tsr_graph_finish(tsr_graph *g, tsr_run_result *res) {
   (void)g;
   res->graph_steps = 0;

@@ -41,11 +41,6 @@ tsr_err tsr_graph_create(struct tsr_run_ctx *x, tsr_graph **g);
 tsr_err tsr_graph_step(tsr_graph *g, struct tsr_run_ctx *x, int64_t step, double t,
                        tsr_graph_step_fn fn);
 
-/* The slot arrangement (tsr_run_ctx.flip) the graphs replay correctly at step `step`: the
- * one they were captured with, swapped once per step since; -1 before any capture. A caller
- * that jumps between step ranges (parareal) swaps the slots to it before filling U. */
-int tsr_graph_wants_flip(const tsr_graph *g, int64_t step);
-
 /* After the loop's last step, once the device is idle: res->graph_steps, and with
  * opts.graph_timing res->graph_gpu_time. Accepts NULL (zeros). Errors: TSR_ERR_CUDA. */
 tsr_err tsr_graph_finish(tsr_graph *g, tsr_run_result *res);

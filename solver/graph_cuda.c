@@ -19,7 +19,6 @@ struct tsr_graph {
   cudaGraphExec_t exec[2]; /* exec[p]: the step from base + p (mod 2), slots as they were then */
   int ncap;                /* graphs captured so far */
   int64_t base;            /* the step exec[0] was captured at */
-  int flip_base;           /* the slots' arrangement then (tsr_run_ctx.flip) */
   int plain_done;          /* the run's first step was issued plainly */
   int fallback;            /* capture failed: plain launches from then on */
   int64_t replays;         /* steps issued as graph launches */
@@ -161,10 +160,7 @@ tsr_err tsr_graph_step(tsr_graph *g, tsr_run_ctx *x, int64_t step, double t,
                         "attempt): %s\n", tsr_err_message());
       return fn(x, t);
     }
-    if (g->ncap == 0) {
-      g->base = step;
-      g->flip_base = x->flip;
-    }
+    if (g->ncap == 0) g->base = step;
     g->exec[g->ncap] = exec;
     p = g->ncap++;
   } else {
@@ -185,11 +181,6 @@ tsr_err tsr_graph_step(tsr_graph *g, tsr_run_ctx *x, int64_t step, double t,
   g->replays++;
   x->phase[PH_COMPUTE] += MPI_Wtime() - t0;
   return TSR_OK;
-}
-
-int tsr_graph_wants_flip(const tsr_graph *g, int64_t step) {
-  if (!g || g->fallback || g->ncap == 0) return -1;
-  return g->flip_base ^ (int)((step - g->base) & 1);
 }
 
 tsr_err tsr_graph_finish(tsr_graph *g, tsr_run_result *res) {

@@ -169,19 +169,14 @@ static void swap_result(tsr_run_ctx *x) {
 tsr_err tsr_run_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0) {
   for (int64_t s = first; s < first + n; ++s) {
     x->step = s;
-    const double t = t0 + (double)s * x->dt;
-    if (x->graph && t0 == 0.0) TSR_CALL(tsr_graph_step(x->graph, x, s, t, run_step));
-    else TSR_CALL(run_step(x, t));
+    TSR_CALL(run_step(x, t0 + (double)s * x->dt));
     swap_result(x);
     tsr_watchdog_beat(s + 1);
   }
   return TSR_OK;
 }
 
-void tsr_run_align(tsr_run_ctx *x, int64_t first) {
-  const int want = tsr_graph_wants_flip(x->graph, first);
-  if (want >= 0 && want != x->flip) swap_result(x);
-}
+void tsr_run_swap_slots(tsr_run_ctx *x) { swap_result(x); }
 
 typedef tsr_run_norms norms;
 

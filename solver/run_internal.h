@@ -101,14 +101,11 @@ tsr_err tsr_run_setup(tsr_run_ctx *x);
 
 /* Advances U by n steps from step `first`, step s from time t0 + s dt, as the explicit
  * method's step loop does without its monitors, outputs and checkpoints (with t0 = 0 the
- * steps are the loop's, bit for bit). With x->graph and t0 = 0 the steps replay CUDA graphs
- * (call tsr_run_align first when the steps are not the ones after the last advance).
- * Asynchronous on GPUs. */
+ * steps are the loop's, bit for bit). Plain launches. Asynchronous on GPUs. */
 tsr_err tsr_run_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0);
 
-/* Swaps the state and result slots (their contents become meaningless) when the CUDA graphs
- * need the other arrangement at step `first`: before U is filled for an advance from there. */
-void tsr_run_align(tsr_run_ctx *x, int64_t first);
+/* Swaps the state slot with the scheme's result slot (x->flip changes), as after a step. */
+void tsr_run_swap_slots(tsr_run_ctx *x);
 
 /* The watchdog, naming the halo peers this rank would wait for. */
 tsr_err tsr_run_start_watchdog(tsr_run_ctx *x);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver/graph.h"
+#include "solver/parareal/graphs.h"
 #include "solver/parareal/ops.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
@@ -15,6 +15,10 @@
 #include "solver/watchdog.h"
 
 enum { T_FINE, T_COARSE, T_COMM, T_COUNT };
+
+/* Steps per CUDA graph launch (graphs.h): enough that one launch's host cost (a few
+ * microseconds) is small against the GPU time of that many steps of a small grid. */
+#define GRAPH_CHUNK 16
 
 typedef struct {
   const tsr_case *c;
@@ -28,6 +32,7 @@ typedef struct {
                                run together), one for all of them on CPU ranks */
   int nctx;
   tsr_run_ctx coarse;
+  tsr_pr_graph **g, *gc;     /* CUDA graphs of each fine context's steps, and the coarse ones */
   int64_t *step_of;         /* P + 1: slice n is fine steps [step_of[n], step_of[n + 1]) */
   int64_t *cn;              /* P: coarse steps of slice n, of cdt[n] each */
   double *cdt, dtc_max, limit;
@@ -189,19 +194,23 @@ static tsr_err setup(pr *p, const tsr_run_opts *opts) {
 #endif
     if (i > 0 && i < p->nctx) TSR_CALL(tsr_layout_copy(&p->fx[0].layout, &x->layout));
     TSR_CALL(tsr_run_setup(x));
-    if (i < p->nctx) TSR_CALL(tsr_graph_create(x, &x->graph));
   }
   TSR_CALL(time_plan(p));
-  /* the coarse steps replay graphs when every slice has the same steps: then the coarse time
-   * is one step count times one dt, as graphs compute it */
+  TSR_ALLOC(p->g, (size_t)p->nctx, "parareal's CUDA graphs");
+  for (int i = 0; i < p->nctx; ++i) TSR_CALL(tsr_pr_graph_create(&p->fx[i], GRAPH_CHUNK, &p->g[i]));
+  /* the coarse steps replay graphs when every slice has the same steps: then coarse step k
+   * of slice s is step s cn + k of one dt, as the graphs' time kernel computes it */
   if (p->fx[0].nsteps % p->P == 0) {
     p->coarse.dt = p->coarse.desc.dt = p->cdt[0];
-    TSR_CALL(tsr_graph_create(&p->coarse, &p->coarse.graph));
+    TSR_CALL(tsr_pr_graph_create(&p->coarse, GRAPH_CHUNK, &p->gc));
   }
   return state(p);
 }
 
 static void teardown(pr *p) {
+  for (int i = 0; p->g && i < p->nctx; ++i) tsr_pr_graph_destroy(&p->g[i]);
+  tsr_pr_graph_destroy(&p->gc);
+  free(p->g);
   for (int j = 0; p->in && j <= p->m; ++j) tsr_field_destroy(&p->in[j]);
   for (int j = 0; p->fv && j < p->m; ++j) {
     tsr_field_destroy(&p->fv[j]);
@@ -219,40 +228,49 @@ static void teardown(pr *p) {
 /* ---- the propagators ------------------------------------------------------------------------- */
 
 /* fv[j] = F(in[j]) for the slices whose inputs changed since their last fine solve: the
- * case's own steps of slice s0 + j at the serial run's times. With a context per slice they
- * are issued a step of each slice at a time, so that the GPU runs the slices together. */
+ * case's own steps of slice s0 + j at the serial run's times. With a context per slice the
+ * slices' steps are issued in turn, a graph launch (or a step) of each at a time, so that the
+ * GPU runs the slices together. */
 static tsr_err fine_solves(pr *p) {
   double t0 = MPI_Wtime();
-  int64_t most = 0;
+  const int m = p->m;
   TSR_CALL(p->fx[0].be->sync(&p->fx[0])); /* the inputs were written on its stream */
-  for (int j = 0; j < p->m; ++j) {
+  int64_t *done = calloc((size_t)m, sizeof *done);
+  TSR_CHECK(done, TSR_ERR_MEMORY, "out of memory");
+  tsr_err err = TSR_OK;
+  for (int j = 0; j < m && !err; ++j) {
     if (p->fresh[j]) continue;
-    tsr_run_ctx *x = &p->fx[p->nctx > 1 ? j : 0];
-    const int s = p->s0 + j;
-    const int64_t n = p->step_of[s + 1] - p->step_of[s];
-    if (n > most) most = n;
-    if (p->nctx > 1) {
-      tsr_run_align(x, p->step_of[s]);
-      TSR_CALL(tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[j]));
-      continue;
+    const int i = p->nctx > 1 ? j : 0, s = p->s0 + j;
+    tsr_run_ctx *x = &p->fx[i];
+    err = tsr_pr_graph_begin(p->g[i], x, p->step_of[s]);
+    if (!err) err = tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[j]);
+    for (int64_t n = p->step_of[s + 1] - p->step_of[s]; p->nctx == 1 && !err && done[j] < n;) {
+      int64_t k;
+      err = tsr_pr_graph_issue(p->g[0], x, p->step_of[s] + done[j], n - done[j], &k);
+      done[j] += k;
     }
-    tsr_run_align(x, p->step_of[s]);
-    TSR_CALL(tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[j]));
-    TSR_CALL(tsr_run_advance(x, p->step_of[s], n, 0.0));
-    TSR_CALL(tsr_parareal_copy(x, p->fv[j], x->slot[TSR_SLOT_U]));
-    TSR_CALL(x->be->sync(x));
+    if (p->nctx == 1 && !err) err = tsr_parareal_copy(x, p->fv[j], x->slot[TSR_SLOT_U]);
+    if (p->nctx == 1 && !err) err = x->be->sync(x);
   }
-  for (int64_t i = 0; p->nctx > 1 && i < most; ++i)
-    for (int j = 0; j < p->m; ++j) {
+  for (int busy = p->nctx > 1; busy && !err;) {
+    busy = 0;
+    for (int j = 0; j < m && !err; ++j) {
       const int s = p->s0 + j;
-      if (!p->fresh[j] && i < p->step_of[s + 1] - p->step_of[s])
-        TSR_CALL(tsr_run_advance(&p->fx[j], p->step_of[s] + i, 1, 0.0));
+      const int64_t n = p->step_of[s + 1] - p->step_of[s];
+      if (p->fresh[j] || done[j] >= n) continue;
+      int64_t k;
+      err = tsr_pr_graph_issue(p->g[j], &p->fx[j], p->step_of[s] + done[j], n - done[j], &k);
+      done[j] += k;
+      busy = 1;
     }
-  for (int j = 0; p->nctx > 1 && j < p->m; ++j)
-    if (!p->fresh[j]) TSR_CALL(tsr_parareal_copy(&p->fx[j], p->fv[j], p->fx[j].slot[TSR_SLOT_U]));
-  for (int j = 0; p->nctx > 1 && j < p->m; ++j)
-    if (!p->fresh[j]) TSR_CALL(p->fx[j].be->sync(&p->fx[j]));
-  for (int j = 0; j < p->m; ++j) p->fresh[j] = 1;
+  }
+  for (int j = 0; p->nctx > 1 && j < m && !err; ++j)
+    if (!p->fresh[j]) err = tsr_parareal_copy(&p->fx[j], p->fv[j], p->fx[j].slot[TSR_SLOT_U]);
+  for (int j = 0; p->nctx > 1 && j < m && !err; ++j)
+    if (!p->fresh[j]) err = p->fx[j].be->sync(&p->fx[j]);
+  free(done);
+  TSR_CALL(err);
+  for (int j = 0; j < m; ++j) p->fresh[j] = 1;
   p->t_iter[T_FINE] += MPI_Wtime() - t0;
   return TSR_OK;
 }
@@ -264,10 +282,12 @@ static tsr_err coarse_solve(pr *p, int j) {
   double t0 = MPI_Wtime();
   TSR_CALL(x->be->sync(x)); /* in[j] is written on the fine run's stream */
   const double ts = (double)p->step_of[s] * x->dt, te = (double)p->step_of[s + 1] * x->dt;
-  if (y->graph) { /* equal slices: coarse step k of slice s is step s cn + k of one dt */
-    tsr_run_align(y, s * p->cn[0]);
+  if (p->gc) { /* equal slices: coarse step k of slice s is step s cn + k of one dt */
+    const int64_t first = s * p->cn[0];
+    TSR_CALL(tsr_pr_graph_begin(p->gc, y, first));
     TSR_CALL(tsr_parareal_restrict(y, p->r, p->in[j], y->slot[TSR_SLOT_U]));
-    TSR_CALL(tsr_run_advance(y, s * p->cn[0], p->cn[0], 0.0));
+    for (int64_t done = 0, k; done < p->cn[0]; done += k)
+      TSR_CALL(tsr_pr_graph_issue(p->gc, y, first + done, p->cn[0] - done, &k));
   } else {
     TSR_CALL(tsr_parareal_restrict(y, p->r, p->in[j], y->slot[TSR_SLOT_U]));
     y->dt = y->desc.dt = p->cdt[s];

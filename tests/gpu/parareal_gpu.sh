@@ -10,7 +10,8 @@ set -u
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 ranks=${GPU_RANKS:-1}
-same() { h5diff -q "$1" "$2" /fields/u /fields/u >/dev/null 2>&1; }
+. "$TESSERA_SOURCE/tests/gpu/fields.bash"
+same() { same_fields "$1" "$2" >/dev/null; }
 snap() { printf '%s/snapshot_%08d.h5' "$1" "$2"; }
 cat >"$work/heat.yaml" <<'YAML'
 model: heat
