@@ -4,11 +4,12 @@
 #include "kernels/cuda_util.h"
 #include "kernels/field.h"
 
-tsr_err tsr_field_device_alloc(tsr_field *f);
+tsr_err tsr_field_device_alloc(tsr_field *f, size_t bytes);
 void tsr_field_device_free(tsr_field *f);
+tsr_err tsr_field_device_zero(tsr_field *f, void *stream);
 
-tsr_err tsr_field_device_alloc(tsr_field *f) {
-  size_t bytes = tsr_field_bytes(f);
+/* bytes (>= the field's) on the current device, the field's extent zeroed. */
+tsr_err tsr_field_device_alloc(tsr_field *f, size_t bytes) {
   void *p = NULL;
   cudaError_t e = cudaMalloc(&p, bytes);
   if (e == cudaErrorMemoryAllocation) {
@@ -24,12 +25,19 @@ tsr_err tsr_field_device_alloc(tsr_field *f) {
   }
   TSR_CUDA(e);
   /* zeroed like host fields, so ghost corners no stencil writes stay deterministic */
-  TSR_CUDA(cudaMemset(p, 0, bytes));
+  TSR_CUDA(cudaMemset(p, 0, tsr_field_bytes(f)));
   f->data = p;
+  f->cap = bytes;
   return TSR_OK;
 }
 
 void tsr_field_device_free(tsr_field *f) {
   if (f->data) cudaFree(f->data);
   f->data = NULL;
+  f->cap = 0;
+}
+
+tsr_err tsr_field_device_zero(tsr_field *f, void *stream) {
+  TSR_CUDA(cudaMemsetAsync(f->data, 0, tsr_field_bytes(f), (cudaStream_t)stream));
+  return TSR_OK;
 }
