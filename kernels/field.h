@@ -42,7 +42,7 @@ typedef struct {
 tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_field **field);
 
 /* As tsr_field_create, in the given memory space (TSR_MEM_DEVICE: cudaMalloc on the current
- * device, zeroed). Errors: TSR_ERR_MEMORY, TSR_ERR_CUDA, TSR_ERR_UNSUPPORTED (device memory in
+ * device, zeroed before it returns). Errors: TSR_ERR_MEMORY, TSR_ERR_CUDA, TSR_ERR_UNSUPPORTED (device memory in
  * a build without CUDA). */
 tsr_err tsr_field_create_in(int dim, const tsr_box *box, int ghost, int ncomp, tsr_mem mem,
                             tsr_field **field);

@@ -24,8 +24,13 @@ tsr_err tsr_field_device_alloc(tsr_field *f, size_t bytes) {
                        dev, bytes / 1048576.0, freeb / 1048576.0, total / 1048576.0);
   }
   TSR_CUDA(e);
-  /* zeroed like host fields, so ghost corners no stencil writes stay deterministic */
-  TSR_CUDA(cudaMemset(p, 0, tsr_field_bytes(f)));
+  /* zeroed like host fields, so ghost corners no stencil writes stay deterministic; waited
+   * for: the legacy stream's memset does not order the backend's non-blocking streams, and
+   * kernels on them may write the field as soon as this returns */
+  cudaError_t z = cudaMemset(p, 0, tsr_field_bytes(f));
+  if (z == cudaSuccess) z = cudaStreamSynchronize(cudaStreamLegacy);
+  if (z != cudaSuccess) cudaFree(p);
+  TSR_CUDA(z);
   f->data = p;
   f->cap = bytes;
   return TSR_OK;
