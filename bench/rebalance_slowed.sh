@@ -12,7 +12,7 @@
 #   NP=2 CELLS=512 BACKEND=cuda bench/rebalance_slowed.sh [OUTDIR]   (default $OUT or /tmp/...)
 # Environment: TESSERA (build/tessera), MPIEXEC (mpiexec), NP (2), CELLS (per rank along z:
 # the grid is CELLS^2 x NP*CELLS, 512), BACKEND (host), FACTOR (2), STEPS (1000), EVERY (100),
-# WINDOW (50), THRESHOLD (0.05), PYTHON (python3).
+# WINDOW (50), THRESHOLD (0.05), RESERVE (rebalance.reserve: 0.5), PYTHON (python3).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-${OUT:-/tmp/rebalance_slowed}}
@@ -32,7 +32,7 @@ initial: {u: "sin(pi*x)*sin(pi*y)*sin(pi*z)"}
 boundary: {default: {type: dirichlet, value: 0}}
 time: {scheme: ssp_rk2, steps: $steps}
 backend: ${BACKEND:-host}
-rebalance: {every: ${EVERY:-100}, window: ${WINDOW:-50}, threshold: ${THRESHOLD:-0.05}}
+rebalance: {every: ${EVERY:-100}, window: ${WINDOW:-50}, threshold: ${THRESHOLD:-0.05}, reserve: ${RESERVE:-0.5}}
 debug: {slowdown: {rank: $((np - 1)), factor: ${FACTOR:-2}, steps: [1, $steps]}}
 output: {progress: none, monitor_every: $steps}
 YAML
@@ -55,7 +55,8 @@ ev = rb["events"]
 cells0 = [b["cells"] for b in off["boxes"]]
 s = {"backend": on["backend"], "ranks": on["ranks"], "cells": on["cells"],
      "steps": on["steps"], "wall_off_s": off["wall_time"], "wall_on_s": on["wall_time"],
-     "speedup": off["wall_time"] / on["wall_time"], "migrations": rb["migrations"]}
+     "speedup": off["wall_time"] / on["wall_time"], "migrations": rb["migrations"],
+     "field_reserve_bytes": rb.get("field_reserve_bytes")}
 if not ev:
     print("no migration: the rebalancer saw no imbalance worth moving cells for")
     json.dump(s, open(f"{out}/summary.json", "w"), indent=1)
@@ -88,6 +89,8 @@ for k, e in enumerate(ev, 1):
           f"then {1e3 * worst if worst else float('nan'):.3f} ms per step, {ratio}")
     if parts: print(f"  the migration's parts (ms, slowest rank): {parts}")
 s["rounds_to_within_5pct"] = within
+if rb.get("field_reserve_bytes") is not None:
+    print(f"fields' reserve (rebalance.reserve): {rb['field_reserve_bytes'] / 2**30:.2f} GiB on rank 0")
 print(f"within 5% of the ideal after round {within}" if within else "not within 5% of the ideal")
 print(f"wall: off {off['wall_time']:.3f} s, on {on['wall_time']:.3f} s "
       f"({s['speedup']:.3f}x; the whole run, migrations and measuring included)")

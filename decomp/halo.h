@@ -125,6 +125,14 @@ tsr_err tsr_halo_begin_after(tsr_halo *halo, tsr_field *field, cudaStream_t prod
  * stream). Errors: as tsr_halo_end (asynchronous NCCL failures show at a later end or
  * synchronisation), and TSR_ERR_STATE on an MPI exchange. */
 tsr_err tsr_halo_end_before(tsr_halo *halo, tsr_field *field, cudaStream_t consumer);
+
+/* After the plan the exchange borrows was rebuilt in place for a new box (a rebalance): sizes
+ * the exchange for it, keeping each device buffer that holds a new peer's values (no
+ * allocation, and no cudaFree, which waits for the whole device, when the faces did not grow)
+ * and uploading the new segment lists. Waits for the communication stream first; nothing may
+ * be in flight. NCCL exchanges only. Errors: TSR_ERR_STATE (an MPI exchange, one in flight),
+ * TSR_ERR_MEMORY, TSR_ERR_CUDA, TSR_ERR_NCCL; after an error only tsr_halo_destroy. */
+tsr_err tsr_halo_refit_nccl(tsr_halo *halo);
 #endif
 
 #endif

@@ -20,6 +20,8 @@ struct tsr_halo {
   const tsr_halo_ops *ops;
   const tsr_halo_plan *plan; /* borrowed */
   int ncomp;
+  int npeer;         /* the plan's peers when the per-peer arrays were sized: a rebalance
+                        rebuilds the plan in place before the exchange goes or is refitted */
   tsr_field *active; /* the field of the exchange in flight, NULL when idle */
 };
 

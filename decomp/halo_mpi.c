@@ -93,6 +93,7 @@ tsr_err tsr_halo_create(const tsr_halo_plan *plan, MPI_Comm comm, int ncomp, tsr
   h->base.ops = &mpi_ops;
   h->base.plan = plan;
   h->base.ncomp = ncomp;
+  h->base.npeer = plan->npeer;
   h->comm = comm;
   int n = plan->npeer;
   h->sendbuf = calloc((size_t)n + 1, sizeof *h->sendbuf);
@@ -192,8 +193,8 @@ static tsr_err mpi_end(tsr_halo *base, tsr_field *field) {
 static void mpi_destroy(tsr_halo *base) {
   halo_mpi *h = (halo_mpi *)base;
   if (h->nreq > 0) MPI_Waitall(h->nreq, h->reqs, MPI_STATUSES_IGNORE);
-  for (int i = 0; h->sendbuf && i < base->plan->npeer; ++i) free(h->sendbuf[i]);
-  for (int i = 0; h->recvbuf && i < base->plan->npeer; ++i) free(h->recvbuf[i]);
+  for (int i = 0; h->sendbuf && i < base->npeer; ++i) free(h->sendbuf[i]);
+  for (int i = 0; h->recvbuf && i < base->npeer; ++i) free(h->recvbuf[i]);
   free(h->sendbuf);
   free(h->recvbuf);
   free(h->reqs);

@@ -22,7 +22,9 @@ typedef struct {
   cudaEvent_t done;    /* comm stream -> consumer */
   void **sendbuf, **recvbuf;   /* device, per peer, sized for double values (float fields use
                                   half); a self peer's recvbuf aliases its sendbuf */
+  size_t *scap, *rcap;         /* per peer, the bytes of sendbuf and recvbuf (0: none) */
   tsr_pack_seg *segs;          /* device: per peer nseg send segments then nseg receive ones */
+  int seg_cap;                 /* segments segs holds */
   int *seg_at;                 /* per peer, the index of its first segment in segs */
   int64_t *most;               /* per peer, the largest segment's cells (sizes the launch) */
 } halo_nccl;
@@ -49,6 +51,7 @@ static tsr_err upload_segments(halo_nccl *h) {
   const tsr_halo_plan *p = h->base.plan;
   int total = 0;
   for (int i = 0; i < p->npeer; ++i) {
+    h->most[i] = 0;
     h->seg_at[i] = total;
     total += 2 * p->peers[i].nseg;
   }
@@ -70,7 +73,14 @@ static tsr_err upload_segments(halo_nccl *h) {
     }
   }
   size_t bytes = (size_t)total * sizeof *host;
-  cudaError_t e = cudaMalloc((void **)&h->segs, bytes);
+  cudaError_t e = cudaSuccess;
+  if (total > h->seg_cap) {
+    if (h->segs) cudaFree(h->segs);
+    h->segs = NULL;
+    h->seg_cap = 0;
+    e = cudaMalloc((void **)&h->segs, bytes);
+    if (e == cudaSuccess) h->seg_cap = total;
+  }
   if (e == cudaSuccess) e = cudaMemcpy(h->segs, host, bytes, cudaMemcpyHostToDevice);
   free(host);
   TSR_CUDA(e);
@@ -98,28 +108,52 @@ static tsr_err check_comm(const tsr_halo_plan *plan, ncclComm_t nccl, int *devic
   return TSR_OK;
 }
 
-static tsr_err device_buffer(void **buf, int64_t elems, int rank, int peer) {
+/* Device buffers kept from the exchange of an earlier plan, to be taken again (refit). */
+typedef struct {
+  void **buf;
+  size_t *cap;
+  int n;
+} spare;
+
+/* A buffer of at least elems doubles into *buf (its bytes into *cap): the smallest spare one
+ * that holds them, else a new one. */
+static tsr_err device_buffer(spare *sp, void **buf, size_t *cap, int64_t elems, int rank,
+                             int peer) {
   size_t bytes = (size_t)elems * sizeof(double);
-  cudaError_t e = cudaMalloc(buf, bytes ? bytes : sizeof(double));
+  if (bytes == 0) bytes = sizeof(double);
+  int best = -1;
+  for (int k = 0; sp && k < sp->n; ++k)
+    if (sp->buf[k] && sp->cap[k] >= bytes && (best < 0 || sp->cap[k] < sp->cap[best])) best = k;
+  if (best >= 0) {
+    *buf = sp->buf[best];
+    *cap = sp->cap[best];
+    sp->buf[best] = NULL;
+    return TSR_OK;
+  }
+  cudaError_t e = cudaMalloc(buf, bytes);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
+    *buf = NULL;
     return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
                        "rank %d: out of GPU memory allocating a %.1f MiB halo buffer for peer %d",
                        rank, bytes / 1048576.0, peer);
   }
   TSR_CUDA(e);
+  *cap = bytes;
   return TSR_OK;
 }
 
-static tsr_err setup(halo_nccl *h) {
+/* The per-peer arrays and buffers of the plan, taking spare buffers where they fit. */
+static tsr_err peer_buffers(halo_nccl *h, spare *sp) {
   const tsr_halo_plan *p = h->base.plan;
   int n = p->npeer;
+  h->base.npeer = n;
   TSR_ALLOC(h->sendbuf, n, "halo send buffer pointers");
   TSR_ALLOC(h->recvbuf, n, "halo receive buffer pointers");
+  TSR_ALLOC(h->scap, n, "halo buffer sizes");
+  TSR_ALLOC(h->rcap, n, "halo buffer sizes");
   TSR_ALLOC(h->seg_at, n, "halo segment offsets");
   TSR_ALLOC(h->most, n, "halo segment sizes");
-  TSR_CUDA(cudaEventCreateWithFlags(&h->ready, cudaEventDisableTiming));
-  TSR_CUDA(cudaEventCreateWithFlags(&h->done, cudaEventDisableTiming));
   for (int i = 0; i < n; ++i) {
     const tsr_halo_peer *q = &p->peers[i];
     TSR_CHECK(q->nseg >= 1 && q->nseg <= 65535, TSR_ERR_INTERNAL,
@@ -128,11 +162,32 @@ static tsr_err setup(halo_nccl *h) {
     TSR_CHECK(q->send_cells == q->recv_cells || q->peer != p->rank, TSR_ERR_INTERNAL,
               "rank %d: the periodic self-image sends %lld cells but receives %lld", p->rank,
               (long long)q->send_cells, (long long)q->recv_cells);
-    TSR_CALL(device_buffer(&h->sendbuf[i], q->send_cells * h->base.ncomp, p->rank, q->peer));
+    TSR_CALL(device_buffer(sp, &h->sendbuf[i], &h->scap[i], q->send_cells * h->base.ncomp,
+                           p->rank, q->peer));
     if (q->peer == p->rank) continue;
-    TSR_CALL(device_buffer(&h->recvbuf[i], q->recv_cells * h->base.ncomp, p->rank, q->peer));
+    TSR_CALL(device_buffer(sp, &h->recvbuf[i], &h->rcap[i], q->recv_cells * h->base.ncomp,
+                           p->rank, q->peer));
   }
   return upload_segments(h);
+}
+
+static tsr_err setup(halo_nccl *h) {
+  TSR_CUDA(cudaEventCreateWithFlags(&h->ready, cudaEventDisableTiming));
+  TSR_CUDA(cudaEventCreateWithFlags(&h->done, cudaEventDisableTiming));
+  return peer_buffers(h, NULL);
+}
+
+static void free_peer_arrays(halo_nccl *h) {
+  free(h->sendbuf);
+  free(h->recvbuf);
+  free(h->scap);
+  free(h->rcap);
+  free(h->seg_at);
+  free(h->most);
+  h->sendbuf = h->recvbuf = NULL;
+  h->scap = h->rcap = NULL;
+  h->seg_at = NULL;
+  h->most = NULL;
 }
 
 tsr_err tsr_halo_create_nccl(const tsr_halo_plan *plan, ncclComm_t nccl, int ncomp,
@@ -296,20 +351,42 @@ tsr_err tsr_halo_end_before(tsr_halo *h, tsr_field *field, cudaStream_t consumer
 
 static void nccl_destroy(tsr_halo *base) {
   halo_nccl *h = (halo_nccl *)base;
-  const tsr_halo_plan *p = base->plan;
   /* in-flight packs, NCCL transfers and unpacks may still use the buffers (an idle stream
    * returns at once); an error here leaves nothing better to do than free */
   (void)wait_stream(h);
-  for (int i = 0; h->sendbuf && i < p->npeer; ++i)
+  for (int i = 0; h->sendbuf && i < base->npeer; ++i)
     if (h->sendbuf[i]) cudaFree(h->sendbuf[i]);
-  for (int i = 0; h->recvbuf && i < p->npeer; ++i)
+  for (int i = 0; h->recvbuf && i < base->npeer; ++i)
     if (h->recvbuf[i]) cudaFree(h->recvbuf[i]);
   if (h->segs) cudaFree(h->segs);
   if (h->ready) cudaEventDestroy(h->ready);
   if (h->done) cudaEventDestroy(h->done);
-  free(h->sendbuf);
-  free(h->recvbuf);
-  free(h->seg_at);
-  free(h->most);
+  free_peer_arrays(h);
   free(h);
+}
+
+tsr_err tsr_halo_refit_nccl(tsr_halo *base) {
+  TSR_CHECK(base && base->ops == &nccl_ops, TSR_ERR_STATE,
+            "tsr_halo_refit_nccl needs an NCCL halo exchange");
+  TSR_CHECK(!base->active, TSR_ERR_STATE,
+            "rank %d: tsr_halo_refit_nccl with an exchange in flight", base->plan->rank);
+  halo_nccl *h = (halo_nccl *)base;
+  TSR_CALL(check_device(h));
+  TSR_CALL(wait_stream(h));
+  int nold = base->npeer;
+  spare sp = {calloc((size_t)2 * nold + 1, sizeof(void *)),
+              calloc((size_t)2 * nold + 1, sizeof(size_t)), 0};
+  TSR_CHECK(sp.buf && sp.cap, TSR_ERR_MEMORY, "out of memory refitting a halo exchange");
+  for (int i = 0; i < nold; ++i) {
+    if (h->sendbuf[i]) sp.buf[sp.n] = h->sendbuf[i], sp.cap[sp.n++] = h->scap[i];
+    if (h->recvbuf[i]) sp.buf[sp.n] = h->recvbuf[i], sp.cap[sp.n++] = h->rcap[i];
+  }
+  free_peer_arrays(h);
+  base->npeer = 0;
+  tsr_err e = peer_buffers(h, &sp);
+  for (int k = 0; k < sp.n; ++k)
+    if (sp.buf[k]) cudaFree(sp.buf[k]);
+  free(sp.buf);
+  free(sp.cap);
+  return e;
 }

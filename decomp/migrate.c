@@ -145,6 +145,25 @@ tsr_err tsr_migrate_field(const tsr_migrate_plan *plan, MPI_Comm comm, const tsr
   tsr_field *out = NULL;
   TSR_CALL(tsr_field_create_as(src->dim, &plan->new_box, src->ghost, src->ncomp, TSR_MEM_HOST,
                                src->prec, &out));
+  tsr_err e = tsr_migrate_field_into(plan, comm, src, out);
+  if (e) tsr_field_destroy(&out);
+  *dst = out;
+  return e;
+}
+
+tsr_err tsr_migrate_field_into(const tsr_migrate_plan *plan, MPI_Comm comm, const tsr_field *src,
+                               tsr_field *out) {
+  TSR_CHECK(src && src->mem == TSR_MEM_HOST, TSR_ERR_STATE,
+            "rank %d: tsr_migrate_field takes a host field; use tsr_migrate_field_nccl for a "
+            "device field", plan->rank);
+  TSR_CHECK(tsr_box_equal(&src->box, &plan->old_box), TSR_ERR_STATE,
+            "rank %d: the field's box is not the migration plan's old box", plan->rank);
+  TSR_CHECK(out && out != src && out->mem == TSR_MEM_HOST && out->dim == src->dim &&
+                out->ghost == src->ghost && out->ncomp == src->ncomp &&
+                out->prec == src->prec && tsr_box_equal(&out->box, &plan->new_box),
+            TSR_ERR_STATE, "rank %d: a migration's destination is not a host field on the "
+            "plan's new box shaped like its source", plan->rank);
+  tsr_field_zero(out, NULL);
   int n = plan->nrecv + plan->nsend;
   moves m = {calloc((size_t)n + 1, sizeof(char *)), calloc((size_t)n + 1, sizeof(MPI_Request)),
              0};
@@ -168,9 +187,7 @@ tsr_err tsr_migrate_field(const tsr_migrate_plan *plan, MPI_Comm comm, const tsr
       MPI_Request_free(&m.req[i]);
     }
     m.nreq = 0;
-    tsr_field_destroy(&out);
   }
   moves_free(&m, n);
-  *dst = out;
   return e;
 }

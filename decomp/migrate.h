@@ -49,6 +49,14 @@ void tsr_migrate_plan_free(tsr_migrate_plan *plan);
 tsr_err tsr_migrate_field(const tsr_migrate_plan *plan, MPI_Comm comm, const tsr_field *src,
                           tsr_field **dst);
 
+/* As tsr_migrate_field into dst, a host field the caller made on the plan's new box with src's
+ * ghost width, components and precision (tsr_field_reshape of a spare field: no allocation);
+ * dst is zeroed first, so it ends as tsr_migrate_field's new field would. dst may not share
+ * memory with src. Errors: as tsr_migrate_field (TSR_ERR_STATE also for a dst of another
+ * shape); dst's values are undefined after an error. */
+tsr_err tsr_migrate_field_into(const tsr_migrate_plan *plan, MPI_Comm comm, const tsr_field *src,
+                               tsr_field *dst);
+
 #ifdef TSR_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -62,6 +70,24 @@ tsr_err tsr_migrate_field(const tsr_migrate_plan *plan, MPI_Comm comm, const tsr
  * TSR_ERR_NCCL. */
 tsr_err tsr_migrate_field_nccl(const tsr_migrate_plan *plan, ncclComm_t nccl,
                                cudaStream_t stream, const tsr_field *src, tsr_field **dst);
+
+/* Device buffers of migrations kept from one to the next (grow-only): a migration then
+ * allocates only when it moves more cells than any before it. Free with
+ * tsr_migrate_bufs_free (accepts NULL, sets the handle to NULL; waits for nothing: call it
+ * when no migration is in flight). */
+typedef struct tsr_migrate_bufs tsr_migrate_bufs;
+void tsr_migrate_bufs_free(tsr_migrate_bufs **bufs);
+
+/* As tsr_migrate_field_nccl into dst, a device field on the plan's new box with src's ghost
+ * width, components and precision (see tsr_migrate_field_into); dst ends as a new field would
+ * (its ghosts zeroed, its owned cells moved). The cells that stay are copied on aux (NULL:
+ * stream) while the others travel on stream; aux must be a non-blocking stream idle of other
+ * work on src and dst. *bufs (NULL on the first call; bufs NULL: buffers for this call only)
+ * holds the buffers for the next migration. When it returns, dst is complete and both streams
+ * are idle of the migration's work. Errors: as tsr_migrate_field_nccl. */
+tsr_err tsr_migrate_field_nccl_into(const tsr_migrate_plan *plan, ncclComm_t nccl,
+                                    cudaStream_t stream, cudaStream_t aux, const tsr_field *src,
+                                    tsr_field *dst, tsr_migrate_bufs **bufs);
 #endif
 
 #endif

@@ -1,78 +1,60 @@
-/* Device execution of a migration plan (decomp/migrate.h): the halo exchange's pack kernels
- * (kernels/pack.h) and NCCL point-to-point, all on one stream, as decomp/halo_nccl_cuda.c.
+/* Device execution of a migration plan (decomp/migrate.h): box copies (kernels/pack.h) and
+ * NCCL point-to-point, as decomp/halo_nccl_cuda.c.
  *
- * One send buffer holds every peer's box and, last, the cells that stay (so one pack launch
- * covers them all); one receive buffer holds every peer's box. Order on the stream: pack ->
- * one NCCL group of receives and sends -> unpack of the received boxes and of the kept cells.
- * A migration is rare (a rebalance), so buffers and segment lists live for one call. */
-#include <limits.h>
+ * Each peer's box is packed into its place in one send buffer and unpacked from one receive
+ * buffer, in the order of the host's execution (per component, x fastest). The cells that stay
+ * go straight from the old field to the new one, on a second stream while the others travel.
+ * Order: stream: pack -> one NCCL group of receives and sends -> unpack -> wait for aux;
+ * aux: the new field's ghosts zeroed -> the kept cells copied. Nothing is allocated on the
+ * device when the caller keeps the buffers (tsr_migrate_bufs) and moves no more than before. */
 #include <stdlib.h>
 
 #include "decomp/migrate.h"
 #include "kernels/cuda_util.h"
 #include "kernels/pack.h"
 
-typedef struct {
-  tsr_pack_seg *host;       /* send segments (peers, then keep), then receive segments */
-  tsr_pack_seg *dev;        /* the same on the device */
-  void *sendbuf, *recvbuf;  /* device */
-  int nsendseg, nrecvseg;
-  int64_t most_send, most_recv, send_elems, recv_elems;
-} mig_bufs;
+struct tsr_migrate_bufs {
+  void *send, *recv;           /* device */
+  size_t send_cap, recv_cap;   /* bytes */
+  cudaEvent_t start, done;     /* stream -> aux, aux -> stream */
+};
 
-static void bufs_free(mig_bufs *b) {
-  if (b->dev) cudaFree(b->dev);
-  if (b->sendbuf) cudaFree(b->sendbuf);
-  if (b->recvbuf) cudaFree(b->recvbuf);
-  free(b->host);
+void tsr_migrate_bufs_free(tsr_migrate_bufs **bp) {
+  if (!bp || !*bp) return;
+  tsr_migrate_bufs *b = *bp;
+  if (b->send) cudaFree(b->send);
+  if (b->recv) cudaFree(b->recv);
+  if (b->start) cudaEventDestroy(b->start);
+  if (b->done) cudaEventDestroy(b->done);
+  free(b);
+  *bp = NULL;
 }
 
-static tsr_pack_seg seg_of(const tsr_box *b, int64_t off) {
-  tsr_pack_seg s;
-  for (int d = 0; d < 3; ++d) {
-    s.lo[d] = b->lo[d];
-    s.n[d] = tsr_box_len(b, d);
-  }
-  s.off = off;
-  return s;
-}
-
-/* Segment lists with their offsets (elements) into the two buffers, uploaded at once. */
-static tsr_err bufs_setup(const tsr_migrate_plan *p, const tsr_field *f, mig_bufs *b) {
-  int keep = !tsr_box_empty(&p->keep);
-  b->nsendseg = p->nsend + keep;
-  b->nrecvseg = p->nrecv;
-  int total = b->nsendseg + b->nrecvseg;
-  TSR_ALLOC(b->host, total > 0 ? total : 1, "a migration's segment list");
-  int64_t off = 0;
-  for (int i = 0; i < b->nsendseg; ++i) {
-    const tsr_box *x = i < p->nsend ? &p->send[i].box : &p->keep;
-    b->host[i] = seg_of(x, off);
-    off += tsr_box_cells(x) * f->ncomp;
-    if (tsr_box_cells(x) > b->most_send) b->most_send = tsr_box_cells(x);
-  }
-  b->send_elems = off;
-  off = 0;
-  for (int i = 0; i < b->nrecvseg; ++i) {
-    b->host[b->nsendseg + i] = seg_of(&p->recv[i].box, off);
-    off += tsr_box_cells(&p->recv[i].box) * f->ncomp;
-    if (tsr_box_cells(&p->recv[i].box) > b->most_recv)
-      b->most_recv = tsr_box_cells(&p->recv[i].box);
-  }
-  b->recv_elems = off;
-  size_t es = tsr_prec_size(f->prec), bytes = (size_t)(total > 0 ? total : 1) * sizeof *b->host;
-  TSR_CUDA(cudaMalloc((void **)&b->dev, bytes));
-  TSR_CUDA(cudaMemcpy(b->dev, b->host, bytes, cudaMemcpyHostToDevice));
-  cudaError_t e = cudaMalloc(&b->sendbuf, (size_t)(b->send_elems ? b->send_elems : 1) * es);
-  if (e == cudaSuccess)
-    e = cudaMalloc(&b->recvbuf, (size_t)(b->recv_elems ? b->recv_elems : 1) * es);
+/* *buf holds at least bytes (grow-only). */
+static tsr_err grow(void **buf, size_t *cap, size_t bytes, int rank) {
+  if (bytes <= *cap && *buf) return TSR_OK;
+  if (*buf) cudaFree(*buf);
+  *buf = NULL;
+  *cap = 0;
+  cudaError_t e = cudaMalloc(buf, bytes ? bytes : 8);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
+    *buf = NULL;
     return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
-                       "rank %d: out of GPU memory for %.1f MiB of migration buffers", p->rank,
-                       (double)(b->send_elems + b->recv_elems) * es / 1048576.0);
+                       "rank %d: out of GPU memory for a %.1f MiB migration buffer", rank,
+                       (double)bytes / 1048576.0);
   }
   TSR_CUDA(e);
+  *cap = bytes ? bytes : 8;
+  return TSR_OK;
+}
+
+static tsr_err bufs_setup(const tsr_migrate_plan *p, const tsr_field *f, tsr_migrate_bufs *b) {
+  const size_t es = tsr_prec_size(f->prec);
+  TSR_CALL(grow(&b->send, &b->send_cap, (size_t)p->send_cells * f->ncomp * es, p->rank));
+  TSR_CALL(grow(&b->recv, &b->recv_cap, (size_t)p->recv_cells * f->ncomp * es, p->rank));
+  if (!b->start) TSR_CUDA(cudaEventCreateWithFlags(&b->start, cudaEventDisableTiming));
+  if (!b->done) TSR_CUDA(cudaEventCreateWithFlags(&b->done, cudaEventDisableTiming));
   return TSR_OK;
 }
 
@@ -87,25 +69,72 @@ static tsr_pack_geom geom_of(const tsr_field *f) {
   return g;
 }
 
+/* A box packed contiguously, component by component, x fastest (the messages' layout). */
+static tsr_pack_geom geom_packed(const tsr_box *b, const tsr_field *f) {
+  tsr_pack_geom g;
+  for (int d = 0; d < 3; ++d) g.glo[d] = b->lo[d];
+  g.sy = tsr_box_len(b, 0);
+  g.sz = g.sy * tsr_box_len(b, 1);
+  g.scomp = tsr_box_cells(b);
+  g.ncomp = f->ncomp;
+  g.esize = (int)tsr_prec_size(f->prec);
+  return g;
+}
+
+static tsr_err copy_box(const tsr_box *b, const tsr_pack_geom *gs, const void *src,
+                        const tsr_pack_geom *gd, void *dst, cudaStream_t stream) {
+  int n[3] = {tsr_box_len(b, 0), tsr_box_len(b, 1), tsr_box_len(b, 2)};
+  return tsr_copy_box_cuda(b->lo, n, gs, src, gd, dst, stream);
+}
+
+/* The ghost layers of f zeroed, the owned cells left: per active axis d, the two slabs beyond
+ * the box along d, spanning the allocated extent along the axes before d and the owned range
+ * along those after it (together they tile the extent minus the box). */
+static tsr_err zero_ghosts(const tsr_field *f, cudaStream_t stream) {
+  const size_t es = tsr_prec_size(f->prec);
+  for (int d = 0; d < f->dim; ++d)
+    for (int side = 0; side < 2; ++side) {
+      tsr_box s = f->gbox;
+      for (int e = d + 1; e < 3; ++e) {
+        s.lo[e] = f->box.lo[e];
+        s.hi[e] = f->box.hi[e];
+      }
+      if (side == 0) s.hi[d] = f->box.lo[d];
+      else s.lo[d] = f->box.hi[d];
+      if (tsr_box_empty(&s)) continue;
+      for (int c = 0; c < f->ncomp; ++c) {
+        char *base = (char *)f->data + es * (size_t)tsr_field_at(f, c, s.lo[0], s.lo[1], s.lo[2]);
+        struct cudaPitchedPtr p = {base, (size_t)f->sy * es, (size_t)f->sy,
+                                   (size_t)tsr_box_len(&f->gbox, 1)};
+        struct cudaExtent x = {(size_t)tsr_box_len(&s, 0) * es, (size_t)tsr_box_len(&s, 1),
+                               (size_t)tsr_box_len(&s, 2)};
+        TSR_CUDA(cudaMemset3DAsync(p, 0, x, stream));
+      }
+    }
+  return TSR_OK;
+}
+
 /* One group for every peer; always closed, even after a failed call inside it. */
-static tsr_err post_group(const tsr_migrate_plan *p, const mig_bufs *b, const tsr_field *f,
-                          ncclComm_t nccl, cudaStream_t stream) {
+static tsr_err post_group(const tsr_migrate_plan *p, const tsr_migrate_bufs *b,
+                          const tsr_field *f, ncclComm_t nccl, cudaStream_t stream) {
   if (p->nsend + p->nrecv == 0) return TSR_OK;
   const ncclDataType_t type = f->prec == TSR_PREC_SINGLE ? ncclFloat : ncclDouble;
   const size_t es = tsr_prec_size(f->prec);
   TSR_NCCL(ncclGroupStart());
   ncclResult_t r = ncclSuccess;
   const char *call = "ncclRecv";
+  size_t off = 0;
   for (int i = 0; i < p->nrecv && r == ncclSuccess; ++i) {
-    const tsr_pack_seg *s = &b->host[b->nsendseg + i];
-    r = ncclRecv((char *)b->recvbuf + s->off * es, (size_t)tsr_box_cells(&p->recv[i].box) *
-                 f->ncomp, type, p->recv[i].peer, nccl, stream);
+    size_t n = (size_t)tsr_box_cells(&p->recv[i].box) * f->ncomp;
+    r = ncclRecv((char *)b->recv + off * es, n, type, p->recv[i].peer, nccl, stream);
+    off += n;
   }
+  off = 0;
   for (int i = 0; i < p->nsend && r == ncclSuccess; ++i) {
     call = "ncclSend";
-    r = ncclSend((const char *)b->sendbuf + b->host[i].off * es,
-                 (size_t)tsr_box_cells(&p->send[i].box) * f->ncomp, type, p->send[i].peer,
-                 nccl, stream);
+    size_t n = (size_t)tsr_box_cells(&p->send[i].box) * f->ncomp;
+    r = ncclSend((const char *)b->send + off * es, n, type, p->send[i].peer, nccl, stream);
+    off += n;
   }
   ncclResult_t end = ncclGroupEnd();
   if (r != ncclSuccess) return tsr_nccl_fail((int)r, call, __FILE__, __LINE__);
@@ -142,46 +171,83 @@ static tsr_err check_comm(const tsr_migrate_plan *p, ncclComm_t nccl) {
 }
 
 static tsr_err migrate(const tsr_migrate_plan *p, ncclComm_t nccl, cudaStream_t stream,
-                       const tsr_field *src, tsr_field *dst, mig_bufs *b) {
+                       cudaStream_t aux, const tsr_field *src, tsr_field *dst,
+                       tsr_migrate_bufs *b) {
   TSR_CALL(bufs_setup(p, src, b));
-  /* the new field was zeroed on the legacy stream, which a non-blocking stream does not wait
-   * for; the wait also orders writes to src issued there or on blocking streams */
+  /* writes to src issued on the legacy stream or on blocking streams come first */
   TSR_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
   tsr_pack_geom gs = geom_of(src), gd = geom_of(dst);
-  if (b->nsendseg > 0)
-    TSR_CALL(tsr_pack_cuda(b->dev, b->nsendseg, b->most_send, &gs, src->data, b->sendbuf,
-                           stream));
+  if (aux != stream) {
+    TSR_CUDA(cudaEventRecord(b->start, stream));
+    TSR_CUDA(cudaStreamWaitEvent(aux, b->start, 0));
+  }
+  TSR_CALL(zero_ghosts(dst, aux));
+  if (!tsr_box_empty(&p->keep)) TSR_CALL(copy_box(&p->keep, &gs, src->data, &gd, dst->data, aux));
+  const size_t es = tsr_prec_size(src->prec);
+  size_t off = 0;
+  for (int i = 0; i < p->nsend; ++i) {
+    tsr_pack_geom gb = geom_packed(&p->send[i].box, src);
+    TSR_CALL(copy_box(&p->send[i].box, &gs, src->data, &gb, (char *)b->send + off * es, stream));
+    off += (size_t)tsr_box_cells(&p->send[i].box) * src->ncomp;
+  }
   TSR_CALL(post_group(p, b, src, nccl, stream));
-  if (b->nrecvseg > 0)
-    TSR_CALL(tsr_unpack_cuda(b->dev + b->nsendseg, b->nrecvseg, b->most_recv, &gd, b->recvbuf,
-                             dst->data, stream));
-  if (!tsr_box_empty(&p->keep)) /* the last send segment: the cells that stay */
-    TSR_CALL(tsr_unpack_cuda(b->dev + p->nsend, 1, tsr_box_cells(&p->keep), &gd, b->sendbuf,
-                             dst->data, stream));
+  off = 0;
+  for (int i = 0; i < p->nrecv; ++i) {
+    tsr_pack_geom gb = geom_packed(&p->recv[i].box, src);
+    TSR_CALL(copy_box(&p->recv[i].box, &gb, (const char *)b->recv + off * es, &gd, dst->data,
+                      stream));
+    off += (size_t)tsr_box_cells(&p->recv[i].box) * src->ncomp;
+  }
+  if (aux != stream) {
+    TSR_CUDA(cudaEventRecord(b->done, aux));
+    TSR_CUDA(cudaStreamWaitEvent(stream, b->done, 0));
+  }
   return wait_stream(nccl, stream);
 }
 
-tsr_err tsr_migrate_field_nccl(const tsr_migrate_plan *plan, ncclComm_t nccl,
-                               cudaStream_t stream, const tsr_field *src, tsr_field **dst) {
-  *dst = NULL;
+static tsr_err check_src(const tsr_migrate_plan *plan, const tsr_field *src) {
   TSR_CHECK(src && src->mem == TSR_MEM_DEVICE, TSR_ERR_STATE,
             "rank %d: tsr_migrate_field_nccl takes a device field; use tsr_migrate_field for a "
             "host field", plan->rank);
   TSR_CHECK(tsr_box_equal(&src->box, &plan->old_box), TSR_ERR_STATE,
             "rank %d: the field's box is not the migration plan's old box", plan->rank);
-  TSR_CHECK(plan->nsend < 65535 && plan->nrecv < 65535, TSR_ERR_UNSUPPORTED,
-            "rank %d: a migration with more than 65534 peers", plan->rank);
+  return TSR_OK;
+}
+
+tsr_err tsr_migrate_field_nccl_into(const tsr_migrate_plan *plan, ncclComm_t nccl,
+                                    cudaStream_t stream, cudaStream_t aux, const tsr_field *src,
+                                    tsr_field *dst, tsr_migrate_bufs **bufs) {
+  TSR_CALL(check_src(plan, src));
+  TSR_CHECK(dst && dst != src && dst->mem == TSR_MEM_DEVICE && dst->dim == src->dim &&
+                dst->ghost == src->ghost && dst->ncomp == src->ncomp &&
+                dst->prec == src->prec && tsr_box_equal(&dst->box, &plan->new_box),
+            TSR_ERR_STATE, "rank %d: a migration's destination is not a device field on the "
+            "plan's new box shaped like its source", plan->rank);
   TSR_CALL(check_comm(plan, nccl));
+  if (!aux) aux = stream;
+  tsr_migrate_bufs *b = bufs ? *bufs : NULL;
+  if (!b) {
+    TSR_ALLOC(b, 1, "a migration's buffers");
+    if (bufs) *bufs = b;
+  }
+  tsr_err e = migrate(plan, nccl, stream, aux, src, dst, b);
+  if (e) { /* nothing may still use the buffers */
+    (void)wait_stream(nccl, stream);
+    (void)cudaStreamSynchronize(aux);
+  }
+  if (!bufs) tsr_migrate_bufs_free(&b);
+  return e;
+}
+
+tsr_err tsr_migrate_field_nccl(const tsr_migrate_plan *plan, ncclComm_t nccl,
+                               cudaStream_t stream, const tsr_field *src, tsr_field **dst) {
+  *dst = NULL;
+  TSR_CALL(check_src(plan, src));
   tsr_field *out = NULL;
   TSR_CALL(tsr_field_create_as(src->dim, &plan->new_box, src->ghost, src->ncomp,
                                TSR_MEM_DEVICE, src->prec, &out));
-  mig_bufs b = {0};
-  tsr_err e = migrate(plan, nccl, stream, src, out, &b);
-  if (e) {
-    (void)wait_stream(nccl, stream); /* nothing may still use the buffers */
-    tsr_field_destroy(&out);
-  }
-  bufs_free(&b);
+  tsr_err e = tsr_migrate_field_nccl_into(plan, nccl, stream, NULL, src, out, NULL);
+  if (e) tsr_field_destroy(&out);
   *dst = out;
   return e;
 }

@@ -78,6 +78,9 @@
  *                            a rebalance is considered; a number in [0, 100]
  *     window: EVERY          steps the figures are measured over; 1 <= window <= every
  *     enabled: BOOL          default: true on several ranks, false on one
+ *     reserve: 0.5           GPUs: every field keeps room for a box this fraction larger than
+ *                            the rank's first, so that a migration growing it allocates
+ *                            nothing; capped by the free memory; a number in [0, 100]
  *   debug:                   optional; for tests and benchmarks only
  *     slowdown:              emulates a slower rank: its compute is repeated
  *       rank: R              required; an integer >= 0 below the rank count
@@ -585,6 +588,7 @@ static tsr_case *case_new(const char *name, const char *text, int noverride,
   c->rebalance.every = 100;
   c->rebalance.threshold = 0.05;
   c->rebalance.enabled = -1;
+  c->rebalance.reserve = 0.5;
   c->output.checkpoint_async = 1;
   c->model = TSR_MODEL_HEAT; /* meaningful only once ncomp > 0 */
   for (int a = 0; a < 3; ++a) {

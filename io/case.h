@@ -138,6 +138,8 @@ typedef struct {
     int window;              /* steps the figures are measured over, <= every; default every */
     int enabled;             /* 1, 0, or -1 when not given: tsr_rebalance_enabled decides (on
                                 with several ranks, off on one) */
+    double reserve;          /* GPUs: room each field keeps for a box this fraction larger than
+                                the rank's first (capped by free memory); default 0.5 */
   } rebalance;
 
   struct {                   /* method: pinn (solver/pinn/pinn.h), set only with it */

@@ -512,10 +512,10 @@ void tsr_case_read_gpu(tsr_vctx *v, const tsr_yaml_entry *e) {
 }
 
 void tsr_case_read_rebalance(tsr_vctx *v, const tsr_yaml_entry *e) {
-  static const char *const keys[] = {"every", "threshold", "window", "enabled"};
+  static const char *const keys[] = {"every", "threshold", "window", "enabled", "reserve"};
   tsr_case *c = v->c;
   const tsr_yaml_node *o = e && tsr_vmap(v, "rebalance", e->value) ? e->value : NULL;
-  if (o) tsr_vkeys(v, "rebalance", o, keys, 4);
+  if (o) tsr_vkeys(v, "rebalance", o, keys, 5);
   const tsr_yaml_entry *x;
   long n;
   if ((x = tsr_yaml_find(o, "every")) && tsr_vint(v, "rebalance.every", x->value, &n)) {
@@ -539,6 +539,11 @@ void tsr_case_read_rebalance(tsr_vctx *v, const tsr_yaml_entry *e) {
   int on;
   if ((x = tsr_yaml_find(o, "enabled")) && tsr_vbool(v, "rebalance.enabled", x->value, &on))
     c->rebalance.enabled = on;
+  if ((x = tsr_yaml_find(o, "reserve")) && tsr_vnumber(v, "rebalance.reserve", x->value, &d)) {
+    if (d >= 0.0 && d <= 100.0) c->rebalance.reserve = d;
+    else tsr_vat(v, x->value, "rebalance.reserve: expected a fraction in [0, 100] (0.5 keeps "
+                 "room in every field for a box half as large again), got %g", d);
+  }
 }
 
 /* debug.slowdown: {rank, factor, steps: [a, b]}, every key required. */

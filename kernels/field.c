@@ -4,8 +4,9 @@
 #include <string.h>
 
 #ifdef TSR_HAVE_CUDA
-tsr_err tsr_field_device_alloc(tsr_field *f); /* field_cuda.c */
+tsr_err tsr_field_device_alloc(tsr_field *f, size_t bytes); /* field_cuda.c */
 void tsr_field_device_free(tsr_field *f);
+tsr_err tsr_field_device_zero(tsr_field *f, void *stream);
 #endif
 
 /* The shape of a field over box, without its data. */
@@ -39,7 +40,7 @@ tsr_err tsr_field_create_as(int dim, const tsr_box *box, int ghost, int ncomp, t
   shape(f, dim, box, ghost, ncomp);
   f->mem = TSR_MEM_DEVICE;
   f->prec = prec;
-  tsr_err err = tsr_field_device_alloc(f);
+  tsr_err err = tsr_field_device_alloc(f, tsr_field_bytes(f));
   if (err) {
     free(f);
     return err;
@@ -77,7 +78,50 @@ static tsr_err create_host(int dim, const tsr_box *box, int ghost, int ncomp, ts
                        "out of memory allocating a field of %zu bytes", bytes);
   }
   memset(f->data, 0, rounded);
+  f->cap = rounded;
   *out = f;
+  return TSR_OK;
+}
+
+/* Replaces f's allocation by one of bytes (f's shape already set), zeroed. */
+static tsr_err realloc_data(tsr_field *f, size_t bytes) {
+#ifdef TSR_HAVE_CUDA
+  if (f->mem == TSR_MEM_DEVICE) {
+    tsr_field g = *f;
+    tsr_field_device_free(&g); /* first: the old and new need not both fit */
+    f->data = NULL;
+    f->cap = 0;
+    return tsr_field_device_alloc(f, bytes);
+  }
+#endif
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void *p = aligned_alloc(64, rounded);
+  TSR_CHECK(p, TSR_ERR_MEMORY, "out of memory allocating a field of %zu bytes", bytes);
+  memset(p, 0, rounded);
+  free(f->data);
+  f->data = p;
+  f->cap = rounded;
+  return TSR_OK;
+}
+
+tsr_err tsr_field_reshape(tsr_field *f, const tsr_box *box) {
+  TSR_CHECK(!tsr_box_empty(box), TSR_ERR_INTERNAL, "re-shaping a field onto an empty box");
+  shape(f, f->dim, box, f->ghost, f->ncomp);
+  size_t bytes = tsr_field_bytes(f);
+  return bytes <= f->cap ? TSR_OK : realloc_data(f, bytes);
+}
+
+tsr_err tsr_field_reserve(tsr_field *f, size_t bytes) {
+  if (bytes <= f->cap) return TSR_OK;
+  return realloc_data(f, bytes);
+}
+
+tsr_err tsr_field_zero(tsr_field *f, void *stream) {
+#ifdef TSR_HAVE_CUDA
+  if (f->mem == TSR_MEM_DEVICE) return tsr_field_device_zero(f, stream);
+#endif
+  (void)stream;
+  memset(f->data, 0, tsr_field_bytes(f));
   return TSR_OK;
 }
 

@@ -33,6 +33,8 @@ typedef struct {
   tsr_mem mem;      /* where data lives */
   tsr_prec prec;    /* type of the values: double or float */
   void *data;       /* ncomp * scomp values, owned by the field, zero-initialised */
+  size_t cap;       /* bytes allocated at data (>= tsr_field_bytes): a field re-shaped onto a
+                       smaller box, or reserved for a larger one, keeps its allocation */
 } tsr_field;
 
 /* Allocates a zeroed double field over box in host memory. The caller destroys it with
@@ -40,7 +42,7 @@ typedef struct {
 tsr_err tsr_field_create(int dim, const tsr_box *box, int ghost, int ncomp, tsr_field **field);
 
 /* As tsr_field_create, in the given memory space (TSR_MEM_DEVICE: cudaMalloc on the current
- * device, zeroed). Errors: TSR_ERR_MEMORY, TSR_ERR_CUDA, TSR_ERR_UNSUPPORTED (device memory in
+ * device, zeroed before it returns). Errors: TSR_ERR_MEMORY, TSR_ERR_CUDA, TSR_ERR_UNSUPPORTED (device memory in
  * a build without CUDA). */
 tsr_err tsr_field_create_in(int dim, const tsr_box *box, int ghost, int ncomp, tsr_mem mem,
                             tsr_field **field);
@@ -48,6 +50,21 @@ tsr_err tsr_field_create_in(int dim, const tsr_box *box, int ghost, int ncomp, t
 /* As tsr_field_create_in, storing values of precision prec. */
 tsr_err tsr_field_create_as(int dim, const tsr_box *box, int ghost, int ncomp, tsr_mem mem,
                             tsr_prec prec, tsr_field **field);
+
+/* Re-shapes f over box, keeping its dim, ghost width, components, precision and memory space:
+ * its allocation is kept when it holds the new extent (a rebalance moves a box every few
+ * hundred steps, and freeing a device allocation waits for the whole device), else replaced
+ * by one of exactly the new size. The values are left undefined; tsr_field_zero them. Errors:
+ * TSR_ERR_MEMORY, TSR_ERR_CUDA; after an error f may only be destroyed. */
+tsr_err tsr_field_reshape(tsr_field *f, const tsr_box *box);
+
+/* Grows f's allocation to hold at least bytes (room for a larger box later); the values are
+ * zeroed when it grows. Errors: as tsr_field_reshape. */
+tsr_err tsr_field_reserve(tsr_field *f, size_t bytes);
+
+/* Zeroes f's values (ghosts included). Host: at once. Device: cudaMemsetAsync on stream (a
+ * cudaStream_t; NULL: the legacy default stream): the caller orders later work after it. */
+tsr_err tsr_field_zero(tsr_field *f, void *stream);
 
 /* Frees the field and sets *field to NULL; accepts NULL. */
 void tsr_field_destroy(tsr_field **field);

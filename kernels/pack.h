@@ -48,6 +48,16 @@ tsr_err tsr_unpack_cuda(const tsr_pack_seg *segs, int nseg, int64_t most_cells,
                         const tsr_pack_geom *geom, const void *buf, void *data,
                         cudaStream_t stream);
 
+/* Copies the cells lo .. lo + n - 1 (global indices, every component) from src, laid out as
+ * gs, to dst, laid out as gd (both device, one value size), asynchronously on stream. Either
+ * side may be a contiguous buffer: the geometry of a box b packed component by component, x
+ * fastest, is glo = b.lo, sy = n[0], sz = n[0] * n[1], scomp = cells of b. Threads run along
+ * x rows, one row per block and iteration (no division per value), so a copy of a large box
+ * runs at memory speed. Errors: TSR_ERR_CUDA (launch). */
+tsr_err tsr_copy_box_cuda(const int lo[3], const int n[3], const tsr_pack_geom *gs,
+                          const void *src, const tsr_pack_geom *gd, void *dst,
+                          cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

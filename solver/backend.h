@@ -75,9 +75,17 @@ typedef struct tsr_backend_ops {
   /* The work count of each owned cell of u in a stage (kernels/work.h) into host memory
    * (tsr_box_cells(&x->box) values, x fastest); u's ghosts must be valid. */
   tsr_err (*work)(struct tsr_run_ctx *x, const tsr_field *u, uint32_t *work);
-  /* Moves the owned cells of src to the plan's new box (decomp/migrate.h); collective. */
+  /* Moves the owned cells of src into dst, a field on the plan's new box shaped like src
+   * (tsr_field_reshape of a spare one): dst ends as a new zeroed field would after the move
+   * (decomp/migrate.h); collective. When it returns dst is complete. */
   tsr_err (*migrate)(struct tsr_run_ctx *x, const tsr_migrate_plan *plan,
-                     const tsr_field *src, tsr_field **dst);
+                     const tsr_field *src, tsr_field *dst);
+  /* Optional (NULL: tsr_field_zero at once): zeroes f, ordered before the next step's work and
+   * free to run beside a migration; relayout waits for it. */
+  tsr_err (*zero)(struct tsr_run_ctx *x, tsr_field *f);
+  /* Optional (NULL: fields are not reserved ahead): the bytes free on the device, so that the
+   * rebalancer keeps room in the fields for a larger box only where it fits. */
+  tsr_err (*free_bytes)(struct tsr_run_ctx *x, size_t *bytes);
   /* After x->box, x->plan and x->bc changed (a migration): rebuilds the halo exchange and
    * whatever else the backend keeps per box. Collective. */
   tsr_err (*relayout)(struct tsr_run_ctx *x);

@@ -27,6 +27,7 @@ typedef struct {
   ncclComm_t nccl;
   int have_nccl;
   double *face[TSR_NFACE]; /* the boundary values on the device, per face of this rank */
+  size_t face_cap[TSR_NFACE]; /* bytes of each (kept across migrations, grow-only) */
   int face_valid[TSR_NFACE];
   double face_at[TSR_NFACE];
   tsr_expr_cuda *lib;      /* every expression of the run, compiled */
@@ -43,6 +44,7 @@ typedef struct {
   int nev, cap_ev;
   int32_t *dwork;          /* device: the work count of each owned cell */
   int64_t dwork_cells;
+  tsr_migrate_bufs *mig;   /* the migrations' buffers, kept from one to the next */
 } cuda_state;
 
 static cuda_state *st(tsr_run_ctx *x) { return (cuda_state *)x->be_state; }
@@ -74,6 +76,7 @@ static void teardown(tsr_run_ctx *x) {
   for (int i = 0; i < s->cap_ev; ++i) cudaEventDestroy(s->ev[i]);
   free(s->ev);
   cudaFree(s->dwork);
+  tsr_migrate_bufs_free(&s->mig);
   tsr_bc_destroy(&s->bc_all);
   tsr_expr_cuda_destroy(&s->lib);
   tsr_gpu_watch_nccl(NULL);
@@ -142,9 +145,13 @@ static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
   TSR_CHECK(nface <= TSR_BC_MAX_FACES, TSR_ERR_INTERNAL, "%d boundary faces", nface);
   for (int i = 0; i < nface; ++i) {
     const tsr_bc_face *fc = tsr_bc_face_info(x->bc, i);
-    if (!s->face[i]) {
-      size_t bytes = sizeof(double) * (size_t)x->c->ncomp * fc->n1 * fc->n2;
+    size_t bytes = sizeof(double) * (size_t)x->c->ncomp * fc->n1 * fc->n2;
+    if (s->face_cap[i] < bytes) { /* first use, or a migration grew the face */
+      if (s->face[i]) cudaFree(s->face[i]);
+      s->face[i] = NULL;
+      s->face_cap[i] = 0;
       TSR_CUDA(cudaMalloc((void **)&s->face[i], bytes));
+      s->face_cap[i] = bytes;
     }
     if (!s->face_valid[i] || (tsr_bc_face_timed(x->bc, i) && s->face_at[i] != t)) {
       int idx[TSR_MAX_COMP];
@@ -362,25 +369,32 @@ static tsr_err work(tsr_run_ctx *x, const tsr_field *u, uint32_t *w) {
   return tsr_gpu_wait(s->compute, s->nccl, "the wait for the work counts");
 }
 
+/* The kept cells are copied on the communication stream (idle between steps) while the moved
+ * ones travel on the compute stream; the buffers stay for the next migration. */
 static tsr_err migrate(tsr_run_ctx *x, const tsr_migrate_plan *plan, const tsr_field *src,
-                       tsr_field **dst) {
-  return tsr_migrate_field_nccl(plan, st(x)->nccl, st(x)->compute, src, dst);
+                       tsr_field *dst) {
+  cuda_state *s = st(x);
+  return tsr_migrate_field_nccl_into(plan, s->nccl, s->compute, s->comm, src, dst, &s->mig);
 }
 
-/* A new box: the exchange's buffers and the per-face boundary values follow it. */
+/* On the communication stream: beside a migration on the compute stream; relayout and every
+ * step's exchange come after it there. */
+static tsr_err zero(tsr_run_ctx *x, tsr_field *f) { return tsr_field_zero(f, st(x)->comm); }
+
+static tsr_err free_bytes(tsr_run_ctx *x, size_t *bytes) {
+  size_t total = 0;
+  (void)x;
+  TSR_CUDA(cudaMemGetInfo(bytes, &total));
+  return TSR_OK;
+}
+
+/* A new box: the exchange's buffers and the per-face boundary values follow it; buffers that
+ * hold the new sizes are kept (a cudaFree waits for the whole device). */
 static tsr_err relayout(tsr_run_ctx *x) {
   cuda_state *s = st(x);
   TSR_CALL(sync(x));
-  tsr_halo_destroy(&x->halo);
-  for (int f = 0; f < TSR_NFACE; ++f) {
-    cudaFree(s->face[f]);
-    s->face[f] = NULL;
-    s->face_valid[f] = 0;
-  }
-  cudaFree(s->dwork);
-  s->dwork = NULL;
-  s->dwork_cells = 0;
-  return tsr_halo_create_nccl(&x->plan, s->nccl, x->c->ncomp, s->comm, &x->halo);
+  for (int f = 0; f < TSR_NFACE; ++f) s->face_valid[f] = 0;
+  return tsr_halo_refit_nccl(x->halo);
 }
 
 const tsr_backend_ops tsr_backend_cuda = {
@@ -390,4 +404,4 @@ const tsr_backend_ops tsr_backend_cuda = {
     .upload = upload, .download = download, .norms = norms, .sync = sync,
     .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy,
     .time_mark = time_mark, .time_read = time_read, .work = work, .migrate = migrate,
-    .relayout = relayout};
+    .zero = zero, .free_bytes = free_bytes, .relayout = relayout};

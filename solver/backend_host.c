@@ -159,8 +159,8 @@ static tsr_err work(tsr_run_ctx *x, const tsr_field *u, uint32_t *w) {
 }
 
 static tsr_err migrate(tsr_run_ctx *x, const tsr_migrate_plan *plan, const tsr_field *src,
-                       tsr_field **dst) {
-  return tsr_migrate_field(plan, x->comm, src, dst);
+                       tsr_field *dst) {
+  return tsr_migrate_field_into(plan, x->comm, src, dst);
 }
 
 /* The exchange and the per-box scratch arrays follow the new box. */

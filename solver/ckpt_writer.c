@@ -25,6 +25,8 @@ struct tsr_ckpt_writer {
   void *stage;           /* the backend's staging handle */
   void *raw;             /* host copy of U's whole allocation (ghosts included) */
   size_t raw_bytes;
+  size_t stage_cap;      /* bytes the staging holds: kept while a migration's box fits it
+                            (pinned memory of a GiB takes long to allocate and free) */
   tsr_field shape;       /* U's layout (box, gbox, strides); its data is not used */
   const void *base[TSR_MAX_COMP]; /* in raw: each component's owned lo corner */
   tsr_output_layout layout;       /* the owned cells where they lie in raw, as the file's
@@ -141,7 +143,12 @@ static tsr_err stage_setup(tsr_ckpt_writer *w, tsr_run_ctx *x) {
   w->shape = *x->slot[TSR_SLOT_U];
   w->shape.data = NULL;
   w->raw_bytes = field_bytes(&w->shape);
-  err = x->be->stage_create(x, w->raw_bytes, &w->stage, &w->raw);
+  if (!w->stage || w->raw_bytes > w->stage_cap) {
+    if (w->stage) x->be->stage_destroy(x, &w->stage);
+    w->stage_cap = 0;
+    err = x->be->stage_create(x, w->raw_bytes, &w->stage, &w->raw);
+    if (!err) w->stage_cap = w->raw_bytes;
+  }
   if (!err) {
     const tsr_field *f = &w->shape;
     const tsr_box *b = &f->box;
@@ -249,7 +256,6 @@ tsr_err tsr_ckpt_writer_wait(tsr_ckpt_writer *w) {
 tsr_err tsr_ckpt_writer_relayout(tsr_ckpt_writer *w) {
   if (!w) return TSR_OK;
   TSR_CALL(tsr_ckpt_writer_wait(w));
-  w->x->be->stage_destroy(w->x, &w->stage);
   return tsr_run_agree(w->x->comm, stage_setup(w, w->x));
 }
 

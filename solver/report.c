@@ -117,8 +117,9 @@ static void print_rebalance(const tsr_case *c, int nranks, FILE *out) {
   else if (c->decomp.time_slices > 1)
     fprintf(out, "rebalance: off (parareal)\n");
   else if (tsr_rebalance_enabled(c->rebalance.enabled, nranks))
-    fprintf(out, "rebalance: on, every %d steps over the last %d, threshold %.4g\n",
-            c->rebalance.every, c->rebalance.window, c->rebalance.threshold);
+    fprintf(out, "rebalance: on, every %d steps over the last %d, threshold %.4g, fields "
+            "reserve %.3g on GPUs\n", c->rebalance.every, c->rebalance.window,
+            c->rebalance.threshold, c->rebalance.reserve);
   else
     fprintf(out, "rebalance: off (%s)\n", c->rebalance.enabled == 0 ? "rebalance.enabled" :
             "one rank");

@@ -316,33 +316,38 @@ tsr_part_opts tsr_run_part_opts(const tsr_case *c) {
   return po;
 }
 
-tsr_err tsr_run_box_fields(tsr_run_ctx *x, int keep_u) {
+tsr_err tsr_run_refit_field(tsr_run_ctx *x, tsr_field *f) {
+  TSR_CALL(tsr_field_reshape(f, &x->box));
+  return x->be->zero ? x->be->zero(x, f) : tsr_field_zero(f, NULL);
+}
+
+/* *f on x->box when need (created the first time, else re-shaped and zeroed), else none. */
+static tsr_err box_field(tsr_run_ctx *x, tsr_field **f, int need) {
   const tsr_case *c = x->c;
-  tsr_mem mem = x->be->mem;
-  const tsr_prec prec = c->precision == TSR_PRECISION_SINGLE ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
-  for (int s = 0; s < TSR_NSLOT; ++s) {
-    if (keep_u && s == TSR_SLOT_U) continue;
-    tsr_field_destroy(&x->slot[s]);
-    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->slot[s]));
+  if (!need) {
+    tsr_field_destroy(f);
+    return TSR_OK;
   }
-  tsr_field_destroy(&x->acc);
-  if (x->scheme.uses_acc)
-    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->acc));
-  tsr_field_destroy(&x->exact);
+  if (*f) return tsr_run_refit_field(x, *f);
+  const tsr_prec prec = c->precision == TSR_PRECISION_SINGLE ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
+  return tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, x->be->mem, prec, f);
+}
+
+tsr_err tsr_run_box_fields(tsr_run_ctx *x, unsigned skip) {
+  const tsr_case *c = x->c;
+  for (int s = 0; s < TSR_NSLOT; ++s)
+    if (!(skip & 1u << s)) TSR_CALL(box_field(x, &x->slot[s], 1));
+  TSR_CALL(box_field(x, &x->acc, x->scheme.uses_acc));
   int any_exact = 0, any_src = 0;
   for (int q = 0; q < c->ncomp; ++q) {
     any_exact |= c->exact[q].text != NULL;
     any_src |= x->src_expr[q] != NULL;
   }
-  if (any_exact)
-    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->exact));
-  tsr_field_destroy(&x->src);
+  TSR_CALL(box_field(x, &x->exact, any_exact));
   x->src_valid = 0;
-  if (any_src)
-    TSR_CALL(tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, mem, prec, &x->src));
+  TSR_CALL(box_field(x, &x->src, any_src));
   tsr_bc_destroy(&x->bc);
   TSR_CALL(tsr_bc_create(c, &x->box, x->ghost, &x->bc));
-  tsr_stage_coef_init(&x->desc.coef, c->model, c->param_value, x->h, x->slot[TSR_SLOT_U]);
   return TSR_OK;
 }
 
@@ -381,6 +386,7 @@ tsr_err tsr_run_setup(tsr_run_ctx *x) {
     if (d < c->dim) x->cellvol *= x->h[d];
   }
   TSR_CALL(tsr_run_box_fields(x, 0));
+  tsr_stage_coef_init(&x->desc.coef, c->model, c->param_value, x->h, x->slot[TSR_SLOT_U]);
   TSR_CALL(tsr_integrate_time_plan(c, &x->dt, &x->nsteps, &x->dt_stable));
   x->desc.model = c->model;
   x->desc.ncomp = c->ncomp;

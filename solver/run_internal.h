@@ -168,10 +168,17 @@ tsr_err tsr_run_stop_checkpoint(tsr_run_ctx *x, int64_t step, double t, int why)
 void tsr_run_stop_say(const tsr_run_ctx *x, int64_t step, const char *of, double t, int why,
                       double seconds);
 
-/* The fields of the run on x->box (slots, accumulator, exact solution, source), the boundary
- * conditions and stage coefficients that depend on the box: set-up, and again after a
- * migration (U then arrives on its own). Skips U when keep_u. solver/run.c. */
-tsr_err tsr_run_box_fields(tsr_run_ctx *x, int keep_u);
+/* The fields of the run on x->box (slots, accumulator, exact solution, source) and the
+ * boundary conditions that depend on the box: set-up, and again after a migration (U then
+ * arrives on its own). A field that exists is re-shaped in place (its allocation kept when it
+ * holds the new box) and zeroed, as a new one would be (tsr_run_refit_field). Skips the slots
+ * whose bit (1u << slot) is in skip. The caller sets the stage coefficients (their strides)
+ * once U is on the box. solver/run.c. */
+tsr_err tsr_run_box_fields(tsr_run_ctx *x, unsigned skip);
+
+/* f re-shaped onto x->box and zeroed (the backend's zero: on GPUs ordered before the next
+ * step, beside a migration). */
+tsr_err tsr_run_refit_field(tsr_run_ctx *x, tsr_field *f);
 
 /* Splits x->box into the interior and the shell slabs from x->plan. solver/run.c. */
 void tsr_run_split_shell(tsr_run_ctx *x);

@@ -23,15 +23,17 @@
 #include "solver/graph.h"
 #include "solver/run_internal.h"
 
-/* One decision that migrated, for report.json. */
-/* A migration's parts, timed so that its cost can be taken apart (bench/README.md, rebalance):
- * moving the cells into the new field, the new halo plan and the box's other fields, the
- * backend's own rebuild (boundary faces, exchange buffers) and the checkpoint writer's, and the
- * CUDA graphs' recapture. */
-#define MIGRATION_PHASES 4
-static const char *const phase_names[MIGRATION_PHASES] = {"move_cells", "plan_and_fields",
-                                                          "backend", "graphs"};
+/* A migration's parts, timed so that its cost can be taken apart (bench/README.md, rebalance),
+ * in the order they run: the box's other fields re-shaped onto the new box (an allocation only
+ * where a field has no room; their zeroing is queued beside the move), the owned cells moved
+ * into U's new field, U's old field re-shaped into a scratch slot and the halo and migration
+ * plans built, the wait for the device's queued zeroing, the backend's rebuild (the exchange's
+ * buffers refitted, boundary faces) and the checkpoint writer's, and the CUDA graphs'. */
+#define MIGRATION_PHASES 6
+static const char *const phase_names[MIGRATION_PHASES] = {
+    "fields", "move_cells", "plan", "device_wait", "backend", "graphs"};
 
+/* One decision that migrated, for report.json. */
 typedef struct {
   int64_t step;
   tsr_rebalance_decision d;
@@ -61,7 +63,44 @@ struct tsr_run_rebal {
   record *rec;
   int nrec, caprec;
   tsr_field *slow_out, *slow_acc; /* debug.slowdown: where the repeated stages write */
+  size_t reserved;         /* bytes this rank's fields hold beyond their boxes, for a larger
+                              box after a migration (rebalance.reserve) */
 };
+
+/* rebalance.reserve: room in every field of the run for a box that fraction larger than this
+ * rank's first (at most the whole grid), so that a migration growing the box allocates
+ * nothing: a cudaMalloc and cudaFree of a field of 1 GiB took milliseconds of a 2-GPU
+ * migration (bench/README.md, rebalance). Only where it fits: twice the room of a field is
+ * left free for the migration's buffers and the exchange, plus 256 MiB. CPU ranks allocate as
+ * their boxes grow (no free_bytes). */
+static tsr_err reserve_fields(tsr_run_ctx *x) {
+  struct tsr_run_rebal *rb = x->rb;
+  const double r = x->c->rebalance.reserve;
+  if (!x->be->free_bytes || r <= 0.0) return TSR_OK;
+  tsr_field *f[TSR_NSLOT + 3];
+  int n = 0;
+  for (int s = 0; s < TSR_NSLOT; ++s) f[n++] = x->slot[s];
+  if (x->acc) f[n++] = x->acc;
+  if (x->exact) f[n++] = x->exact;
+  if (x->src) f[n++] = x->src;
+  const tsr_field *u = x->slot[TSR_SLOT_U];
+  const size_t own = tsr_field_bytes(u);
+  tsr_box g = tsr_box_grow(&x->layout.global, u->dim, u->ghost);
+  double most = (double)tsr_box_cells(&g) * (double)u->ncomp * (double)tsr_prec_size(u->prec);
+  double want = fmin((1.0 + r) * (double)own, most);
+  size_t avail = 0;
+  TSR_CALL(x->be->free_bytes(x, &avail));
+  double usable = (double)avail - 2.0 * want - 256.0 * 1048576.0;
+  if (usable < (double)n * (want - (double)own))
+    want = (double)own + (usable > 0.0 ? usable / n : 0.0);
+  if (want <= (double)own) return TSR_OK;
+  for (int i = 0; i < n; ++i) {
+    size_t before = f[i]->cap;
+    TSR_CALL(tsr_field_reserve(f[i], (size_t)want));
+    rb->reserved += f[i]->cap - before;
+  }
+  return TSR_OK;
+}
 
 tsr_err tsr_run_rebalance_create(tsr_run_ctx *x) {
   const tsr_case *c = x->c;
@@ -88,7 +127,7 @@ tsr_err tsr_run_rebalance_create(tsr_run_ctx *x) {
   TSR_CALL(tsr_rebalance_costmap_init(c->dim, c->cells, 0, &rb->map));
   TSR_ALLOC(rb->gtime, x->size, "the rebalancer's figures");
   TSR_ALLOC(rb->gwork, x->size, "the rebalancer's figures");
-  return TSR_OK;
+  return reserve_fields(x);
 }
 
 static void free_records(struct tsr_run_rebal *rb) {
@@ -206,7 +245,10 @@ static tsr_err count_work(tsr_run_ctx *x, double t, int64_t *total) {
 }
 
 /* Moves U to the boxes of next (which the run then owns) and rebuilds what depends on the
- * box. Collective. */
+ * box. Nothing is freed and, where the fields have room (rebalance.reserve), nothing is
+ * allocated: U's new field is the scratch slot T1's storage re-shaped (a step's scratch, like
+ * every field but U), U's old field becomes that slot; the other fields are re-shaped and
+ * zeroed on the device beside the move. Collective. */
 static tsr_err relayout(tsr_run_ctx *x, tsr_layout *next, double phase[MIGRATION_PHASES]) {
   struct tsr_run_rebal *rb = x->rb;
   TSR_CALL(tsr_run_agree(x->comm, x->be->sync(x)));
@@ -216,40 +258,46 @@ static tsr_err relayout(tsr_run_ctx *x, tsr_layout *next, double phase[MIGRATION
   TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
   tsr_migrate_plan mp;
   tsr_err err = tsr_migrate_plan_build(&x->layout, next, x->rank, &mp);
-  tsr_field *nu = NULL;
-  if (!err) err = x->be->migrate(x, &mp, x->slot[TSR_SLOT_U], &nu);
-  tsr_migrate_plan_free(&mp);
+  tsr_field *nu = x->slot[TSR_SLOT_T1];
+  if (!err) {
+    x->box = mp.new_box;
+    err = tsr_field_reshape(nu, &x->box);
+  }
+  if (!err) err = tsr_run_box_fields(x, 1u << TSR_SLOT_U | 1u << TSR_SLOT_T1);
+  if (!err && rb->slow_out) err = tsr_run_refit_field(x, rb->slow_out);
+  if (!err && rb->slow_acc) err = tsr_run_refit_field(x, rb->slow_acc);
   err = tsr_run_agree(x->comm, err);
+  t[1] = MPI_Wtime();
+  if (!err) err = tsr_run_agree(x->comm, x->be->migrate(x, &mp, x->slot[TSR_SLOT_U], nu));
+  tsr_migrate_plan_free(&mp);
   if (err) {
     tsr_layout_free(next);
     return err;
   }
-  t[1] = MPI_Wtime();
-  tsr_field_destroy(&x->slot[TSR_SLOT_U]);
+  t[2] = MPI_Wtime();
+  x->slot[TSR_SLOT_T1] = x->slot[TSR_SLOT_U];
   x->slot[TSR_SLOT_U] = nu;
+  err = tsr_run_refit_field(x, x->slot[TSR_SLOT_T1]);
+  tsr_stage_coef_init(&x->desc.coef, x->c->model, x->c->param_value, x->h, nu);
   tsr_layout_free(&x->layout);
   x->layout = *next;
   memset(next, 0, sizeof *next);
-  x->box = x->layout.boxes[tsr_layout_box_of(&x->layout, x->rank)];
   tsr_halo_plan_free(&x->plan);
-  err = tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan);
-  if (!err) {
-    tsr_run_split_shell(x);
-    err = tsr_run_box_fields(x, 1);
-  }
-  t[2] = MPI_Wtime();
+  if (!err) err = tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan);
+  if (!err) tsr_run_split_shell(x);
   free(rb->work);
   rb->work = NULL;
-  tsr_field_destroy(&rb->slow_out);
-  tsr_field_destroy(&rb->slow_acc);
+  t[3] = MPI_Wtime();
+  if (!err) err = x->be->sync(x);
+  t[4] = MPI_Wtime();
   if (!err) err = x->be->relayout(x);
   TSR_CALL(tsr_run_agree(x->comm, err));
   TSR_CALL(tsr_ckpt_writer_relayout(x->ckpt));
-  t[3] = MPI_Wtime();
+  t[5] = MPI_Wtime();
   /* the graphs hold the old fields' addresses */
   tsr_graph_destroy(&x->graph);
   TSR_CALL(tsr_run_agree(x->comm, tsr_graph_create(x, &x->graph)));
-  t[4] = MPI_Wtime();
+  t[6] = MPI_Wtime();
   for (int k = 0; k < MIGRATION_PHASES; ++k) phase[k] = t[k + 1] - t[k];
   MPI_Allreduce(MPI_IN_PLACE, phase, MIGRATION_PHASES, MPI_DOUBLE, MPI_MAX, x->comm);
   return TSR_OK;
@@ -417,6 +465,8 @@ void tsr_run_rebalance_report(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_number(j, "threshold", rb->opts.threshold);
   tsr_json_int(j, "decisions", rb->decisions);
   tsr_json_int(j, "migrations", rb->state.migrations);
+  /* rank 0's: the ranks start on boxes of about one size */
+  tsr_json_int(j, "field_reserve_bytes", (int64_t)rb->reserved);
   if (rb->decisions) json_times(j, "last_compute_per_step", rb->gtime, x->size);
   /* every decision: [step, imbalance measured over the window before it, predicted for the
    * boxes it chose, 1 when it migrated, the predicted saving over the next window and the

@@ -3,7 +3,9 @@
  * non-periodic edges are untouched, owned cells are unchanged, and the whole field is bitwise
  * what the MPI backend gives for the same input; through the stream-ordered calls
  * (tsr_halo_begin_after/end_before, nothing synchronised on the host in between) and the
- * plain ones. Plus the misuse errors of both backends. */
+ * plain ones; again after the plan is rebuilt in place for weighted boxes and the exchange
+ * refitted (tsr_halo_refit_nccl, a rebalance's path). Plus the misuse errors of both
+ * backends. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <mpi.h>
@@ -192,6 +194,27 @@ static void run_case(int dim, const int cells[3], const int periodic[3], tsr_par
   CUDA_MUST(cudaMallocHost(&pinned, field_bytes(dev)));
   for (int round = 0; round < 3; ++round)
     round_trip(round, h, mpi, dev, host, ref, pinned, &L, cells);
+  /* a rebalance: the plan rebuilt in place for weighted boxes (rank r weighs r + 1), the fields
+   * re-shaped onto them and the exchange refitted (its buffers kept where they fit) */
+  double w[2] = {1.0, 2.0};
+  tsr_part_opts wo = {kind, ghost, {1, 1, 1}, nranks <= 2 ? w : NULL};
+  tsr_layout L2;
+  if (tsr_partition(dim, cells, periodic, nranks, &wo, &L2) == TSR_OK) {
+    tsr_halo_destroy(&mpi);
+    tsr_halo_plan_free(&plan);
+    MUST(tsr_halo_plan_build(&L2, rank, ghost, &plan));
+    MUST(tsr_halo_refit_nccl(h));
+    MUST(tsr_halo_create(&plan, MPI_COMM_WORLD, ncomp, &mpi));
+    MUST(tsr_field_reshape(dev, &L2.boxes[rank]));
+    MUST(tsr_field_reshape(host, &L2.boxes[rank]));
+    MUST(tsr_field_reshape(ref, &L2.boxes[rank]));
+    CUDA_MUST(cudaFreeHost(pinned));
+    CUDA_MUST(cudaMallocHost(&pinned, field_bytes(dev)));
+    snprintf(current + strlen(current), sizeof current - strlen(current), ", refitted");
+    for (int round = 0; round < 3; ++round)
+      round_trip(round, h, mpi, dev, host, ref, pinned, &L2, cells);
+    tsr_layout_free(&L2);
+  }
   CUDA_MUST(cudaFreeHost(pinned));
   tsr_halo_destroy(&h);
   EXPECT(h == NULL, "destroy left the handle set");

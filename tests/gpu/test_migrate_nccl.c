@@ -2,7 +2,9 @@
  * bits move between partitions (plain RCB, weighted RCB, a cost-weighted rebalance, the boxes
  * rotated, the same layout) and the new device field, ghosts included, is bitwise what the
  * MPI migration of the same host field gives, whose every owned cell test_migrate checks
- * against its global index. Misuse: a host field, a field on the wrong box. */
+ * against its global index; so is a migration into a reused allocation full of stale bits (the
+ * rebalancer's path: tsr_field_reshape, a second stream, buffers kept between migrations).
+ * Misuse: a host field, a field on the wrong box, a destination that is the source. */
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -18,7 +20,8 @@ static int g_rank, g_size;
 #include "tests/check.h"
 
 static ncclComm_t nccl;
-static cudaStream_t stream;
+static cudaStream_t stream, aux;
+static tsr_migrate_bufs *kept; /* the buffers every migration into a reused field shares */
 
 static uint64_t bits_of(const int cells[3], int i, int j, int k, int c, uint64_t seed) {
   uint64_t x = seed + ((((uint64_t)k * cells[1] + j) * cells[0] + i) * 8 + c);
@@ -66,6 +69,27 @@ static void one(const tsr_layout *A, const tsr_layout *B, int ncomp, int ghost, 
   MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
   CHECK(all, "%dD ncomp %d ghost %d prec %d: NCCL and MPI migrations differ", A->dim, ncomp,
         ghost, (int)prec);
+  /* into a reused field: an allocation over the whole grid full of stale bits, re-shaped onto
+   * the new box (the rebalancer's spare slot), with the kept cells copied on a second stream
+   * and the buffers kept from the previous migrations; twice, the second into the same field */
+  tsr_field *r = NULL;
+  CHECK(tsr_field_create_as(A->dim, &A->global, ghost, ncomp, TSR_MEM_DEVICE, prec, &r) ==
+            TSR_OK, "spare field");
+  for (int pass = 0; pass < 2; ++pass) {
+    CHECK(cudaMemset(r->data, 0x5a, r->cap) == cudaSuccess, "stale bits");
+    CHECK(tsr_field_reshape(r, &B->boxes[g_rank]) == TSR_OK, "reshape");
+    CHECK(tsr_migrate_field_nccl_into(&p, nccl, stream, aux, d, r, &kept) == TSR_OK,
+          "NCCL migration into a reused field");
+    CHECK(cudaMemcpy(back->data, r->data, tsr_field_bytes(back), cudaMemcpyDeviceToHost) ==
+              cudaSuccess, "download");
+    same = memcmp(back->data, hn->data, tsr_field_bytes(hn)) == 0;
+    MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    CHECK(all, "%dD ncomp %d ghost %d prec %d pass %d: the migration into a reused field "
+          "differs from a new one", A->dim, ncomp, ghost, (int)prec, pass);
+  }
+  CHECK(tsr_migrate_field_nccl_into(&p, nccl, stream, aux, d, d, &kept) == TSR_ERR_STATE,
+        "a destination on the old box (the source itself) was taken");
+  tsr_field_destroy(&r);
   tsr_field *none = h;
   CHECK(tsr_migrate_field_nccl(&p, nccl, stream, h, &none) == TSR_ERR_STATE && !none,
         "a host field was taken");
@@ -128,13 +152,17 @@ int main(int argc, char **argv) {
   MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
   CHECK(ncclCommInitRank(&nccl, g_size, id, g_rank) == ncclSuccess, "NCCL init");
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess, "stream");
+  CHECK(cudaStreamCreateWithFlags(&aux, cudaStreamNonBlocking) == cudaSuccess, "stream");
   int c2[3] = {37, 29, 1}, c3[3] = {13, 11, 17}, big[3] = {256, 128, 96};
   grid(2, c2);
   grid(3, c3);
   grid(3, big);
   CHECK(ncclCommFinalize(nccl) == ncclSuccess, "NCCL finalize");
   CHECK(ncclCommDestroy(nccl) == ncclSuccess, "NCCL destroy");
+  tsr_migrate_bufs_free(&kept);
+  CHECK(!kept, "the kept buffers' handle was not cleared");
   cudaStreamDestroy(stream);
+  cudaStreamDestroy(aux);
   if (g_rank == 0) printf("NCCL migration on %d ranks: ok\n", g_size);
   MPI_Finalize();
   return 0;

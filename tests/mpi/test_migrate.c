@@ -114,6 +114,21 @@ static void migrate_and_check(const tsr_layout *A, const tsr_layout *B, int ncom
   CHECK(all == 0, "%s: %lld cells differ (%lld here)", what, (long long)all, (long long)bad);
   /* the source is untouched */
   CHECK(check(src, cells, seed) == 0, "%s: the source changed", what);
+  /* into a reused allocation (the rebalancer's spare slot): stale bits everywhere, re-shaped
+   * onto the new box; it must end bit for bit as the new field, ghosts included */
+  tsr_field *r = NULL;
+  CHECK(tsr_field_create_as(A->dim, &A->global, ghost, ncomp, TSR_MEM_HOST, prec, &r) == TSR_OK,
+        "%s: spare field", what);
+  memset(r->data, 0x5a, r->cap);
+  CHECK(tsr_field_reshape(r, &B->boxes[g_rank]) == TSR_OK && r->cap >= tsr_field_bytes(r),
+        "%s: reshape", what);
+  CHECK(tsr_migrate_field_into(&p, MPI_COMM_WORLD, src, r) == TSR_OK, "%s: migrate into", what);
+  int same = memcmp(r->data, dst->data, tsr_field_bytes(dst)) == 0, every = 0;
+  MPI_Allreduce(&same, &every, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  CHECK(every, "%s: the migration into a reused field differs from a new one", what);
+  CHECK(tsr_migrate_field_into(&p, MPI_COMM_WORLD, src, src) == TSR_ERR_STATE,
+        "%s: the source was taken as its own destination", what);
+  tsr_field_destroy(&r);
   /* a field on the wrong box is refused and gives nothing */
   tsr_field *none = dst;
   if (!tsr_box_equal(&A->boxes[g_rank], &B->boxes[g_rank])) {

@@ -526,11 +526,13 @@ static void test_rebalance_section(void **state) {
   assert_true(c->rebalance.threshold == 0.05);
   assert_int_equal(c->rebalance.window, 100);
   assert_int_equal(c->rebalance.enabled, -1);
+  assert_true(c->rebalance.reserve == 0.5);
   assert_int_equal(c->debug.slowdown, 0);
   uint64_t h = tsr_case_restart_hash(c);
   tsr_case_destroy(&c);
   c = load_ok("c.yaml", MODEL GRID INIT TIME "rebalance: {every: 20, threshold: 0.1, "
-              "enabled: off}\n", 0, NULL);
+              "enabled: off, reserve: 0}\n", 0, NULL);
+  assert_true(c->rebalance.reserve == 0.0);
   assert_int_equal(c->rebalance.every, 20);
   assert_int_equal(c->rebalance.window, 20);
   assert_true(c->rebalance.threshold == 0.1);
@@ -570,6 +572,8 @@ static const bad_case bad_rebalance[] = {
     {MODEL GRID INIT TIME "rebalance: {enabled: sometimes}\n", {0},
      {"c.yaml:5:22: rebalance.enabled: expected true or false, got 'sometimes'"}},
     {MODEL GRID INIT TIME "rebalance: 5\n", {0}, {"c.yaml:5:12: rebalance: expected a map"}},
+    {MODEL GRID INIT TIME "rebalance: {reserve: -1}\n", {0},
+     {"c.yaml:5:22: rebalance.reserve: expected a fraction in [0, 100]"}},
     {MODEL GRID INIT TIME, {"rebalance.threshold=high"},
      {"--set rebalance.threshold=high: rebalance.threshold: expected a number, got 'high'"}},
     {MODEL GRID INIT TIME "debug: {slowdwn: {rank: 0}}\n", {0},
