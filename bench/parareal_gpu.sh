@@ -9,7 +9,8 @@
 # Usage, from the repository root after a build:
 #   bench/parareal_gpu.sh [OUTDIR]       (default $OUT or /tmp/parareal_gpu)
 # Environment: TESSERA (build/tessera), DIM (2; 3 for the 3D case), N (256 in 2D, 64 in 3D),
-# END (0.35 in 2D: about 100,000 steps at 256^2; 3.7 in 3D, as many at 64^3), SLICES ("16 32"), COARSEN ("2 4"),
+# STEPS (102400: a multiple of every slice count below, so the slices are equal and the
+# coarse steps replay CUDA graphs too), SLICES ("16 32"), COARSEN ("2 4"),
 # TOL (1e-6), BACKEND (cuda), PYTHON (python3).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,7 +19,7 @@ tess=${TESSERA:-$root/build/tessera}
 py=${PYTHON:-python3}
 dim=${DIM:-2}
 if [ "$dim" = 3 ]; then n=${N:-64}; else n=${N:-256}; fi
-if [ "$dim" = 3 ]; then end=${END:-3.7}; else end=${END:-0.35}; fi
+steps=${STEPS:-102400}
 tol=${TOL:-1e-6}
 backend=${BACKEND:-cuda}
 mkdir -p "$out"
@@ -38,7 +39,7 @@ initial: {u: "0"}
 source: {u: "$dim*pi*pi*$mode"}
 exact: {u: "(1 - exp(-$dim*pi*pi*t))*$mode"}
 boundary: {default: {type: dirichlet, value: 0}}
-time: {scheme: ssp_rk3, dt: auto, end: $end}
+time: {scheme: ssp_rk3, dt: auto, steps: $steps}
 backend: $backend
 output: {progress: none}
 YAML
