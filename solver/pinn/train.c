@@ -18,6 +18,7 @@
 #include "solver/fault.h"
 #include "solver/pinn/lbfgs.h"
 #include "solver/stop.h"
+#include "solver/supervise.h"
 #include "solver/pinn/pinn.h"
 #include "solver/pinn/train.h"
 
@@ -368,6 +369,24 @@ static tsr_err checkpoint(tsr_pinn_ctx *x, int64_t it) {
   return err;
 }
 
+/* --inject-fault in a PINN run (a first launch: a relaunch neither checks nor fires it): the
+ * kinds that fire after an iteration, on a rank of the run, at an iteration of Adam's; corrupt
+ * at one that writes a checkpoint. hang needs the watchdog, enospc and graph the explicit
+ * method's checkpoint writer and CUDA graphs, which the PINN's loop does not have. */
+static tsr_err check_fault(const tsr_pinn_ctx *x) {
+  const tsr_fault *f = x->opts.fault;
+  if (!f || f->kind == TSR_FAULT_NONE || !tsr_fault_armed()) return TSR_OK;
+  TSR_CHECK(f->kind == TSR_FAULT_EXIT || f->kind == TSR_FAULT_CORRUPT ||
+            f->kind == TSR_FAULT_SIGNAL || f->kind == TSR_FAULT_SIGNAL2 ||
+            f->kind == TSR_FAULT_NAN, TSR_ERR_INPUT, "--inject-fault: kind=%s is not available "
+            "with method pinn in this version (its loop has no watchdog, asynchronous checkpoint "
+            "writer or CUDA graph capture); use kind=exit, corrupt, signal, signal2 or nan",
+            tsr_fault_kind_name(f->kind));
+  /* checkpoint_every counts iterations here ({time: T} is refused with method pinn) */
+  const tsr_case_every *every = x->opts.write_output ? &x->c->output.checkpoint_every : NULL;
+  return tsr_fault_check(f, x->size, x->adam, every, 1.0);
+}
+
 /* Rank 0 reads the checkpoint (the decomposition must be this run's), every rank gets its own
  * network's parameters and moments and the history. Collective. */
 static tsr_err restart(tsr_pinn_ctx *x) {
@@ -375,6 +394,7 @@ static tsr_err restart(tsr_pinn_ctx *x) {
   tsr_pinn_state st = state_of(x);
   int64_t *boxes = boxes_of(x);
   st.boxes = boxes;
+  st.attempt = tsr_supervise_attempt() >= 2 ? tsr_supervise_attempt() : 0;
   tsr_err err = nr == 1 || boxes ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
                                                         "out of memory");
   if (!err && x->rank == 0)
@@ -575,6 +595,9 @@ static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
   if (!err) err = tsr_pinn_engine_set_state(x->eng, theta, NULL, NULL, 0);
   free(theta);
   TSR_CALL(tsr_run_agree(comm, err));
+  TSR_CALL(tsr_run_agree(comm, check_fault(x)));
+  if (x->opts.write_output && tsr_run_relaunch_fresh(comm, x->opts.restart, x->out_dir))
+    x->opts.restart = NULL;
   if (x->opts.restart) TSR_CALL(restart(x));
   TSR_CALL(exchange(x));
   uint64_t k = c->pinn.resample_every ? (uint64_t)(x->it0 / c->pinn.resample_every) : 0;
@@ -637,7 +660,7 @@ static int chunk(const tsr_pinn_ctx *x, int64_t it, int64_t total) {
   int64_t ce = c->output.checkpoint_every.steps;
   if (ce && ce - it % ce < n) n = ce - it % ce;
   const tsr_fault *f = x->opts.fault;
-  if (f && f->kind == TSR_FAULT_NAN && f->step > it && f->step - it < n) n = f->step - it;
+  if (f && f->kind != TSR_FAULT_NONE && f->step > it && f->step - it < n) n = f->step - it;
   /* a causal run: no chunk crosses the end of a slab's iterations */
   int64_t I = c->pinn.iterations;
   if (x->causal && I - it % I < n) n = I - it % I;
@@ -797,6 +820,10 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
     if (!err && ce && (it % ce == 0 || it == adam) && x->opts.write_output)
       err = checkpoint(x, it);
     if (!err) err = inject_nan(x, it);
+    /* exit, corrupt (the checkpoint of it is on the disk: checkpoint() returns after rank 0's
+     * write), signal, signal2: a rank lost as under the explicit method (tests/scripts/
+     * pinn_ranks.sh, supervise) */
+    if (!err) tsr_fault_after_step(x->opts.fault, x->rank, it, x->out_dir);
     if (!err) err = stop_here(x, &st, it, MPI_Wtime() - t0, &res->stopped);
     if (res->stopped) break;
   }
