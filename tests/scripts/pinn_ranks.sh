@@ -4,8 +4,9 @@
 # writes one final.h5 from every rank's network, report.json's subdomains and the mismatch; a
 # run repeats bit for bit; a restart on the same decomposition continues the same trajectory bit
 # for bit and one on another rank count or partition is refused; under tessera supervise a run
-# that lost a rank continues from its newest good checkpoint bit for bit, and a relaunch on
-# fewer ranks (GPUs lost) is refused with why; SIGTERM to one rank stops every
+# that lost a rank continues from its newest good checkpoint bit for bit, a hung rank is named
+# by the watchdog, and a relaunch on fewer ranks (GPUs lost) is refused with why; SIGTERM to
+# one rank stops every
 # rank at one iteration with a checkpoint, and the continuation ends as the run not stopped; bad
 # inputs are refused with their message.
 set -u
@@ -130,9 +131,10 @@ if [ $rc = 0 ] && echo "$log" | grep -q "skipping '$work/sv/checkpoint_00000060.
 else
   echo "$log" | tail -8; failure "supervise: the PINN run that lost a rank (rc $rc)"
 fi
-# supervise shrinks the job when GPUs were lost (two pretend nodes of one GPU each, node1's
-# gone after the first launch): a PINN checkpoint holds one network per rank's box, so the
-# relaunch on 1 rank is refused with exit 2, saying why and what to run, and not retried
+# rank 1 hangs (outside MPI): the watchdog names it within comm.timeout and ends the job; the
+# supervisor finds a GPU lost (two pretend nodes of one GPU each, node1's gone after the first
+# launch) and relaunches on 1 rank; a PINN checkpoint holds one network per rank's box, so
+# that relaunch is refused with exit 2, saying why and what to run, and not retried
 cat >"$work/node.sh" <<NODE
 #!/usr/bin/env bash
 r=\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}
@@ -144,17 +146,26 @@ chmod +x "$work/node.sh"
 echo 1 >"$work/node0.gpus"; echo 1 >"$work/node1.gpus"
 log=$("$TESSERA_BIN" supervise -- "$MPIEXEC" -n 2 "$work/node.sh" "$TESSERA_BIN" run \
       "$cases/pinn_heat2d.yaml" --out "$work/shrink" $rs --set pinn.adam.iterations=20 \
-      --set output.checkpoint_every=10 --inject-fault rank=1,step=15,kind=exit 2>&1)
+      --set output.checkpoint_every=10 --set comm.timeout=2 \
+      --inject-fault rank=1,step=15,kind=hang 2>&1)
 rc=$?
-if [ $rc = 2 ] && echo "$log" | grep -q "relaunching on 1 ranks instead of 2" &&
+if [ $rc = 2 ] && echo "$log" | grep -q "tessera: watchdog: rank 1 stopped: no progress for" &&
+   echo "$log" | grep -q "relaunching on 1 ranks instead of 2" &&
    echo "$log" | grep -q "tessera supervise relaunched it on 1 (attempt 2, after GPUs were lost): a PINN run continues only on the decomposition it was written with" &&
    echo "$log" | grep -q "attempt 2/4: exit code 2, bad input"; then
-  pass "supervise on fewer GPUs: the PINN relaunch on 1 rank is refused (exit 2) with why and what to run"
+  pass "supervise: a hung rank is named by the watchdog; the relaunch on 1 rank (a GPU lost) is refused (exit 2) with why and what to run"
 else
-  echo "$log" | tail -8; failure "supervise on fewer GPUs: rc $rc or the message"
+  echo "$log" | tail -8; failure "supervise: hang, then fewer GPUs: rc $rc or the message"
 fi
-refused_run "fault kind without a PINN form" "kind=hang is not available with method pinn" 1 \
-  "$cases/pinn_heat2d.yaml" --out "$work/badfault" $rs --inject-fault step=40,kind=hang
+# one rank, without mpiexec (whose teardown after a failed rank costs 2 s)
+for f in "enospc|step=30,kind=enospc|kind=enospc is not available with method pinn" \
+         "hang on one rank|step=40,kind=hang|kind=hang with method pinn needs the watchdog"; do
+  IFS='|' read -r label spec pat <<<"$f"
+  if log=$("$TESSERA_BIN" run "$cases/pinn_heat2d.yaml" --out "$work/badfault" $rs \
+           --inject-fault "$spec" 2>&1); then failure "fault $label: accepted"
+  elif echo "$log" | grep -q -- "$pat"; then pass "fault $label refused: $(echo "$log" | cut -c1-120)"
+  else echo "$log" | tail -3; failure "fault $label: message lacks '$pat'"; fi
+done
 fi
 
 # --- SIGTERM to one rank: every rank stops at one iteration with a checkpoint ----------------
