@@ -86,7 +86,8 @@
  *       rank: R              required; an integer >= 0 below the rank count
  *       factor: F            required; its compute takes F times as long, F in [1, 1000]
  *       steps: [a, b]        required; from step a to step b (included), 1 <= a <= b
- *   pinn:                    method: pinn only (io/case_pinn.c has the keys)
+ *   pinn:                    method: pinn (io/case_pinn.c has the keys); another method
+ *                            checks the section and leaves it unused
  *   petsc: {OPTION: VALUE}   method: implicit only (io/case_implicit.c)
  *   parareal:                method explicit with decomposition.time_slices > 1 only
  *                            (io/case_parareal.c)

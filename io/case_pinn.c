@@ -2,7 +2,9 @@
  *
  *   time:                    time-dependent models only (a steady one, poisson, has none)
  *     end: T                 required; the network is trained over [0, T]
- *   pinn:                    optional with method: pinn, refused with any other method
+ *     scheme, dt, cfl        the explicit method's: checked, unused (steps is refused)
+ *   pinn:                    optional with method: pinn; with another method checked and
+ *                            unused (one case file runs with either method)
  *     network:
  *       width: 64            units per hidden layer, 1..4096
  *       depth: 4             hidden layers, 1..64
@@ -238,12 +240,14 @@ void tsr_case_read_pinn_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_y
   }
   const tsr_yaml_node *t = e->value;
   tsr_vkeys(v, "time", t, keys, 5);
-  for (int i = 1; i < 5; ++i) {
-    const tsr_yaml_entry *x = tsr_yaml_find(t, keys[i]);
-    if (x)
-      tsr_vkey(v, x, "time.%s: a key of the explicit method; method pinn trains over [0, "
-               "time.end] without steps: remove it", keys[i]);
-  }
+  /* scheme, dt and cfl are the explicit method's, checked so that the same case file runs
+   * with either method (bench/pinn_vs_explicit.sh); steps would replace end, which the
+   * network needs */
+  tsr_case_read_time_scheme(v, t);
+  const tsr_yaml_entry *x = tsr_yaml_find(t, "steps");
+  if (x)
+    tsr_vkey(v, x, "time.steps: the explicit method's step count; method pinn trains over [0, "
+             "time.end]: give time.end instead");
   const tsr_yaml_entry *ee = tsr_yaml_find(t, "end");
   double d;
   if (!ee)
@@ -298,13 +302,9 @@ void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_e
   static const char *const modes[] = {"all", "causal"};
   tsr_case *c = v->c;
   check_method_keys(v, root);
-  if (c->method != TSR_METHOD_PINN) {
-    if (e)
-      tsr_vkey(v, e, "pinn: a section of method pinn, and this case's method is %s; add "
-               "method: pinn or remove the section",
-               c->method == TSR_METHOD_IMPLICIT ? "implicit" : "explicit");
-    return;
-  }
+  /* with another method the section is checked (a typo shows at once) and unused, so that
+   * one case file runs with method explicit and method pinn (bench/pinn_vs_explicit.sh) */
+  if (c->method != TSR_METHOD_PINN && !e) return;
   pinn_defaults(c);
   int timed = !(c->ncomp && tsr_models[c->model].steady);
   const tsr_yaml_node *o = e && tsr_vmap(v, "pinn", e->value) ? e->value : NULL;

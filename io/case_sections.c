@@ -244,25 +244,13 @@ const tsr_yaml_entry *tsr_case_read_time_span(tsr_vctx *v, const tsr_yaml_entry 
   return se;
 }
 
-void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
-  static const char *const keys[] = {"scheme", "dt", "cfl", "end", "steps"};
+void tsr_case_read_time_scheme(tsr_vctx *v, const tsr_yaml_node *t) {
   static const char *const schemes[] = {"euler", "forward_euler", "ssp_rk2", "rk2",
                                         "ssp_rk3", "rk3", "rk4"};
   static const tsr_scheme scheme_of[] = {TSR_SCHEME_EULER,  TSR_SCHEME_EULER,  TSR_SCHEME_SSPRK2,
                                          TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_SSPRK3,
                                          TSR_SCHEME_RK4};
   tsr_case *c = v->c;
-  if (!e) {
-    tsr_vat(v, root, "time: missing; e.g. time: {end: 0.1}");
-    return;
-  }
-  if (!tsr_vmap(v, "time", e->value)) {
-    if (tsr_yaml_is_null(e->value))
-      tsr_vkey(v, e, "time: missing time.end or time.steps; give one (e.g. end: 0.1)");
-    return;
-  }
-  const tsr_yaml_node *t = e->value;
-  tsr_vkeys(v, "time", t, keys, 5);
   const tsr_yaml_entry *x;
   int s;
   if ((x = tsr_yaml_find(t, "scheme")) && tsr_vchoice(v, "time.scheme", x->value, schemes, 7, &s))
@@ -287,6 +275,22 @@ void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_e
     else
       tsr_vat(v, x->value, "time.cfl: must be in (0, 1], got %g", d);
   }
+}
+
+void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
+  static const char *const keys[] = {"scheme", "dt", "cfl", "end", "steps"};
+  if (!e) {
+    tsr_vat(v, root, "time: missing; e.g. time: {end: 0.1}");
+    return;
+  }
+  if (!tsr_vmap(v, "time", e->value)) {
+    if (tsr_yaml_is_null(e->value))
+      tsr_vkey(v, e, "time: missing time.end or time.steps; give one (e.g. end: 0.1)");
+    return;
+  }
+  const tsr_yaml_node *t = e->value;
+  tsr_vkeys(v, "time", t, keys, 5);
+  tsr_case_read_time_scheme(v, t);
   tsr_case_read_time_span(v, e);
 }
 

@@ -85,6 +85,8 @@ void tsr_case_read_exprs(tsr_vctx *v, const char *key, const tsr_yaml_entry *e, 
                          tsr_case_expr *out);
 void tsr_case_read_boundary(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
+/* time.scheme, time.dt and time.cfl of the time section t (a map), the explicit method's */
+void tsr_case_read_time_scheme(tsr_vctx *v, const tsr_yaml_node *t);
 /* time.end or time.steps, exactly one, of the time section e (a map); returns steps' entry */
 const tsr_yaml_entry *tsr_case_read_time_span(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e);
@@ -92,8 +94,10 @@ void tsr_case_read_output(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_comm(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_gpu(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_rebalance(tsr_vctx *v, const tsr_yaml_entry *e);
-/* method: pinn (io/case_pinn.c): time: (end alone; none for a steady model), the pinn:
- * section (refused with another method), and the keys and models the method cannot take. */
+/* method: pinn (io/case_pinn.c): time: (end; the explicit method's scheme, dt and cfl are
+ * checked and unused; none for a steady model), the pinn: section (checked and unused with
+ * method explicit or implicit, so that one case file runs with either method), and the keys
+ * and models the method cannot take. */
 void tsr_case_read_pinn_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
 void tsr_case_read_pinn(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
 void tsr_case_read_debug(tsr_vctx *v, const tsr_yaml_entry *e);

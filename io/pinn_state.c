@@ -21,9 +21,11 @@ void tsr_pinn_state_free(tsr_pinn_state *st) {
   int nr = st->nranks;
   const int64_t *boxes = st->boxes;
   int64_t slabs[3] = {st->slabs[0], st->slabs[1], st->slabs[2]};
+  int attempt = st->attempt;
   memset(st, 0, sizeof *st);
   st->nranks = nr; /* the decomposition asked for stays */
   st->boxes = boxes;
+  st->attempt = attempt;
   memcpy(st->slabs, slabs, sizeof slabs);
 }
 
@@ -168,6 +170,16 @@ static tsr_err check_decomposition(hid_t f, const char *path, const tsr_pinn_sta
     return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (its "
                        "attribute ranks does not read)", path);
   int want = st->nranks > 1 ? st->nranks : 1;
+  if (nr != want && st->attempt >= 2)
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' holds the networks of a PINN run "
+                       "on %lld rank%s (one network per rank's box) and tessera supervise "
+                       "relaunched it on %d (attempt %d, after GPUs were lost): a PINN run "
+                       "continues only on the decomposition it was written with, so supervise "
+                       "cannot continue it on fewer GPUs; relaunch it on %lld rank%s where that "
+                       "many GPUs work (tessera supervise -- mpirun -np %lld ... --restart "
+                       "latest), or start it over on %d without --restart", path, (long long)nr,
+                       nr == 1 ? "" : "s", want, st->attempt, (long long)nr, nr == 1 ? "" : "s",
+                       (long long)nr, want);
   TSR_CHECK(nr == want, TSR_ERR_INPUT, "'%s' holds the networks of a PINN run on %lld rank%s "
             "(one network per rank's box) and this run has %d; restart it on %lld rank%s with "
             "the decomposition it was written with, or run without --restart", path,
@@ -212,7 +224,8 @@ static tsr_err check_decomposition(hid_t f, const char *path, const tsr_pinn_sta
 }
 
 static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[4],
-                         tsr_pinn_state *st) {
+                         tsr_pinn_state *st, int *refused) {
+  *refused = 0;
   hid_t f = -1;
   H5E_BEGIN_TRY { f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT); }
   H5E_END_TRY;
@@ -237,6 +250,8 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (no "
                       "iteration)", path);
   if (!err) err = check_decomposition(f, path, st);
+  /* a file that reads but belongs to another run: an older one will not do either */
+  *refused = err != TSR_OK;
   size_t nwant = st->nparam * (size_t)(st->nranks > 1 ? st->nranks : 1);
   H5E_BEGIN_TRY {
     if (!err && (!(st->theta = read_set(f, "pinn/theta", nwant, NULL, NULL)) ||
@@ -258,34 +273,63 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
   return err;
 }
 
+static int newest_first(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x < y) - (x > y);
+}
+
+/* Iterations of the checkpoint files in dir (at most max), newest first; their count. */
+static int list_iterations(const char *dir, int64_t *it, int max) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *de;
+  while (d && (de = readdir(d)) && n < max) {
+    char tail[8];
+    if (sscanf(de->d_name, "checkpoint_%" SCNd64 ".h%1[5]%1s", &it[n], tail, tail + 2) == 2) ++n;
+  }
+  if (d) closedir(d);
+  qsort(it, (size_t)n, sizeof *it, newest_first);
+  return n;
+}
+
 tsr_err tsr_pinn_state_read(const tsr_case *c, const char *spec, const char *dir,
                             tsr_pinn_state *st, char *path, size_t n) {
   int64_t net[4];
   memcpy(net, st->net, sizeof net);
+  int refused;
   if (strcmp(spec, "latest") != 0) {
     snprintf(path, n, "%s", spec);
-    return read_file(c, path, net, st);
+    return read_file(c, path, net, st, &refused);
   }
-  char name[256];
+  /* what latest names, then the others newest first; a damaged one (a node that died while
+   * writing, a failing disk) is skipped, one of another run ends the search */
+  char name[256], named[4200] = "";
   tsr_checkpoint_get_latest(dir, name, sizeof name);
   if (name[0]) {
     snprintf(path, n, "%s/%s", dir, name);
-    if (read_file(c, path, net, st) == TSR_OK) return TSR_OK;
+    snprintf(named, sizeof named, "%s", path);
+    tsr_err err = read_file(c, path, net, st, &refused);
+    if (!err || refused) return err;
+    fprintf(stderr, "tessera: restart: skipping %s\n", tsr_err_message());
   }
-  /* the newest checkpoint that reads */
-  DIR *d = opendir(dir);
-  int64_t best = -1;
-  struct dirent *de;
-  while (d && (de = readdir(d))) {
-    int64_t it;
-    char tail[8];
-    if (sscanf(de->d_name, "checkpoint_%" SCNd64 ".h%1[5]%1s", &it, tail, tail + 2) == 2 &&
-        it > best)
-      best = it;
+  int64_t its[1024];
+  int nit = list_iterations(dir, its, 1024);
+  TSR_CHECK(nit > 0 || named[0], TSR_ERR_INPUT, "--restart latest: no checkpoint in '%s'; run "
+            "without --restart, or name a checkpoint file", dir);
+  for (int i = 0; i < nit; ++i) {
+    tsr_checkpoint_path(path, n, dir, its[i]);
+    if (!strcmp(path, named)) continue;
+    tsr_err err = read_file(c, path, net, st, &refused);
+    if (err && refused) return err;
+    if (!err) {
+      printf("restart: %s; using the older '%s' (iteration %" PRId64 ")\n",
+             named[0] ? "the checkpoint 'latest' names does not read" : "no usable 'latest'",
+             path, its[i]);
+      fflush(stdout);
+      return TSR_OK;
+    }
+    fprintf(stderr, "tessera: restart: skipping %s\n", tsr_err_message());
   }
-  if (d) closedir(d);
-  TSR_CHECK(best >= 0, TSR_ERR_INPUT, "--restart latest: no checkpoint in '%s'; run without "
-            "--restart, or name a checkpoint file", dir);
-  tsr_checkpoint_path(path, n, dir, best);
-  return read_file(c, path, net, st);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "--restart latest: no checkpoint in "
+                     "'%s' reads (each is named above); run without --restart", dir);
 }

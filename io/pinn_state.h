@@ -31,6 +31,9 @@ typedef struct {
   const int64_t *boxes;   /* borrowed: nranks x 6, each rank's box (NULL with one rank) */
   int64_t slabs[3];       /* time slabs: [time_slices, causal, iterations per slab of a causal
                              run (else 0)], attribute slabs; {0, 0, 0} without (none written) */
+  int attempt;            /* read: tessera supervise's attempt (TESSERA_ATTEMPT) when >= 2, else
+                             0; a refusal for another rank count then says why a relaunch on
+                             fewer ranks cannot continue the run */
 } tsr_pinn_state;
 
 /* Writes st as the checkpoint of st->iteration into dir (path: the file, written into path of

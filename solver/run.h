@@ -85,6 +85,12 @@ tsr_err tsr_run_use_cuda(MPI_Comm comm, tsr_backend want, int *cuda);
  * takes files: for every method. Collective. Errors: TSR_ERR_IO (the message says what to do). */
 tsr_err tsr_run_prepare_outdir(MPI_Comm comm, const char *dir, int *created);
 
+/* 1 when this run was launched with --restart latest (restart) by tessera supervise after a
+ * failure (TESSERA_ATTEMPT >= 2) and dir holds no checkpoint yet: the failed attempt ended
+ * before its first, so the run starts over (rank 0 says so on stdout); else 0. For every
+ * method. Collective. */
+int tsr_run_relaunch_fresh(MPI_Comm comm, const char *restart, const char *dir);
+
 /* Prints the plan for nranks ranks without running: box per rank, cells, neighbours, halo
  * bytes per step, memory per rank. Not collective. Errors: TSR_ERR_INPUT (too many ranks). */
 tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out);

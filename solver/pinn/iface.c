@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "solver/pinn/iface_impl.h"
+#include "solver/watchdog.h"
 
 enum { IFACE_TAG = 0x5049 };
 
@@ -91,7 +92,11 @@ static tsr_err mpi_end(tsr_pinn_iface *x, void *stream) {
   (void)stream;
   iface_mpi *m = x->impl;
   if (!x->npeer) return TSR_OK;
+  /* the watchdog (solver/watchdog.h; started by the trainer on CPU ranks): entering and leaving
+   * this wait is the iteration's progress, and a wait that never ends names the neighbours */
+  tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
   int rc = MPI_Waitall(2 * x->npeer, m->req, MPI_STATUSES_IGNORE);
+  tsr_watchdog_waiting(0);
   if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Waitall", -1, m->rank);
   return TSR_OK;
 }

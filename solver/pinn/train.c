@@ -18,6 +18,8 @@
 #include "solver/fault.h"
 #include "solver/pinn/lbfgs.h"
 #include "solver/stop.h"
+#include "solver/supervise.h"
+#include "solver/watchdog.h"
 #include "solver/pinn/pinn.h"
 #include "solver/pinn/train.h"
 
@@ -211,7 +213,9 @@ static tsr_err gather_row(tsr_pinn_ctx *x, const double *terms, int64_t it, int 
   mine[A_BAD] = local != TSR_OK;
   double *v = malloc((size_t)x->size * A_N * sizeof *v);
   TSR_CHECK(v, TSR_ERR_MEMORY, "out of memory");
+  tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
   MPI_Allgather(mine, A_N, MPI_DOUBLE, v, A_N, MPI_DOUBLE, x->comm);
+  tsr_watchdog_waiting(0);
   int bad = 0;
   for (int r = 0; r < x->size; ++r) bad |= v[(size_t)r * A_N + A_BAD] != 0.0;
   if (bad) {
@@ -344,7 +348,9 @@ static tsr_err checkpoint(tsr_pinn_ctx *x, int64_t it) {
   if (!err) err = tsr_pinn_engine_get_state(x->eng, mine, mine + np, mine + 2 * np);
   err = tsr_run_agree(x->comm, err);
   if (!err) {
+    tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
     MPI_Gather(mine, (int)(3 * np), MPI_DOUBLE, all, (int)(3 * np), MPI_DOUBLE, 0, x->comm);
+    tsr_watchdog_waiting(0);
     if (x->rank == 0) {
       /* rank-major [theta m v] -> theta of every rank, then m, then v */
       for (size_t r = 0; r < nr; ++r)
@@ -356,8 +362,10 @@ static tsr_err checkpoint(tsr_pinn_ctx *x, int64_t it) {
       st.boxes = boxes;
       err = tsr_pinn_state_write(x->c, x->out_dir, &st, x->ckpt_path, sizeof x->ckpt_path);
     }
+    tsr_watchdog_waiting(TSR_WATCHDOG_PEERS); /* the others, while rank 0 writes */
     err = tsr_run_agree(x->comm, err);
     MPI_Bcast(x->ckpt_path, (int)sizeof x->ckpt_path, MPI_CHAR, 0, x->comm);
+    tsr_watchdog_waiting(0);
   }
   free(mine);
   free(all);
@@ -368,6 +376,47 @@ static tsr_err checkpoint(tsr_pinn_ctx *x, int64_t it) {
   return err;
 }
 
+/* From here on a rank that stops (crash, hang) stops the job instead of leaving its
+ * neighbours waiting (solver/watchdog.h, comm.timeout), where x->watched: on several CPU ranks
+ * that exchange every iteration (every iteration's exchange is progress; the ranks of a causal
+ * run's later slabs wait whole chunks for the earlier one, and the GPU path's host waits are not
+ * watched yet). The watchdog names the interface neighbours. */
+static tsr_err start_watchdog(tsr_pinn_ctx *x) {
+  if (!x->watched) return TSR_OK;
+  const tsr_pinn_peers *pe = &x->batch.peers;
+  int peers[64], n = 0;
+  for (int i = 0; i < pe->npeer && n < 64; ++i) {
+    int seen = pe->peer[i] == x->rank;
+    for (int k = 0; k < n && !seen; ++k) seen = peers[k] == pe->peer[i];
+    if (!seen) peers[n++] = pe->peer[i];
+  }
+  return tsr_watchdog_start(x->rank, x->c->comm.timeout, peers, n);
+}
+
+/* --inject-fault in a PINN run (a first launch: a relaunch neither checks nor fires it): the
+ * kinds that fire after an iteration, on a rank of the run, at an iteration of Adam's; corrupt
+ * at one that writes a checkpoint; hang where the watchdog runs (start_watchdog). enospc and
+ * graph need the explicit method's checkpoint writer and CUDA graphs, which the PINN's loop
+ * does not have. */
+static tsr_err check_fault(const tsr_pinn_ctx *x) {
+  const tsr_fault *f = x->opts.fault;
+  if (!f || f->kind == TSR_FAULT_NONE || !tsr_fault_armed()) return TSR_OK;
+  TSR_CHECK(f->kind != TSR_FAULT_HANG || x->watched, TSR_ERR_INPUT, "--inject-fault: kind=hang "
+            "with method pinn needs the watchdog, which watches %s; run it on several CPU "
+            "ranks without pinn.slabs: causal, or use kind=exit",
+            x->device ? "CPU ranks only in this version" : x->size == 1 ? "several ranks"
+                                                                        : "slabs trained at once");
+  TSR_CHECK(f->kind == TSR_FAULT_EXIT || f->kind == TSR_FAULT_CORRUPT ||
+            f->kind == TSR_FAULT_HANG || f->kind == TSR_FAULT_SIGNAL ||
+            f->kind == TSR_FAULT_SIGNAL2 || f->kind == TSR_FAULT_NAN, TSR_ERR_INPUT,
+            "--inject-fault: kind=%s is not available with method pinn in this version (its loop "
+            "has no asynchronous checkpoint writer or CUDA graph capture); use kind=exit, "
+            "corrupt, hang, signal, signal2 or nan", tsr_fault_kind_name(f->kind));
+  /* checkpoint_every counts iterations here ({time: T} is refused with method pinn) */
+  const tsr_case_every *every = x->opts.write_output ? &x->c->output.checkpoint_every : NULL;
+  return tsr_fault_check(f, x->size, x->adam, every, 1.0);
+}
+
 /* Rank 0 reads the checkpoint (the decomposition must be this run's), every rank gets its own
  * network's parameters and moments and the history. Collective. */
 static tsr_err restart(tsr_pinn_ctx *x) {
@@ -375,6 +424,7 @@ static tsr_err restart(tsr_pinn_ctx *x) {
   tsr_pinn_state st = state_of(x);
   int64_t *boxes = boxes_of(x);
   st.boxes = boxes;
+  st.attempt = tsr_supervise_attempt() >= 2 ? tsr_supervise_attempt() : 0;
   tsr_err err = nr == 1 || boxes ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
                                                         "out of memory");
   if (!err && x->rank == 0)
@@ -575,8 +625,13 @@ static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
   if (!err) err = tsr_pinn_engine_set_state(x->eng, theta, NULL, NULL, 0);
   free(theta);
   TSR_CALL(tsr_run_agree(comm, err));
+  x->watched = x->size > 1 && !x->device && !x->causal;
+  TSR_CALL(tsr_run_agree(comm, check_fault(x)));
+  if (x->opts.write_output && tsr_run_relaunch_fresh(comm, x->opts.restart, x->out_dir))
+    x->opts.restart = NULL;
   if (x->opts.restart) TSR_CALL(restart(x));
   TSR_CALL(exchange(x));
+  TSR_CALL(tsr_run_agree(comm, start_watchdog(x)));
   uint64_t k = c->pinn.resample_every ? (uint64_t)(x->it0 / c->pinn.resample_every) : 0;
   TSR_CALL(tsr_run_agree(comm, set_draw(x, k)));
   /* a causal run restarted inside slab k > 0: its slab face values again, from the finished
@@ -637,7 +692,7 @@ static int chunk(const tsr_pinn_ctx *x, int64_t it, int64_t total) {
   int64_t ce = c->output.checkpoint_every.steps;
   if (ce && ce - it % ce < n) n = ce - it % ce;
   const tsr_fault *f = x->opts.fault;
-  if (f && f->kind == TSR_FAULT_NAN && f->step > it && f->step - it < n) n = f->step - it;
+  if (f && f->kind != TSR_FAULT_NONE && f->step > it && f->step - it < n) n = f->step - it;
   /* a causal run: no chunk crosses the end of a slab's iterations */
   int64_t I = c->pinn.iterations;
   if (x->causal && I - it % I < n) n = I - it % I;
@@ -667,7 +722,10 @@ static tsr_err inject_nan(tsr_pinn_ctx *x, int64_t it) {
  * Collective: every rank gets the same answer. */
 static tsr_err stop_here(tsr_pinn_ctx *x, tsr_stop *st, int64_t it, double chunk_s, int *why) {
   tsr_stop_margin(st, x->ckpt_s / (x->ckpt_count ? x->ckpt_count : 1), 0.5, chunk_s);
-  TSR_CALL(tsr_stop_poll(st, 1, why));
+  tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
+  tsr_err err = tsr_stop_poll(st, 1, why);
+  tsr_watchdog_waiting(0);
+  TSR_CALL(err);
   if (!*why) return TSR_OK;
   const tsr_case *c = x->c;
   int in_adam = it <= x->adam;
@@ -784,6 +842,7 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
     x->train_s += MPI_Wtime() - t0;
     if (err) break;
     it += n;
+    tsr_watchdog_beat(it);
     err = gather_row(x, runs ? rows + (size_t)(n - 1) * nt : x->last_terms, it,
                      is_log(x, it, total, it == adam),
                      runs ? check_finite(x, rows, n, it - n) : TSR_OK, row);
@@ -797,6 +856,10 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
     if (!err && ce && (it % ce == 0 || it == adam) && x->opts.write_output)
       err = checkpoint(x, it);
     if (!err) err = inject_nan(x, it);
+    /* exit, corrupt (the checkpoint of it is on the disk: checkpoint() returns after rank 0's
+     * write), signal, signal2: a rank lost as under the explicit method (tests/scripts/
+     * pinn_ranks.sh, supervise) */
+    if (!err) tsr_fault_after_step(x->opts.fault, x->rank, it, x->out_dir);
     if (!err) err = stop_here(x, &st, it, MPI_Wtime() - t0, &res->stopped);
     if (res->stopped) break;
   }
@@ -864,6 +927,7 @@ static tsr_err run(tsr_pinn_ctx *x, MPI_Comm comm, tsr_run_result *res) {
   if (!err) err = setup(x, comm);
   x->setup_s = MPI_Wtime() - t0;
   if (!err) err = loop(x, res);
+  tsr_watchdog_stop(); /* it watches the training loop, where the ranks exchange */
   res->wall = x->run_s;
   res->first_step = x->it0;
   if (!err && !res->stopped) err = profile(x);

@@ -42,6 +42,7 @@ typedef struct {
   int rank, size;
   int nslab, nspace;        /* time slabs (1: none) and ranks per slab (size / nslab) */
   int causal;               /* pinn.slabs: causal (one slab trains at a time) */
+  int watched;              /* the watchdog runs (several CPU ranks, not causal: start_watchdog) */
   int64_t adam;             /* Adam's iterations of the run: pinn.adam.iterations, times the
                                slabs of a causal run (slab k trains [k I, (k + 1) I)) */
   tsr_layout layout;        /* every space rank's box (several ranks) */

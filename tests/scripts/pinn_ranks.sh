@@ -3,7 +3,10 @@
 # terms exchanged every iteration. Poisson 2D trains on 2 and 4 ranks to asserted errors and
 # writes one final.h5 from every rank's network, report.json's subdomains and the mismatch; a
 # run repeats bit for bit; a restart on the same decomposition continues the same trajectory bit
-# for bit and one on another rank count or partition is refused; SIGTERM to one rank stops every
+# for bit and one on another rank count or partition is refused; under tessera supervise a run
+# that lost a rank continues from its newest good checkpoint bit for bit, a hung rank is named
+# by the watchdog, and a relaunch on fewer ranks (GPUs lost) is refused with why; SIGTERM to
+# one rank stops every
 # rank at one iteration with a checkpoint, and the continuation ends as the run not stopped; bad
 # inputs are refused with their message.
 set -u
@@ -111,6 +114,59 @@ refused_run "restart on 1 rank" "holds the networks of a PINN run on 2 ranks" 1 
 refused_run "restart on another partition" "was written with another decomposition" 2 \
   "$cases/pinn_heat2d.yaml" --out "$work/straight" $rs --set pinn.adam.iterations=150 \
   --set decomposition.ranks=[2,1] --restart latest
+
+# --- tessera supervise: a rank lost (exit, after damaging the newest checkpoint) --------------
+if [ -z "${TSR_SANITIZED:-}" ]; then  # the plain pass only (CI time)
+# rank 1 damages checkpoint 60 and exits: supervise relaunches with --restart latest on 2 ranks,
+# which skips the damaged file for 30 and ends as the straight run, bit for bit
+log=$("$TESSERA_BIN" supervise --max-restarts 1 -- "$MPIEXEC" -n 2 "$TESSERA_BIN" run \
+      "$cases/pinn_heat2d.yaml" --out "$work/sv" $rs --inject-fault rank=1,step=60,kind=corrupt 2>&1)
+rc=$?
+if [ $rc = 0 ] && echo "$log" | grep -q "skipping '$work/sv/checkpoint_00000060.h5'" &&
+   echo "$log" | grep -q "using the older '$work/sv/checkpoint_00000030.h5' (iteration 30)" &&
+   h5diff "$work/straight/final.h5" "$work/sv/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
+   h5diff "$work/straight/checkpoint_00000120.h5" "$work/sv/checkpoint_00000120.h5" \
+     /pinn/theta /pinn/theta >/dev/null 2>&1; then
+  pass "supervise: rank 1 lost after damaging checkpoint 60; the relaunch on 2 ranks skips it for 30 and ends bit for bit as the straight run"
+else
+  echo "$log" | tail -8; failure "supervise: the PINN run that lost a rank (rc $rc)"
+fi
+# rank 1 hangs (outside MPI): the watchdog names it within comm.timeout and ends the job; the
+# supervisor finds a GPU lost (two pretend nodes of one GPU each, node1's gone after the first
+# launch) and relaunches on 1 rank; a PINN checkpoint holds one network per rank's box, so
+# that relaunch is refused with exit 2, saying why and what to run, and not retried
+cat >"$work/node.sh" <<NODE
+#!/usr/bin/env bash
+r=\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}
+export TESSERA_PROBE_NODE=node\$r TESSERA_PROBE_GPUS=\$(cat "$work/node\$r.gpus")
+if [ "\$2" = run ] && [ \$r = 1 ]; then echo 0 >"$work/node1.gpus"; fi
+exec "\$@"
+NODE
+chmod +x "$work/node.sh"
+echo 1 >"$work/node0.gpus"; echo 1 >"$work/node1.gpus"
+log=$("$TESSERA_BIN" supervise -- "$MPIEXEC" -n 2 "$work/node.sh" "$TESSERA_BIN" run \
+      "$cases/pinn_heat2d.yaml" --out "$work/shrink" $rs --set pinn.adam.iterations=20 \
+      --set output.checkpoint_every=10 --set comm.timeout=2 \
+      --inject-fault rank=1,step=15,kind=hang 2>&1)
+rc=$?
+if [ $rc = 2 ] && echo "$log" | grep -q "tessera: watchdog: rank 1 stopped: no progress for" &&
+   echo "$log" | grep -q "relaunching on 1 ranks instead of 2" &&
+   echo "$log" | grep -q "tessera supervise relaunched it on 1 (attempt 2, after GPUs were lost): a PINN run continues only on the decomposition it was written with" &&
+   echo "$log" | grep -q "attempt 2/4: exit code 2, bad input"; then
+  pass "supervise: a hung rank is named by the watchdog; the relaunch on 1 rank (a GPU lost) is refused (exit 2) with why and what to run"
+else
+  echo "$log" | tail -8; failure "supervise: hang, then fewer GPUs: rc $rc or the message"
+fi
+# one rank, without mpiexec (whose teardown after a failed rank costs 2 s)
+for f in "enospc|step=30,kind=enospc|kind=enospc is not available with method pinn" \
+         "hang on one rank|step=40,kind=hang|kind=hang with method pinn needs the watchdog"; do
+  IFS='|' read -r label spec pat <<<"$f"
+  if log=$("$TESSERA_BIN" run "$cases/pinn_heat2d.yaml" --out "$work/badfault" $rs \
+           --inject-fault "$spec" 2>&1); then failure "fault $label: accepted"
+  elif echo "$log" | grep -q -- "$pat"; then pass "fault $label refused: $(echo "$log" | cut -c1-120)"
+  else echo "$log" | tail -3; failure "fault $label: message lacks '$pat'"; fi
+done
+fi
 
 # --- SIGTERM to one rank: every rank stops at one iteration with a checkpoint ----------------
 sg="--set grid.cells=[8,8] --set pinn.network.width=8 --set pinn.network.depth=2
