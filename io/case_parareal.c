@@ -17,8 +17,8 @@
  *     slices_per_rank: 1       slices each rank runs in turn (ranks = space ranks x P / this);
  *                              divides P
  *
- * Not with parareal: output.checkpoint_every (a parareal run starts over), the rebalance:
- * and debug: sections. */
+ * With parareal output.checkpoint_every: N counts iterations (solver/parareal/state.c); not
+ * with parareal: checkpoint_every {time: T}, the rebalance: and debug: sections. */
 #include <stdio.h>
 #include <string.h>
 
@@ -39,9 +39,9 @@ static void refuse_sections(tsr_vctx *v, const tsr_yaml_node *root) {
   const tsr_yaml_entry *oe = tsr_yaml_find(root, "output");
   const tsr_yaml_node *on = oe && oe->value && oe->value->kind == TSR_YAML_MAP ? oe->value : NULL;
   const tsr_yaml_entry *x = tsr_yaml_find(on, "checkpoint_every");
-  if (x)
+  if (x && v->c->output.checkpoint_every.time > 0.0)
     tsr_vkey(v, x, "output.checkpoint_every: a parareal run (decomposition.time_slices > 1) "
-             "writes no checkpoints in this version and starts over when relaunched; remove it");
+             "checkpoints after every N iterations; give checkpoint_every: N, not {time: T}");
   static const char *const none[] = {"rebalance", "debug"};
   for (int i = 0; i < 2; ++i)
     if ((x = tsr_yaml_find(root, none[i])))

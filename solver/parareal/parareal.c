@@ -9,49 +9,14 @@
 
 #include "solver/parareal/graphs.h"
 #include "solver/parareal/ops.h"
+#include "solver/parareal/parareal_impl.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
 #include "solver/stop.h"
+#include "solver/supervise.h"
+#include "io/checkpoint.h"
 #include "solver/watchdog.h"
 
-enum { T_FINE, T_COARSE, T_COMM, T_COUNT };
-
-/* Steps per CUDA graph launch (graphs.h): enough that one launch's host cost (a few
- * microseconds) is small against the GPU time of that many steps of a small grid. */
-#define GRAPH_CHUNK 16
-
-typedef struct {
-  const tsr_case *c;
-  tsr_case cc;              /* the coarse propagator's case: c on the coarse grid */
-  MPI_Comm world, slice;    /* the run's ranks; this rank's group */
-  int rank, size, nspace, ngroup, group, srank;
-  int P, m, r;              /* slices, slices per group, coarsening */
-  int s0;                   /* this group's first slice */
-  tsr_run_ctx *fx;          /* the fine propagator: one context per slice of this rank on
-                               GPUs (each its own streams and CUDA graphs, so that the slices
-                               run together), one for all of them on CPU ranks */
-  int nctx;
-  tsr_run_ctx coarse;
-  tsr_pr_graph **g, *gc;     /* CUDA graphs of each fine context's steps, and the coarse ones */
-  int64_t *step_of;         /* P + 1: slice n is fine steps [step_of[n], step_of[n + 1]) */
-  int64_t *cn;              /* P: coarse steps of slice n, of cdt[n] each */
-  double *cdt, dtc_max, limit;
-  tsr_field **in;           /* m + 1: in[j], slice s0 + j's start; in[m], the group's end */
-  tsr_field **fv, **gold;   /* m: F and G of each slice's input at the last evaluation */
-  tsr_field *gnew, *scratch;
-  int *fresh;               /* m: fv[j] is F of in[j] as it is now */
-  double *chg;              /* m x 2: this iteration's max |change| and max |U| of each end */
-  double *sbuf, *rbuf;      /* a group's end state on the wire (values, then its change) */
-  int64_t nbuf;
-  MPI_Request sreq;
-  double t[T_COUNT], t_iter[T_COUNT];
-  int iterations, converged;
-  double *hist;             /* per iteration (1..), P relative changes then the 3 times */
-  int nhist;
-  double pred;              /* the parareal model's speedup from the measured costs */
-} pr;
-
-static int last_group(const pr *p) { return p->group == p->ngroup - 1; }
 
 /* ---- set-up -------------------------------------------------------------------------------- */
 
@@ -276,7 +241,7 @@ static tsr_err fine_solves(pr *p) {
 }
 
 /* gnew = G(in[j]): restricted, stepped on the coarse grid over slice s0 + j, prolonged. */
-static tsr_err coarse_solve(pr *p, int j) {
+tsr_err tsr_pr_coarse_solve(pr *p, int j) {
   tsr_run_ctx *x = &p->fx[0], *y = &p->coarse;
   const int s = p->s0 + j;
   double t0 = MPI_Wtime();
@@ -349,7 +314,7 @@ static tsr_err sweep0(pr *p) {
     TSR_CALL(recv_start(p, &ch));
   }
   for (int j = 0; j < p->m; ++j) {
-    TSR_CALL(coarse_solve(p, j));
+    TSR_CALL(tsr_pr_coarse_solve(p, j));
     tsr_field *t = p->gold[j];
     p->gold[j] = p->gnew;
     p->gnew = t;
@@ -370,7 +335,7 @@ static tsr_err sweep(pr *p) {
   if (changed) p->fresh[0] = 0;
   for (int j = 0; j < p->m; ++j) {
     if (changed) {
-      TSR_CALL(coarse_solve(p, j));
+      TSR_CALL(tsr_pr_coarse_solve(p, j));
     } else { /* G of an unchanged input is gold, bit for bit: the correction adds nothing */
       TSR_CALL(tsr_parareal_copy(&p->fx[0], p->gnew, p->gold[j]));
     }
@@ -402,6 +367,13 @@ static tsr_err gather(pr *p, int k, int *stop_why) {
   p->hist = h;
   memcpy(mine, p->chg, sizeof(double) * 2 * (size_t)m);
   mine[2 * m] = (double)tsr_stop_signal();
+  /* the wall time: stop when another iteration (as long as the longest so far) and its
+   * checkpoint might not fit */
+  const double wt = tsr_stop_walltime(), last = MPI_Wtime() - p->iter_start;
+  if (last > p->iter_longest) p->iter_longest = last;
+  p->iter_start = MPI_Wtime();
+  if (!mine[2 * m] && wt > 0.0 && tsr_stop_elapsed() + 2.0 * p->iter_longest + 1.0 > wt)
+    mine[2 * m] = (double)TSR_STOP_WALLTIME;
   double t0 = MPI_Wtime();
   MPI_Allgather(mine, 2 * m + 1, MPI_DOUBLE, all, 2 * m + 1, MPI_DOUBLE, p->world);
   p->t_iter[T_COMM] += MPI_Wtime() - t0;
@@ -419,8 +391,8 @@ static tsr_err gather(pr *p, int k, int *stop_why) {
       worst = rel <= worst ? worst : (isnan(rel) ? INFINITY : rel);
     }
   }
-  for (int r = 0; r < p->size; ++r)
-    if (all[(size_t)r * (size_t)(2 * m + 1) + 2 * m] != 0.0 && !sig)
+  for (int r = 0; r < p->size; ++r) /* a signal's number over the wall time's -1 */
+    if (all[(size_t)r * (size_t)(2 * m + 1) + 2 * m] != 0.0 && sig <= 0)
       sig = (int)all[(size_t)r * (size_t)(2 * m + 1) + 2 * m];
   for (int q = 0; q < T_COUNT; ++q) {
     row[P + q] = tmax[q];
@@ -573,6 +545,24 @@ static tsr_err finish(pr *p, tsr_run_result *res, double wall) {
   return TSR_OK;
 }
 
+/* A run that tessera supervise relaunches (--restart latest) before its first checkpoint
+ * starts over, as the explicit method's (tsr_run_relaunch_fresh; parareal's checkpoints have
+ * their own names, so `latest` is what tells). */
+static int relaunch_fresh(const pr *p) {
+  const tsr_run_ctx *x = &p->fx[0];
+  char name[256] = "";
+  if (p->rank == 0) tsr_checkpoint_get_latest(x->out_dir, name, sizeof name);
+  MPI_Bcast(name, sizeof name, MPI_CHAR, 0, p->world);
+  if (strcmp(x->opts.restart, "latest") != 0 || tsr_supervise_attempt() < 2 || name[0])
+    return 0;
+  if (p->rank == 0) {
+    printf("restart: no checkpoint in '%s' yet; starting from the initial conditions (attempt "
+           "%d under tessera supervise)\n", x->out_dir, tsr_supervise_attempt());
+    fflush(stdout);
+  }
+  return 1;
+}
+
 static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
   double t0 = MPI_Wtime();
   TSR_CALL(tsr_run_agree(p->world, setup(p, opts)));
@@ -591,29 +581,51 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
     fflush(stdout);
   }
   double start = MPI_Wtime();
-  TSR_CALL(tsr_run_agree(p->world, sweep0(p)));
+  p->iter_start = start;
+  tsr_run_opts *o = &p->fx[0].opts;
+  const tsr_case_every *every = o->write_output ? &p->c->output.checkpoint_every : NULL;
+  TSR_CALL(tsr_run_agree(p->world, tsr_fault_check(o->fault, p->size,
+                                                   p->c->parareal.max_iterations, every, 1.0)));
+  int k0 = 0;
+  if (o->restart && relaunch_fresh(p)) o->restart = NULL;
+  if (o->restart) TSR_CALL(tsr_pr_restart(p, &k0));
+  else TSR_CALL(tsr_run_agree(p->world, sweep0(p)));
   int why = 0;
-  for (int k = 1; k <= p->c->parareal.max_iterations; ++k) {
+  for (int k = k0 + 1; k <= p->c->parareal.max_iterations; ++k) {
     TSR_CALL(tsr_run_agree(p->world, sweep(p)));
     TSR_CALL(gather(p, k, &why));
     say_iteration(p, k, MPI_Wtime() - start);
-    if (p->converged || why) break;
+    if (p->converged) break;
+    /* an iteration's checkpoint, and one where a signal stops the run: it goes on from there */
+    const int last = k == p->c->parareal.max_iterations; /* final.h5 holds that one */
+    if (o->write_output && (why || (every && !last && tsr_schedule_due(every, k, 1.0)))) {
+      TSR_CALL(tsr_pr_checkpoint(p, k));
+      p->ckpt_iteration = k;
+    }
+    tsr_fault_after_step(o->fault, p->rank, k, p->fx[0].out_dir);
+    if (why) break;
   }
   if (p->sreq != MPI_REQUEST_NULL) MPI_Wait(&p->sreq, MPI_STATUS_IGNORE);
-  if (!why && !p->converged && p->rank == 0 && !p->fx[0].opts.quiet) {
+  if (!why && !p->converged && p->rank == 0 && !o->quiet) {
     printf("parareal: the changes did not fall below tol %g in %d iterations%s\n",
            p->c->parareal.tol, p->iterations,
            p->iterations >= p->P ? " (after time_slices iterations the result is the serial "
                                    "run's all the same)" : "; raise parareal.max_iterations");
     fflush(stdout);
   }
-  if (!why && p->fx[0].opts.write_output)
-    TSR_CALL(tsr_run_agree(p->world, snapshots(p)));
+  if (!why && o->write_output) TSR_CALL(tsr_run_agree(p->world, snapshots(p)));
   if (why) {
-    if (p->rank == 0)
-      printf("parareal: stopped by signal %d after iteration %d; a parareal run writes no "
-             "checkpoints in this version: run it again to start over\n", why, p->iterations);
-    fflush(stdout);
+    if (p->rank == 0) {
+      if (p->ckpt_iteration == p->iterations && o->write_output)
+        printf("parareal: stopped by %s after iteration %d, with its checkpoint "
+               "%s/parareal_%04d.h5; continue with: tessera run %s --restart latest\n",
+               why > 0 ? "a signal" : "the wall-time limit", p->iterations, p->fx[0].out_dir,
+               p->iterations, p->c->path);
+      else
+        printf("parareal: stopped by %s before its first iteration ended; nothing to continue "
+               "from\n", why > 0 ? "a signal" : "the wall-time limit");
+      fflush(stdout);
+    }
     res->stopped = why;
     return TSR_OK;
   }

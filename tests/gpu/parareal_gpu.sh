@@ -3,7 +3,8 @@
 # each with its own context, streams and CUDA graphs (the coarse grid's steps replayed too):
 # - exactness: after k iterations the first k slice ends equal the serial GPU run's bits;
 # - backends: the same parareal run on the GPU and on a CPU rank gives the same bits, in
-#   double and single precision (the per-cell arithmetic is one source for both);
+#   double and single precision, on a case of polynomial expressions (the per-cell
+#   arithmetic is one source for both);
 # - with GPU_RANKS=2 (label gpu2): 2 groups of one GPU each equal 1 group, bit for bit.
 set -u
 . "$TESSERA_SOURCE/tests/scripts/lib.bash"
@@ -37,16 +38,28 @@ for k in 1 2 4; do
   if [ -z "$bad" ]; then pass "gpu exactness: after $k iteration(s) slice ends 1..$k are the serial run's bits"
   else failure "gpu exactness k=$k:$bad"; fi
 done
+# the backends' comparison on a case of polynomials: the device's sin and the host's libm may
+# differ in the last bit of a double (the explicit method's backends agree under the same rule)
+cat >"$work/poly.yaml" <<'YAML'
+model: heat
+grid: {cells: [64, 64], lo: [0, 0], hi: [1, 1]}
+params: {kappa: 1.0}
+initial: {u: "16*x*(1-x)*y*(1-y) + 0.5*x*y"}
+boundary: {default: {type: dirichlet, value: 0}, xhi: {type: neumann, value: "0.5*y"}}
+source: {u: "t*x*y"}
+time: {scheme: ssp_rk3, dt: auto, steps: 400}
+output: {progress: none}
+YAML
 for prec in double single; do
   P="--set decomposition.time_slices=8 --set parareal.max_iterations=2 --set parareal.tol=1e-300 --set precision=$prec"
-  run_ok "gpu $prec" 1 "$work/heat.yaml" --out "$work/g_$prec" --backend cuda $P \
+  run_ok "gpu $prec" 1 "$work/poly.yaml" --out "$work/g_$prec" --backend cuda $P \
     --set parareal.slices_per_rank=8 || continue
-  run_ok "host $prec" 1 "$work/heat.yaml" --out "$work/h_$prec" --backend host $P \
+  run_ok "host $prec" 1 "$work/poly.yaml" --out "$work/h_$prec" --backend host $P \
     --set parareal.slices_per_rank=8 || continue
   if same "$work/g_$prec/final.h5" "$work/h_$prec/final.h5"; then pass "backends: GPU and CPU parareal give the same bits ($prec)"
   else failure "backends: GPU and CPU parareal differ ($prec)"; fi
   if [ "$ranks" = 2 ]; then
-    run_ok "gpu2 $prec" 2 "$work/heat.yaml" --out "$work/g2_$prec" --backend cuda $P \
+    run_ok "gpu2 $prec" 2 "$work/poly.yaml" --out "$work/g2_$prec" --backend cuda $P \
       --set parareal.slices_per_rank=4 || continue
     if same "$work/g_$prec/final.h5" "$work/g2_$prec/final.h5"; then pass "2 GPUs (2 groups) equal 1 GPU ($prec)"
     else failure "2 GPUs differ from 1 ($prec)"; fi

@@ -382,8 +382,9 @@ static const bad_case bad[] = {
      {"c.yaml:6:17: parareal.tol: must be > 0, got 0"}},
     {MODEL GRID INIT TIME "decomposition: {time_slices: 4}\nparareal: {coarse_dt: 1e-3, tl: 1}\n",
      {0}, {"unknown key 'parareal.tl' (did you mean 'parareal.tol'?)"}},
-    {MODEL GRID INIT TIME "decomposition: {time_slices: 4}\noutput: {checkpoint_every: 10}\n", {0},
-     {"c.yaml:6:10: output.checkpoint_every: a parareal run"}},
+    {MODEL GRID INIT TIME "decomposition: {time_slices: 4}\n"
+     "output: {checkpoint_every: {time: 0.01}}\n", {0},
+     {"c.yaml:6:10: output.checkpoint_every: a parareal run", "every N iterations"}},
     {MODEL GRID INIT TIME "decomposition: {time_slices: 4}\nrebalance: {every: 10}\n", {0},
      {"c.yaml:6:1: rebalance: not with parareal"}},
     {MODEL GRID INIT TIME "decomposition: {partition: rcb, ranks: [2, 2]}\n", {0},

@@ -1,0 +1,68 @@
+/* Parareal's state, shared by solver/parareal/parareal.c (the iterations) and
+ * solver/parareal/state.c (checkpoints and restart). Private to solver/parareal/. */
+#ifndef TSR_PARAREAL_IMPL_H
+#define TSR_PARAREAL_IMPL_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "io/case.h"
+#include "solver/parareal/graphs.h"
+#include "solver/run_internal.h"
+
+enum { T_FINE, T_COARSE, T_COMM, T_COUNT };
+
+/* Steps per CUDA graph launch (graphs.h): enough that one launch's host cost (a few
+ * microseconds) is small against the GPU time of that many steps of a small grid. */
+#define GRAPH_CHUNK 16
+
+typedef struct {
+  const tsr_case *c;
+  tsr_case cc;              /* the coarse propagator's case: c on the coarse grid */
+  MPI_Comm world, slice;    /* the run's ranks; this rank's group */
+  int rank, size, nspace, ngroup, group, srank;
+  int P, m, r;              /* slices, slices per group, coarsening */
+  int s0;                   /* this group's first slice */
+  tsr_run_ctx *fx;          /* the fine propagator: one context per slice of this rank on
+                               GPUs (each its own streams and CUDA graphs, so that the slices
+                               run together), one for all of them on CPU ranks */
+  int nctx;
+  tsr_run_ctx coarse;
+  tsr_pr_graph **g, *gc;     /* CUDA graphs of each fine context's steps, and the coarse ones */
+  int64_t *step_of;         /* P + 1: slice n is fine steps [step_of[n], step_of[n + 1]) */
+  int64_t *cn;              /* P: coarse steps of slice n, of cdt[n] each */
+  double *cdt, dtc_max, limit;
+  tsr_field **in;           /* m + 1: in[j], slice s0 + j's start; in[m], the group's end */
+  tsr_field **fv, **gold;   /* m: F and G of each slice's input at the last evaluation */
+  tsr_field *gnew, *scratch;
+  int *fresh;               /* m: fv[j] is F of in[j] as it is now */
+  double *chg;              /* m x 2: this iteration's max |change| and max |U| of each end */
+  double *sbuf, *rbuf;      /* a group's end state on the wire (values, then its change) */
+  int64_t nbuf;
+  MPI_Request sreq;
+  double t[T_COUNT], t_iter[T_COUNT];
+  int iterations, converged;
+  double *hist;             /* per iteration (1..), P relative changes then the 3 times */
+  int nhist;
+  double pred;              /* the parareal model's speedup from the measured costs */
+  int ckpt_iteration;       /* the iteration of the last checkpoint written (0: none) */
+  double iter_start, iter_longest; /* for the wall-time limit */
+} pr;
+
+static inline int last_group(const pr *p) { return p->group == p->ngroup - 1; }
+
+
+/* G(in[j]) into gnew (parareal.c). */
+tsr_err tsr_pr_coarse_solve(pr *p, int j);
+
+/* After iteration k (collective over the world): every slice's start state and the last end
+ * gathered to the last group, which writes DIR/parareal_<k>.h5 and points DIR/latest at it;
+ * the newest output.keep are kept (state.c). */
+tsr_err tsr_pr_checkpoint(pr *p, int k);
+
+/* The iteration state of the checkpoint opts.restart names (latest or a file): each group's
+ * start states and end into in[], gold[] recomputed from them, every fine solve due; *k the
+ * iteration it was written after. Collective over the world (state.c). */
+tsr_err tsr_pr_restart(pr *p, int *k);
+
+#endif

@@ -1,0 +1,197 @@
+/* Parareal's checkpoints and restart (parareal_impl.h; README, Parallel in time).
+ *
+ * DIR/parareal_<iteration, 4 digits>.h5 is a checkpoint file (io/checkpoint.h: global
+ * datasets, checksums, the case) whose fields are the P + 1 states of the iteration: <comp>_s<n>
+ * is slice n's start state (n = P: the last slice's end), with the root attribute parareal =
+ * [time_slices, iteration]. The fine and coarse results are not in it: they are computed
+ * again from these states, bit for bit (both propagators are deterministic), so a restarted
+ * run goes on exactly as the uninterrupted one would have, on any rank count, partitioner and
+ * grouping. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/checkpoint.h"
+#include "io/output.h"
+#include "solver/parareal/parareal_impl.h"
+
+static void file_name(char *buf, size_t n, int k) { snprintf(buf, n, "parareal_%04d.h5", k); }
+
+/* Which group holds state n, and where (in[j]). */
+static int owner(const pr *p, int n, int *j) {
+  const int g = n < p->P ? n / p->m : p->ngroup - 1;
+  *j = n - g * p->m;
+  return g;
+}
+
+static tsr_grid_meta meta_of(const pr *p, int k) {
+  const tsr_case *c = p->c;
+  return (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
+                         {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]},
+                         0.0, k, c->precision == TSR_PRECISION_SINGLE};
+}
+
+static char **field_names(const pr *p, int from, int count) {
+  const tsr_case *c = p->c;
+  char **names = calloc((size_t)count * (size_t)c->ncomp, sizeof *names);
+  for (int i = 0; names && i < count * c->ncomp; ++i) {
+    const int n = from + i / c->ncomp, q = i % c->ncomp;
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s_s%d", tsr_models[c->model].comp[q], n);
+    if (!(names[i] = strdup(buf))) {
+      for (int k = 0; k < i; ++k) free(names[k]);
+      free(names);
+      return NULL;
+    }
+  }
+  return names;
+}
+
+static void free_names(char **names, int n) {
+  for (int i = 0; names && i < n; ++i) free(names[i]);
+  free(names);
+}
+
+static tsr_err write_file(pr *p, int k, double *all) {
+  tsr_run_ctx *x = &p->fx[0];
+  const tsr_case *c = p->c;
+  const int nf = (p->P + 1) * c->ncomp;
+  const int64_t cells = tsr_box_cells(&x->box);
+  char **names = field_names(p, 0, p->P + 1);
+  const double **data = calloc((size_t)nf, sizeof *data);
+  char *text = tsr_case_record(c);
+  tsr_err err = TSR_OK;
+  if (!names || !data || !text) err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
+  for (int i = 0; !err && i < nf; ++i) data[i] = all + (size_t)i * (size_t)cells;
+  char name[64], path[4200];
+  file_name(name, sizeof name, k);
+  snprintf(path, sizeof path, "%s/%s", x->out_dir, name);
+  const int64_t ints[2] = {p->P, k};
+  const tsr_output_attr more = {"parareal", NULL, 0.0, ints, 2};
+  tsr_grid_meta meta = meta_of(p, k);
+  if (!err)
+    err = tsr_checkpoint_write_file_more(x->comm, path, &meta, TSR_OUTPUT_IO_SERIAL, 1, x->dt,
+                                         text, tsr_case_restart_hash(c), &x->box, nf,
+                                         (const char *const *)names, data, NULL, NULL, &more, 1);
+  if (!err && x->rank == 0) {
+    err = tsr_checkpoint_set_latest(x->out_dir, name);
+    const int every = (int)c->output.checkpoint_every.steps > 0 ? (int)c->output.checkpoint_every.steps : 1;
+    for (int old = k - every * c->output.keep; old >= 1 && old > k - every * (c->output.keep + 8);
+         old -= every) { /* the checkpoints older than the newest keep */
+      char o[4200], on[64];
+      file_name(on, sizeof on, old);
+      snprintf(o, sizeof o, "%s/%s", x->out_dir, on);
+      unlink(o);
+    }
+  }
+  free_names(names, nf);
+  free(data);
+  free(text);
+  return tsr_run_agree(x->comm, err);
+}
+
+tsr_err tsr_pr_checkpoint(pr *p, int k) {
+  tsr_run_ctx *x = &p->fx[0];
+  const int nc = p->c->ncomp;
+  const int64_t cells = tsr_box_cells(&x->box), one = cells * nc;
+  double *all = last_group(p) ? malloc(sizeof(double) * (size_t)one * (size_t)(p->P + 1)) : NULL;
+  tsr_err err = last_group(p) && !all
+                    ? tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                  "out of memory for parareal's checkpoint (%d states)", p->P + 1)
+                    : TSR_OK;
+  err = tsr_run_agree(p->world, err);
+  for (int n = 0; !err && n <= p->P; ++n) {
+    int j;
+    const int g = owner(p, n, &j);
+    if (g == p->group) {
+      double *dst = last_group(p) ? all + (size_t)n * (size_t)one : p->sbuf;
+      for (int q = 0; q < nc && !err; ++q) err = x->be->download(x, p->in[j], q, dst + q * cells);
+      if (!err && !last_group(p) &&
+          MPI_Send(p->sbuf, (int)one, MPI_DOUBLE, (p->ngroup - 1) * p->nspace + p->srank, 9,
+                   p->world) != MPI_SUCCESS)
+        err = tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Send of a checkpoint's state");
+    } else if (last_group(p)) {
+      if (MPI_Recv(all + (size_t)n * (size_t)one, (int)one, MPI_DOUBLE, g * p->nspace + p->srank,
+                   9, p->world, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        err = tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Recv of a checkpoint's state");
+    }
+  }
+  if (!err && last_group(p)) err = write_file(p, k, all);
+  free(all);
+  return tsr_run_agree(p->world, err);
+}
+
+/* The file opts.restart names: "latest" (DIR/latest) or a path. */
+static tsr_err restart_path(const pr *p, char *path, size_t n) {
+  const tsr_run_ctx *x = &p->fx[0];
+  const char *spec = x->opts.restart;
+  if (strcmp(spec, "latest") != 0) {
+    snprintf(path, n, "%s", spec);
+    return TSR_OK;
+  }
+  char name[256] = "";
+  tsr_checkpoint_get_latest(x->out_dir, name, sizeof name);
+  TSR_CHECK(name[0], TSR_ERR_INPUT,
+            "--restart latest: no checkpoint in '%s' (its file latest is missing); run the case "
+            "from the start without --restart", x->out_dir);
+  TSR_CHECK(!strncmp(name, "parareal_", 9), TSR_ERR_INPUT,
+            "--restart latest: '%s/latest' names %s, a checkpoint of the run without time slices; "
+            "a parareal run continues only from its own parareal_<iteration>.h5: run it from "
+            "the start without --restart, or with decomposition.time_slices: 1", x->out_dir, name);
+  snprintf(path, n, "%s/%s", x->out_dir, name);
+  return TSR_OK;
+}
+
+tsr_err tsr_pr_restart(pr *p, int *k) {
+  tsr_run_ctx *x = &p->fx[0];
+  const int nc = p->c->ncomp, m = p->m;
+  char path[4200];
+  TSR_CALL(tsr_run_agree(p->world, restart_path(p, path, sizeof path)));
+  int64_t ints[2] = {0, 0};
+  int nint = 0;
+  tsr_err err = tsr_output_read_ints(p->world, path, "parareal", ints, 2, &nint);
+  if (err || nint != 2) {
+    tsr_err_clear();
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "%s is not a parareal checkpoint (no attribute parareal); a parareal run "
+                       "continues only from its own parareal_<iteration>.h5", path);
+  }
+  TSR_CHECK(ints[0] == p->P, TSR_ERR_INPUT,
+            "checkpoint %s holds the states of %" PRId64 " time slices and this run has %d "
+            "(decomposition.time_slices); restart with time_slices: %" PRId64 ", or run from "
+            "the start", path, ints[0], p->P, ints[0]);
+  /* this group's start states and end: slices s0 .. s0 + m */
+  const int64_t cells = tsr_box_cells(&x->box);
+  char **names = field_names(p, p->s0, m + 1);
+  double *buf = malloc(sizeof(double) * (size_t)cells * (size_t)nc * (size_t)(m + 1));
+  double **data = calloc((size_t)(m + 1) * (size_t)nc, sizeof *data);
+  err = !names || !buf || !data ? tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory")
+                                : TSR_OK;
+  for (int i = 0; !err && i < (m + 1) * nc; ++i) data[i] = buf + (size_t)i * (size_t)cells;
+  tsr_checkpoint_info info;
+  if (!err)
+    err = tsr_checkpoint_read(x->comm, path, (m + 1) * nc, (const char *const *)names, &x->box,
+                              data, &info, tsr_run_restart_accept, x);
+  for (int j = 0; !err && j <= m; ++j)
+    for (int q = 0; q < nc && !err; ++q) err = x->be->upload(x, p->in[j], q, data[j * nc + q]);
+  free_names(names, (m + 1) * nc);
+  free(buf);
+  free(data);
+  TSR_CALL(tsr_run_agree(p->world, err));
+  for (int j = 0; j < m; ++j) { /* G of the states as they are: what the last sweep left */
+    TSR_CALL(tsr_run_agree(p->world, tsr_pr_coarse_solve(p, j)));
+    tsr_field *t = p->gold[j];
+    p->gold[j] = p->gnew;
+    p->gnew = t;
+    p->fresh[j] = 0;
+  }
+  *k = (int)ints[1];
+  if (p->rank == 0) {
+    printf("restart: parareal iteration %d from %s\n", *k, path);
+    fflush(stdout);
+  }
+  return TSR_OK;
+}
