@@ -106,6 +106,7 @@ typedef struct {
   tsr_run_norms nm;
   /* what the report says */
   char ts_type[64], snes_type[64], ksp_type[64], pc_type[64], arkimex_type[64];
+  char pc_hypre_type[64];  /* hypre's preconditioner ("boomeramg"), "" for another PC */
   PetscInt steps, snes_its, ksp_its, rejected;
   double solve_wall;
   double solver_rest;      /* of solve_wall: what PETSc spent beside the callbacks, monitors
@@ -746,24 +747,39 @@ static tsr_err setup_ts(impl *m) {
   TSR_PETSC(SNESGetKSP(snes, &ksp));
   TSR_PETSC(KSPGetPC(ksp, &pc));
   /* CG for symmetric diffusion (heat: shift I - kappa lap, symmetric positive definite with
-   * every boundary type), GMRES otherwise; algebraic multigrid for both */
+   * every boundary type), GMRES otherwise. The preconditioner, measured on 2 ranks of the
+   * loaded 2-core host (bench/README.md, "default preconditioner"): for heat GAMG (64^3, BDF2:
+   * 8.2 CG iterations a step against BoomerAMG's 4.1, but 1.6 x faster a step: its V-cycle
+   * costs a third of BoomerAMG's, and a linear model sets it up once); for the others
+   * hypre's BoomerAMG where PETSc has it (advection-diffusion 48^3: 5 x faster, 2 GMRES
+   * iterations a step against GAMG's 19; Allen-Cahn and Gray-Scott, whose Newton steps set the
+   * preconditioner up again each time: 1.3 to 1.6 x faster), GAMG without hypre */
   TSR_PETSC(KSPSetType(ksp, c->model == TSR_MODEL_HEAT ? KSPCG : KSPGMRES));
-  TSR_PETSC(PCSetType(pc, PCGAMG));
+#if defined(PETSC_HAVE_HYPRE)
+  if (c->model != TSR_MODEL_HEAT) {
+    TSR_PETSC(PCSetType(pc, PCHYPRE));
+    TSR_PETSC(PCHYPRESetType(pc, "boomeramg"));
+  } else
+#endif
+    TSR_PETSC(PCSetType(pc, PCGAMG));
+  TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
+  TSR_PETSC(KSPMonitorSet(ksp, ksp_beat, m, NULL));
+  TSR_CALL(insert_case_options(m));
+  TSR_PETSC(TSSetFromOptions(ts)); /* the case's petsc: and the command line win */
   /* GAMG (PETSc 3.18) keeps its interpolation when the matrix changes (a new shift: BDF's
    * start, every adaptive step; a Newton iteration) and with it the smoothers' eigenvalue
    * estimates of the first matrix, which it takes from the smoothed aggregation: once the
    * step grew, Chebyshev ran past the spectrum and CG stopped with DIVERGED_INDEFINITE_PC
    * (heat 3D, bdf2, adaptive with rtol 1e-3; PETSc's own DMDA program, bench/implicit_dmda.c,
    * at a fixed step on 2 ranks). Chebyshev estimates them itself on each new matrix (a few
-   * iterations; -pc_gamg_use_sa_esteig wins). A nonlinear model at a fixed step keeps
-   * PETSc's default (its matrix changes little from one Newton iteration to the next; no
-   * failure seen). cases/implicit_allen_cahn2d.yaml (adaptive) takes 8.9 linear iterations a
-   * step instead of 7, its time within the noise of the shared machine */
-  if (m->linear || m->adaptive) TSR_PETSC(PCGAMGSetUseSAEstEig(pc, PETSC_FALSE));
-  TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
-  TSR_PETSC(KSPMonitorSet(ksp, ksp_beat, m, NULL));
-  TSR_CALL(insert_case_options(m));
-  TSR_PETSC(TSSetFromOptions(ts)); /* the case's petsc: and the command line win */
+   * iterations). A nonlinear model at a fixed step keeps PETSc's default (its matrix changes
+   * little from one Newton iteration to the next; no failure seen). Set here, after the
+   * options chose the PC (GAMG by default or by -pc_type), unless they set it themselves */
+  PetscBool gamg = PETSC_FALSE, has_esteig = PETSC_FALSE;
+  TSR_PETSC(PetscObjectTypeCompare((PetscObject)pc, PCGAMG, &gamg));
+  TSR_PETSC(PetscOptionsHasName(NULL, NULL, "-pc_gamg_use_sa_esteig", &has_esteig));
+  if (gamg && !has_esteig && (m->linear || m->adaptive))
+    TSR_PETSC(PCGAMGSetUseSAEstEig(pc, PETSC_FALSE));
   TSR_PETSC(TSSetSolution(ts, m->U));
   TSR_PETSC(TSSetUp(ts));
   TSR_PETSC(TSGetSNES(ts, &snes));
@@ -773,6 +789,14 @@ static tsr_err setup_ts(impl *m) {
   obj_type((PetscObject)snes, m->snes_type, sizeof m->snes_type);
   obj_type((PetscObject)ksp, m->ksp_type, sizeof m->ksp_type);
   obj_type((PetscObject)pc, m->pc_type, sizeof m->pc_type);
+  m->pc_hypre_type[0] = '\0';
+#if defined(PETSC_HAVE_HYPRE)
+  PetscBool hypre = PETSC_FALSE;
+  TSR_PETSC(PetscObjectTypeCompare((PetscObject)pc, PCHYPRE, &hypre));
+  const char *ht = NULL;
+  if (hypre && !PCHYPREGetType(pc, &ht) && ht)
+    snprintf(m->pc_hypre_type, sizeof m->pc_hypre_type, "%s", ht);
+#endif
   m->arkimex_type[0] = '\0';
   if (m->imex) {
     TSARKIMEXType at;
@@ -793,6 +817,7 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_string(j, "snes_type", m->snes_type);
   tsr_json_string(j, "ksp_type", m->ksp_type);
   tsr_json_string(j, "pc_type", m->pc_type);
+  if (m->pc_hypre_type[0]) tsr_json_string(j, "pc_hypre_type", m->pc_hypre_type);
   tsr_json_bool(j, "adaptive", m->adaptive);
   tsr_json_bool(j, "linear", m->linear);
   tsr_json_string(j, "jacobian", "assembled (MPIAIJ)");

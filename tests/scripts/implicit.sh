@@ -230,6 +230,19 @@ run_ok "explicit run" 1 "$work/stiff.yaml" --out "$work/cke" --set time.end=0.00
 
 echo "checkpoint, restart and stop checks: $($py -c "import sys,time; print('%.1f s' % (time.time() - float(sys.argv[1])))" "$ck_start")"
 
+# --- the default preconditioner: GAMG for heat (CG), BoomerAMG for the others (GMRES) where
+# PETSc has hypre (tessera info says), GAMG without it; report.json names it ---------------
+hypre=$("$TESSERA_BIN" info 2>/dev/null | grep -q '^PETSc:.*hypre yes' && echo yes || echo no)
+want_other=$([ $hypre = yes ] && echo "gmres hypre boomeramg" || echo "gmres gamg -")
+pcs() { field "$1/report.json" "['implicit']['ksp_type'] + ' ' + r['implicit']['pc_type'] + ' ' + r['implicit'].get('pc_hypre_type', '-')"; }
+for run in ck_bdf2:"cg gamg -" ac_1:"$want_other" gs_1:"$want_other"; do
+  d=${run%%:*} want=${run#*:}
+  [ -f "$work/$d/report.json" ] || { failure "default pc: $d did not run"; continue; }
+  got=$(pcs "$work/$d")
+  [ "$got" = "$want" ] && pass "default solver of $d (hypre $hypre): $got" ||
+    failure "default solver of $d (hypre $hypre): $got, not $want"
+done
+
 # --- PETSc options reach the solver: the case's, and the command line's over them -------------
 run_ok "options from the case" 1 "$work/ac.yaml" --out "$work/opt1" --set petsc.ksp_type=bcgs \
   --set petsc.pc_type=jacobi &&
