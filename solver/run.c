@@ -692,10 +692,7 @@ tsr_err tsr_run_start_watchdog(tsr_run_ctx *x) {
   return tsr_watchdog_start(x->rank, x->c->comm.timeout, peers, n);
 }
 
-/* A run that tessera supervise relaunches (--restart latest) after it failed before writing
- * its first checkpoint starts over: there is nothing else to lose. Damaged checkpoints still
- * make --restart latest fail. */
-static int relaunch_without_checkpoint(const tsr_run_ctx *x) {
+int tsr_run_relaunch_without_checkpoint(const tsr_run_ctx *x) {
   if (strcmp(x->opts.restart, "latest") != 0 || tsr_supervise_attempt() < 2 ||
       tsr_checkpoint_count(x->comm, x->out_dir) > 0)
     return 0;
@@ -717,7 +714,7 @@ static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
                          tsr_fault_check(x->opts.fault, x->size, x->nsteps, ckpt, x->dt)));
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_start_watchdog(x)));
   if (x->opts.write_output) TSR_CALL(tsr_run_prepare_outdir_ctx(x));
-  if (x->opts.restart && relaunch_without_checkpoint(x)) x->opts.restart = NULL;
+  if (x->opts.restart && tsr_run_relaunch_without_checkpoint(x)) x->opts.restart = NULL;
   if (x->opts.restart) TSR_CALL(tsr_run_agree(x->comm, restart(x)));
   else TSR_CALL(tsr_run_agree(x->comm, tsr_run_initial(x)));
   if (x->opts.write_output && (tsr_schedule_any(&x->c->output.snapshot_every) || x->opts.restart))

@@ -102,6 +102,12 @@ tsr_err tsr_run_start_watchdog(tsr_run_ctx *x);
 /* Creates the output directory (rank 0) and checks that it takes files. Collective. */
 tsr_err tsr_run_prepare_outdir_ctx(tsr_run_ctx *x);
 
+/* 1 when a run that tessera supervise relaunched (--restart latest, attempt >= 2) finds no
+ * checkpoint in its output directory: it failed before its first one, so it starts over from
+ * the initial conditions (rank 0 says so); there is nothing else to lose. Damaged checkpoints
+ * still make --restart latest fail. Collective (counts the files). */
+int tsr_run_relaunch_without_checkpoint(const tsr_run_ctx *x);
+
 /* U from the initial conditions. */
 tsr_err tsr_run_initial(tsr_run_ctx *x);
 
