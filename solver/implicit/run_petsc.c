@@ -312,8 +312,9 @@ static tsr_err options_left(impl *m) {
  * the decomposition, and its attributes) with what the scheme needs to go on: the step TS takes
  * next (implicit_next_dt: the adaptive step), and with BDF its history: /fields/<comp>_prev<i>
  * (the state i + 1 steps back, i from 0) at implicit_prev_time<i>, and TSBDF's order in use and
- * count (implicit_bdf_k, implicit_bdf_n, implicit_bdf_order). Written in the step loop (not by
- * the explicit method's writer thread, which stages only U): the solve waits for the disk. */
+ * count (implicit_bdf_k, implicit_bdf_n, implicit_bdf_order). Written in the background by the
+ * explicit method's writer (solver/ckpt_writer.h) from a copy of all that made at the step;
+ * final.h5, the end of the run, in the step loop. */
 
 static tsr_grid_meta grid_meta(const tsr_case *c, double t, int64_t step) {
   return (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
