@@ -215,16 +215,17 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
                              const double *const *data, const tsr_output_layout *layout,
-                             const tsr_rebalance_state *rebal, int *committed) {
+                             const tsr_rebalance_state *rebal, const tsr_output_attr *more,
+                             int nmore, int *committed) {
   if (committed) *committed = 0;
   char name[64], path[PATH_MAX_];
   file_name(name, sizeof name, meta->step);
   snprintf(path, sizeof path, "%s/%s", dir, name);
   int rank;
   MPI_Comm_rank(comm, &rank);
-  tsr_err werr = tsr_checkpoint_write_file(comm, path, meta, io, threads, dt, case_text,
-                                           case_hash, owned, nfield, names, data, layout,
-                                           rebal);
+  tsr_err werr = tsr_checkpoint_write_file_more(comm, path, meta, io, threads, dt, case_text,
+                                                case_hash, owned, nfield, names, data, layout,
+                                                rebal, more, nmore);
   if (werr) {
     /* nothing of this checkpoint is left (the temporary is removed); say what still holds */
     tsr_err_append("the previous checkpoint and '%s/latest' are unchanged: once the cause is "

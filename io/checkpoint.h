@@ -39,7 +39,7 @@ typedef tsr_err (*tsr_checkpoint_accept)(const tsr_checkpoint_info *info, void *
  * writes collectively where HDF5 is parallel and in parts where it is serial (several ranks),
  * serial makes ranks write in turn into one file, parts in parts (io/output.h); a checkpoint
  * in parts is DIR/checkpoint_<step>.h5 and one .part<rank>.h5 file per rank beside it, removed
- * with it; threads: OpenMP threads that build the
+ * with it; more, nmore: more root attributes, as tsr_checkpoint_write_file_more; threads: OpenMP threads that build the
  * checksummed chunks when ranks write in turn (tsr_output_opts). *committed (may be NULL): 1
  * once the checkpoint file is complete under its name, so that an error after it (dir/latest
  * not updated) can say the file is good. Errors: TSR_ERR_IO, TSR_ERR_HDF5, the same on every
@@ -49,7 +49,8 @@ tsr_err tsr_checkpoint_write(MPI_Comm comm, const char *dir, const tsr_grid_meta
                              uint64_t case_hash, int keep,
                              const tsr_box *owned, int nfield, const char *const *names,
                              const double *const *data, const tsr_output_layout *layout,
-                             const tsr_rebalance_state *rebal, int *committed);
+                             const tsr_rebalance_state *rebal, const tsr_output_attr *more,
+                             int nmore, int *committed);
 
 /* Writes one file at path with a checkpoint's datasets and attributes (as
  * tsr_checkpoint_write, without dir/latest and the removal of old ones): final.h5, which a run

@@ -44,6 +44,19 @@ struct tsr_ckpt_writer {
   tsr_grid_meta meta;
   char path[4200];
   tsr_rebalance_state rebal; /* the rebalancer's state at the step (has_rebal) */
+  /* A state of tsr_ckpt_writer_save_state (nstate fields; 0: U's staged copy is written),
+   * copied at the step: its arrays one after the other in `state` (grown, never shrunk), its
+   * names and attributes into the buffers below. */
+  int nstate, nattr;
+  double *state;
+  size_t state_len;
+  double state_dt;
+  const double *state_data[TSR_MAX_COMP * 8];
+  char state_name[TSR_MAX_COMP * 8][64];
+  const char *state_names[TSR_MAX_COMP * 8];
+  tsr_output_attr attrs[TSR_CHECKPOINT_MAX_MORE];
+  char attr_name[TSR_CHECKPOINT_MAX_MORE][64];
+  char attr_str[TSR_CHECKPOINT_MAX_MORE][256];
   int has_rebal;
   pthread_t thread;
   int running;
@@ -97,11 +110,16 @@ static void write_staged(tsr_ckpt_writer *w) {
    * that the disk never holds more than keep + 1 checkpoints (a nearly full disk must not
    * depend on which thread was faster) */
   join_pruner(w);
-  if (!err)
+  if (!err && w->nstate)
+    err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.io, w->threads,
+                               w->state_dt, w->case_text, w->case_hash, 0, &w->shape.box,
+                               w->nstate, w->state_names, w->state_data, NULL, NULL, w->attrs,
+                               w->nattr, &w->committed);
+  else if (!err)
     err = tsr_checkpoint_write(w->comm, x->out_dir, &w->meta, c->output.io,
                                w->threads, x->dt, w->case_text, w->case_hash, 0, &w->shape.box,
                                c->ncomp, tsr_models[c->model].comp, NULL, &w->layout,
-                               w->has_rebal ? &w->rebal : NULL, &w->committed);
+                               w->has_rebal ? &w->rebal : NULL, NULL, 0, &w->committed);
   if (!err && x->rank == 0) prune_later(w);
   w->err = err;
   snprintf(w->msg, sizeof w->msg, "%s", err ? tsr_err_message() : "");
@@ -204,14 +222,59 @@ tsr_err tsr_ckpt_writer_create(tsr_run_ctx *x, tsr_ckpt_writer **wp) {
   return tsr_run_agree(x->comm, err);
 }
 
+/* Copies state s into the writer's memory (s NULL: U's allocation through the backend). */
+static tsr_err stage_state(tsr_ckpt_writer *w, tsr_run_ctx *x, const tsr_ckpt_state *s) {
+  w->nstate = 0;
+  w->nattr = 0;
+  if (!s) return x->be->stage_copy(x, w->stage, x->slot[TSR_SLOT_U], w->raw_bytes);
+  const int maxf = (int)(sizeof w->state_data / sizeof *w->state_data);
+  TSR_CHECK(s->nfield >= 1 && s->nfield <= maxf && s->nattr >= 0 &&
+                s->nattr <= TSR_CHECKPOINT_MAX_MORE,
+            TSR_ERR_INTERNAL, "a checkpoint of %d fields and %d attributes (at most %d and %d)",
+            s->nfield, s->nattr, maxf, TSR_CHECKPOINT_MAX_MORE);
+  const size_t n = (size_t)tsr_box_cells(&w->shape.box);
+  if (w->state_len < n * (size_t)s->nfield) {
+    free(w->state);
+    w->state_len = 0;
+    TSR_ALLOC(w->state, n * (size_t)s->nfield, "the checkpoint's staged state");
+    w->state_len = n * (size_t)s->nfield;
+  }
+  for (int f = 0; f < s->nfield; ++f) {
+    memcpy(w->state + (size_t)f * n, s->data[f], n * sizeof(double));
+    w->state_data[f] = w->state + (size_t)f * n;
+    snprintf(w->state_name[f], sizeof w->state_name[f], "%s", s->names[f]);
+    w->state_names[f] = w->state_name[f];
+  }
+  for (int i = 0; i < s->nattr; ++i) {
+    const tsr_output_attr *a = &s->attrs[i];
+    TSR_CHECK(!a->ints, TSR_ERR_INTERNAL, "checkpoint attribute '%s': int64 lists are not "
+              "staged", a->name);
+    snprintf(w->attr_name[i], sizeof w->attr_name[i], "%s", a->name);
+    w->attrs[i] = (tsr_output_attr){.name = w->attr_name[i], .num = a->num};
+    if (a->str) {
+      snprintf(w->attr_str[i], sizeof w->attr_str[i], "%s", a->str);
+      w->attrs[i].str = w->attr_str[i];
+    }
+  }
+  w->state_dt = s->dt;
+  w->nstate = s->nfield;
+  w->nattr = s->nattr;
+  return TSR_OK;
+}
+
 tsr_err tsr_ckpt_writer_save(tsr_ckpt_writer *w, tsr_run_ctx *x, int64_t step, double t) {
+  return tsr_ckpt_writer_save_state(w, x, step, t, NULL);
+}
+
+tsr_err tsr_ckpt_writer_save_state(tsr_ckpt_writer *w, tsr_run_ctx *x, int64_t step, double t,
+                                   const tsr_ckpt_state *s) {
   /* the steps' own work finishes first: that is stepping, not the checkpoint's cost */
   tsr_err err = x->be->sync(x);
   double t0 = MPI_Wtime();
   /* the previous write's error is the same on every rank (the write agrees on it) */
   TSR_CALL(join(w));
   double t1 = MPI_Wtime();
-  if (!err) err = x->be->stage_copy(x, w->stage, x->slot[TSR_SLOT_U], w->raw_bytes);
+  if (!err) err = stage_state(w, x, s);
   double t2 = MPI_Wtime();
   w->stage_err = err; /* agreed by the write */
   if (err) snprintf(w->msg, sizeof w->msg, "staging the state: %s", tsr_err_message());
@@ -287,6 +350,7 @@ void tsr_ckpt_writer_destroy(tsr_ckpt_writer **wp) {
   if (w->running) pthread_join(w->thread, NULL); /* its error is not this path's */
   join_pruner(w);
   if (w->stage) w->x->be->stage_destroy(w->x, &w->stage);
+  free(w->state);
   if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
   free(w->case_text);
   free(w);

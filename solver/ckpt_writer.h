@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "io/error.h"
+#include "io/output.h"
 #include "solver/run.h"
 
 struct tsr_run_ctx;
@@ -34,6 +35,28 @@ tsr_err tsr_ckpt_writer_create(struct tsr_run_ctx *x, tsr_ckpt_writer **w);
  * tsr_checkpoint_write (TSR_ERR_IO, TSR_ERR_HDF5), the backend's copy, the same on every
  * rank. */
 tsr_err tsr_ckpt_writer_save(tsr_ckpt_writer *w, struct tsr_run_ctx *x, int64_t step, double t);
+
+/* A state kept outside the run's fields (method implicit: PETSc's vector and BDF's history):
+ * nfield host arrays, each the owned box's cells contiguous (x fastest), written as the
+ * datasets /fields/<names[f]>, the dt attribute, and nattr more root attributes (no int64
+ * lists; at most TSR_CHECKPOINT_MAX_MORE). */
+typedef struct {
+  int nfield;
+  const char *const *names;
+  const double *const *data;
+  double dt;
+  const tsr_output_attr *attrs;
+  int nattr;
+} tsr_ckpt_state;
+
+/* As tsr_ckpt_writer_save, for the state s instead of x's field U: waits for the previous
+ * write, copies s (arrays, names and attributes: the caller may change or free them on return)
+ * into the writer's memory, and hands it to the writer thread. The copy is the state at the
+ * step: what the thread writes does not depend on what the caller does next. Collective over
+ * x->comm. Errors: as tsr_ckpt_writer_save, TSR_ERR_MEMORY, TSR_ERR_INTERNAL (too many
+ * fields or attributes). */
+tsr_err tsr_ckpt_writer_save_state(tsr_ckpt_writer *w, struct tsr_run_ctx *x, int64_t step,
+                                   double t, const tsr_ckpt_state *s);
 
 /* Waits for the write in flight, if any, and the removal of old checkpoints after it (the
  * directory then holds its final files); returns its error (message naming the file) on every

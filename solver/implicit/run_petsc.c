@@ -15,6 +15,7 @@
 #include "io/progress.h"
 #include "solver/implicit/implicit.h"
 #include "solver/implicit/operator.h"
+#include "solver/ckpt_writer.h"
 #include "solver/fault.h"
 #include "solver/schedule.h"
 #include "solver/stop.h"
@@ -106,8 +107,10 @@ typedef struct {
   tsr_run_norms nm;
   /* what the report says */
   char ts_type[64], snes_type[64], ksp_type[64], pc_type[64], arkimex_type[64];
+  char pc_hypre_type[64];  /* hypre's preconditioner ("boomeramg"), "" for another PC */
   PetscInt steps, snes_its, ksp_its, rejected;
   double solve_wall;
+  double *state_buf;       /* a checkpoint's state split into components (state_get) */
   double solver_rest;      /* of solve_wall: what PETSc spent beside the callbacks, monitors
                               and snapshots */
   tsr_implicit_op_times times; /* the slowest rank's */
@@ -115,7 +118,8 @@ typedef struct {
   PetscInt first;          /* the step the solve starts from (a restart's, else 0) */
   int64_t ckpt_step;       /* the step of the last checkpoint written (-1: none) */
   int nckpt;
-  double ckpt_wall;        /* seconds spent writing checkpoints */
+  double ckpt_wall;        /* seconds the steps waited for checkpoints (the copy of the state
+                              at the step; the writer's thread writes it meanwhile) */
   int stop_why;            /* a signal or the wall time stopped the run (TSR_STOP_*) */
   int64_t stop_step;
   double stop_t;
@@ -308,8 +312,9 @@ static tsr_err options_left(impl *m) {
  * the decomposition, and its attributes) with what the scheme needs to go on: the step TS takes
  * next (implicit_next_dt: the adaptive step), and with BDF its history: /fields/<comp>_prev<i>
  * (the state i + 1 steps back, i from 0) at implicit_prev_time<i>, and TSBDF's order in use and
- * count (implicit_bdf_k, implicit_bdf_n, implicit_bdf_order). Written in the step loop (not by
- * the explicit method's writer thread, which stages only U): the solve waits for the disk. */
+ * count (implicit_bdf_k, implicit_bdf_n, implicit_bdf_order). Written in the background by the
+ * explicit method's writer (solver/ckpt_writer.h) from a copy of all that made at the step;
+ * final.h5, the end of the run, in the step loop. */
 
 static tsr_grid_meta grid_meta(const tsr_case *c, double t, int64_t step) {
   return (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
@@ -336,8 +341,19 @@ static tsr_err vec_join(Vec V, int nc, int64_t n, double *const *data) {
   return TSR_OK;
 }
 
-/* The state of step `step` at t into the file at path (a checkpoint, or final.h5). Collective. */
-static tsr_err write_state(impl *m, const char *path, int64_t step, double t) {
+/* The state of the step just taken, as a checkpoint holds it: U and BDF's history split into
+ * one array a component (in m->state_buf, allocated once), their dataset names, and the
+ * attributes of what the scheme needs besides. Not collective. */
+typedef struct {
+  double *data[TSR_MAX_COMP * (1 + MAX_HIST)];
+  char namebuf[TSR_MAX_COMP * MAX_HIST][64];
+  const char *names[TSR_MAX_COMP * (1 + MAX_HIST)];
+  char tname[MAX_HIST][32];
+  tsr_output_attr more[6 + MAX_HIST];
+  tsr_ckpt_state s;
+} state_view;
+
+static tsr_err state_get(impl *m, state_view *v) {
   tsr_run_ctx *x = m->x;
   const tsr_case *c = x->c;
   const int nc = c->ncomp;
@@ -351,78 +367,78 @@ static tsr_err write_state(impl *m, const char *path, int64_t step, double t) {
   PetscReal next_dt;
   TSR_PETSC(TSGetTimeStep(m->ts, &next_dt));
   const int nf = nc * (1 + nh);
-  double *buf = malloc(sizeof(double) * (size_t)(n * nf) + 1);
-  char *record = tsr_case_record(c);
-  tsr_err err = buf && record ? TSR_OK
-                              : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
-                                            "out of memory writing '%s'", path);
-  double *data[TSR_MAX_COMP * (1 + MAX_HIST)];
-  char namebuf[TSR_MAX_COMP * MAX_HIST][64];
-  const char *names[TSR_MAX_COMP * (1 + MAX_HIST)];
-  for (int f = 0; f < nf && !err; ++f) data[f] = buf + (int64_t)f * n;
-  for (int q = 0; q < nc; ++q) names[q] = tsr_models[c->model].comp[q];
+  if (!m->state_buf) {
+    TSR_ALLOC(m->state_buf, (size_t)n * (size_t)nc * (1 + MAX_HIST) + 1, "a checkpoint's state");
+  }
+  for (int f = 0; f < nf; ++f) v->data[f] = m->state_buf + (int64_t)f * n;
+  for (int q = 0; q < nc; ++q) v->names[q] = tsr_models[c->model].comp[q];
   for (int i = 0; i < nh; ++i)
     for (int q = 0; q < nc; ++q) {
-      snprintf(namebuf[i * nc + q], sizeof namebuf[0], "%s_prev%d", names[q], i);
-      names[nc * (1 + i) + q] = namebuf[i * nc + q];
+      snprintf(v->namebuf[i * nc + q], sizeof v->namebuf[0], "%s_prev%d", v->names[q], i);
+      v->names[nc * (1 + i) + q] = v->namebuf[i * nc + q];
     }
-  if (!err) err = vec_split(m->U, nc, n, data);
-  for (int i = 0; i < nh && !err; ++i) err = vec_split(hist[i], nc, n, data + nc * (1 + i));
-  err = tsr_run_agree(x->comm, err);
-  char tname[MAX_HIST][32];
-  tsr_output_attr more[4 + MAX_HIST] = {
-      {.name = "implicit_scheme", .str = tsr_implicit_scheme_name(c->implicit.scheme)},
-      {.name = "implicit_next_dt", .num = next_dt},
-      {.name = "implicit_history", .num = nh},
-      {.name = "implicit_bdf_k", .num = (double)k}};
-  int nmore = 4;
+  TSR_CALL(vec_split(m->U, nc, n, v->data));
+  for (int i = 0; i < nh; ++i) TSR_CALL(vec_split(hist[i], nc, n, v->data + nc * (1 + i)));
+  int nmore = 0;
+  v->more[nmore++] = (tsr_output_attr){.name = "implicit_scheme",
+                                       .str = tsr_implicit_scheme_name(c->implicit.scheme)};
+  v->more[nmore++] = (tsr_output_attr){.name = "implicit_next_dt", .num = next_dt};
+  v->more[nmore++] = (tsr_output_attr){.name = "implicit_history", .num = nh};
+  v->more[nmore++] = (tsr_output_attr){.name = "implicit_bdf_k", .num = (double)k};
   if (nh) {
-    more[nmore++] = (tsr_output_attr){.name = "implicit_bdf_n", .num = (double)bn};
-    more[nmore++] = (tsr_output_attr){.name = "implicit_bdf_order", .num = (double)order};
+    v->more[nmore++] = (tsr_output_attr){.name = "implicit_bdf_n", .num = (double)bn};
+    v->more[nmore++] = (tsr_output_attr){.name = "implicit_bdf_order", .num = (double)order};
     for (int i = 0; i < nh; ++i) {
-      snprintf(tname[i], sizeof tname[i], "implicit_prev_time%d", i);
-      more[nmore++] = (tsr_output_attr){.name = tname[i], .num = th[i]};
+      snprintf(v->tname[i], sizeof v->tname[i], "implicit_prev_time%d", i);
+      v->more[nmore++] = (tsr_output_attr){.name = v->tname[i], .num = th[i]};
     }
   }
+  /* dt: the case's step (the adaptive run's next one), which a continued run keeps */
+  v->s = (tsr_ckpt_state){.nfield = nf, .names = v->names, .data = (const double *const *)v->data,
+                          .dt = m->adaptive ? next_dt : x->dt, .attrs = v->more,
+                          .nattr = nmore};
+  return TSR_OK;
+}
+
+/* The state of step `step` at t into final.h5 (path), in the step loop: the run has ended.
+ * Collective. */
+static tsr_err write_state(impl *m, const char *path, int64_t step, double t) {
+  tsr_run_ctx *x = m->x;
+  const tsr_case *c = x->c;
+  /* one thread of a rank in collective HDF5 at a time (solver/ckpt_writer.h) */
+  TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
+  state_view v;
+  tsr_err err = tsr_run_agree(x->comm, state_get(m, &v));
+  char *record = err ? NULL : tsr_case_record(c);
+  if (!err && !record)
+    err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory writing '%s'", path);
+  err = tsr_run_agree(x->comm, err);
   if (!err) {
     tsr_grid_meta meta = grid_meta(c, t, step);
     int io = c->output.io == TSR_OUTPUT_IO_SERIAL || !tsr_output_parallel_available()
                  ? TSR_OUTPUT_IO_SERIAL : TSR_OUTPUT_IO_AUTO;
-    /* dt: the case's step (the adaptive run's next one), which a continued run keeps */
-    err = tsr_checkpoint_write_file_more(x->comm, path, &meta, io, 1,
-                                         m->adaptive ? next_dt : x->dt, record,
-                                         tsr_case_restart_hash(c), &x->box, nf, names,
-                                         (const double *const *)data, NULL, NULL, more, nmore);
+    err = tsr_checkpoint_write_file_more(x->comm, path, &meta, io, 1, v.s.dt, record,
+                                         tsr_case_restart_hash(c), &x->box, v.s.nfield,
+                                         v.names, v.s.data, NULL, NULL, v.more, v.s.nattr);
   }
   free(record);
-  free(buf);
   return err;
 }
 
-/* A checkpoint of step `step` into the output directory; latest names it, the newest
- * output.keep stay. Collective. */
+/* A checkpoint of step `step` into the output directory, written in the background by the
+ * explicit method's writer (solver/ckpt_writer.h): the state and BDF's history are copied here,
+ * at the step, and the writer's thread writes them while TS steps on; latest names it once
+ * complete, the newest output.keep stay. Collective. */
 static tsr_err checkpoint(impl *m, int64_t step, double t) {
   tsr_run_ctx *x = m->x;
   double t0 = MPI_Wtime();
-  char path[4200], name[64];
-  tsr_checkpoint_path(path, sizeof path, x->out_dir, step);
-  tsr_checkpoint_path(name, sizeof name, ".", step);
-  memmove(name, name + 2, strlen(name + 2) + 1); /* "./checkpoint_<step>.h5" */
-  tsr_err err = write_state(m, path, step, t);
-  if (err) {
-    tsr_err_append("the previous checkpoint and '%s/latest' are unchanged: once the cause is "
-                   "fixed, continue with --restart latest", x->out_dir);
-    return err;
-  }
-  if (x->rank == 0) {
-    err = tsr_checkpoint_set_latest(x->out_dir, name);
-    if (!err && x->c->output.keep >= 1) tsr_checkpoint_prune(x->out_dir, x->c->output.keep);
-  }
-  TSR_CALL(tsr_run_agree(x->comm, err));
+  if (!x->ckpt) TSR_CALL(tsr_ckpt_writer_create(x, &x->ckpt));
+  state_view v;
+  TSR_CALL(tsr_run_agree(x->comm, state_get(m, &v)));
+  TSR_CALL(tsr_ckpt_writer_save_state(x->ckpt, x, step, t, &v.s));
   m->ckpt_step = step;
   m->nckpt++;
   m->ckpt_wall += MPI_Wtime() - t0;
-  x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
   tsr_watchdog_beat(step);
   return TSR_OK;
 }
@@ -554,6 +570,8 @@ static tsr_err stop_here(impl *m, int64_t step, double t, int why) {
   tsr_run_ctx *x = m->x;
   double t0 = MPI_Wtime();
   if (m->ckpt_step != step) TSR_CALL(checkpoint(m, step, t));
+  /* the process is about to end, and latest must name it first */
+  TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
   if (x->rank == 0) tsr_run_stop_say(x, step, "", t, why, MPI_Wtime() - t0);
   return TSR_OK;
 }
@@ -616,11 +634,21 @@ static tsr_err after_step(impl *m, PetscInt step, double t) {
     TSR_CALL(tsr_implicit_op_from_vec(m->op, m->U, x->slot[TSR_SLOT_U]));
     TSR_CALL(tsr_run_write_snapshot(x, step, t));
   }
-  if (!x->opts.write_output || last_step(m, step, t)) return TSR_OK; /* final.h5 holds it */
-  /* here TSBDF holds the history of the step it takes next (bdf_history) */
-  if (tsr_schedule_due(&c->output.checkpoint_every, step, m->dt_last))
+  /* an injected fault strikes with the checkpoints before it on the disk (as the explicit
+   * method's loop): every rank has the same fault, so all make these waits or none */
+  const tsr_fault *f = x->opts.fault;
+  const int fault_now = f && f->kind != TSR_FAULT_NONE && f->step == step;
+  if (fault_now) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
+  /* none at the last step: final.h5 holds it. Here TSBDF holds the history of the step it
+   * takes next (bdf_history) */
+  const int last = last_step(m, step, t);
+  if (x->opts.write_output && !last &&
+      tsr_schedule_due(&c->output.checkpoint_every, step, m->dt_last)) {
     TSR_CALL(checkpoint(m, step, t));
-  tsr_fault_after_step(x->opts.fault, x->rank, step, x->out_dir);
+    if (fault_now) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
+  }
+  tsr_fault_after_step(f, x->rank, step, x->out_dir);
+  if (!x->opts.write_output || last) return TSR_OK;
   int why = 0;
   TSR_CALL(tsr_run_stop_poll(x, 0, &why));
   if (why) {
@@ -746,24 +774,39 @@ static tsr_err setup_ts(impl *m) {
   TSR_PETSC(SNESGetKSP(snes, &ksp));
   TSR_PETSC(KSPGetPC(ksp, &pc));
   /* CG for symmetric diffusion (heat: shift I - kappa lap, symmetric positive definite with
-   * every boundary type), GMRES otherwise; algebraic multigrid for both */
+   * every boundary type), GMRES otherwise. The preconditioner, measured on 2 ranks of the
+   * loaded 2-core host (bench/README.md, "default preconditioner"): for heat GAMG (64^3, BDF2:
+   * 8.2 CG iterations a step against BoomerAMG's 4.1, but 1.6 x faster a step: its V-cycle
+   * costs a third of BoomerAMG's, and a linear model sets it up once); for the others
+   * hypre's BoomerAMG where PETSc has it (advection-diffusion 48^3: 5 x faster, 2 GMRES
+   * iterations a step against GAMG's 19; Allen-Cahn and Gray-Scott, whose Newton steps set the
+   * preconditioner up again each time: 1.3 to 1.6 x faster), GAMG without hypre */
   TSR_PETSC(KSPSetType(ksp, c->model == TSR_MODEL_HEAT ? KSPCG : KSPGMRES));
-  TSR_PETSC(PCSetType(pc, PCGAMG));
+#if defined(PETSC_HAVE_HYPRE)
+  if (c->model != TSR_MODEL_HEAT) {
+    TSR_PETSC(PCSetType(pc, PCHYPRE));
+    TSR_PETSC(PCHYPRESetType(pc, "boomeramg"));
+  } else
+#endif
+    TSR_PETSC(PCSetType(pc, PCGAMG));
+  TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
+  TSR_PETSC(KSPMonitorSet(ksp, ksp_beat, m, NULL));
+  TSR_CALL(insert_case_options(m));
+  TSR_PETSC(TSSetFromOptions(ts)); /* the case's petsc: and the command line win */
   /* GAMG (PETSc 3.18) keeps its interpolation when the matrix changes (a new shift: BDF's
    * start, every adaptive step; a Newton iteration) and with it the smoothers' eigenvalue
    * estimates of the first matrix, which it takes from the smoothed aggregation: once the
    * step grew, Chebyshev ran past the spectrum and CG stopped with DIVERGED_INDEFINITE_PC
    * (heat 3D, bdf2, adaptive with rtol 1e-3; PETSc's own DMDA program, bench/implicit_dmda.c,
    * at a fixed step on 2 ranks). Chebyshev estimates them itself on each new matrix (a few
-   * iterations; -pc_gamg_use_sa_esteig wins). A nonlinear model at a fixed step keeps
-   * PETSc's default (its matrix changes little from one Newton iteration to the next; no
-   * failure seen). cases/implicit_allen_cahn2d.yaml (adaptive) takes 8.9 linear iterations a
-   * step instead of 7, its time within the noise of the shared machine */
-  if (m->linear || m->adaptive) TSR_PETSC(PCGAMGSetUseSAEstEig(pc, PETSC_FALSE));
-  TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
-  TSR_PETSC(KSPMonitorSet(ksp, ksp_beat, m, NULL));
-  TSR_CALL(insert_case_options(m));
-  TSR_PETSC(TSSetFromOptions(ts)); /* the case's petsc: and the command line win */
+   * iterations). A nonlinear model at a fixed step keeps PETSc's default (its matrix changes
+   * little from one Newton iteration to the next; no failure seen). Set here, after the
+   * options chose the PC (GAMG by default or by -pc_type), unless they set it themselves */
+  PetscBool gamg = PETSC_FALSE, has_esteig = PETSC_FALSE;
+  TSR_PETSC(PetscObjectTypeCompare((PetscObject)pc, PCGAMG, &gamg));
+  TSR_PETSC(PetscOptionsHasName(NULL, NULL, "-pc_gamg_use_sa_esteig", &has_esteig));
+  if (gamg && !has_esteig && (m->linear || m->adaptive))
+    TSR_PETSC(PCGAMGSetUseSAEstEig(pc, PETSC_FALSE));
   TSR_PETSC(TSSetSolution(ts, m->U));
   TSR_PETSC(TSSetUp(ts));
   TSR_PETSC(TSGetSNES(ts, &snes));
@@ -773,6 +816,14 @@ static tsr_err setup_ts(impl *m) {
   obj_type((PetscObject)snes, m->snes_type, sizeof m->snes_type);
   obj_type((PetscObject)ksp, m->ksp_type, sizeof m->ksp_type);
   obj_type((PetscObject)pc, m->pc_type, sizeof m->pc_type);
+  m->pc_hypre_type[0] = '\0';
+#if defined(PETSC_HAVE_HYPRE)
+  PetscBool hypre = PETSC_FALSE;
+  TSR_PETSC(PetscObjectTypeCompare((PetscObject)pc, PCHYPRE, &hypre));
+  const char *ht = NULL;
+  if (hypre && !PCHYPREGetType(pc, &ht) && ht)
+    snprintf(m->pc_hypre_type, sizeof m->pc_hypre_type, "%s", ht);
+#endif
   m->arkimex_type[0] = '\0';
   if (m->imex) {
     TSARKIMEXType at;
@@ -793,6 +844,7 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_string(j, "snes_type", m->snes_type);
   tsr_json_string(j, "ksp_type", m->ksp_type);
   tsr_json_string(j, "pc_type", m->pc_type);
+  if (m->pc_hypre_type[0]) tsr_json_string(j, "pc_hypre_type", m->pc_hypre_type);
   tsr_json_bool(j, "adaptive", m->adaptive);
   tsr_json_bool(j, "linear", m->linear);
   tsr_json_string(j, "jacobian", "assembled (MPIAIJ)");
@@ -937,7 +989,8 @@ static tsr_err finish(impl *m, tsr_run_result *res) {
   double t0 = MPI_Wtime();
   char path[4200];
   snprintf(path, sizeof path, "%s/final.h5", x->out_dir);
-  TSR_CALL(write_state(m, path, res->steps, res->t_final));
+  TSR_CALL(write_state(m, path, res->steps, res->t_final)); /* after the writer's last */
+  if (x->ckpt) tsr_ckpt_writer_report(x->ckpt, res);
   tsr_err err = TSR_OK;
   if (x->rank == 0) {
     tsr_grid_meta meta = grid_meta(c, res->t_final, res->steps);
@@ -958,14 +1011,17 @@ static tsr_err run_all(impl *m, tsr_run_result *res) {
   tsr_run_ctx *x = m->x;
   const tsr_case *c = x->c;
   double t0 = MPI_Wtime();
-  /* the stop's test: a rank signals itself (the other faults test the explicit method's
-   * recovery paths) */
-  TSR_CHECK(!x->opts.fault || x->opts.fault->kind == TSR_FAULT_SIGNAL, TSR_ERR_INPUT,
-            "--inject-fault: method implicit takes kind=signal only (the other kinds test the "
-            "explicit method's recovery)");
-  TSR_CHECK(!x->opts.fault || x->opts.fault->rank < x->size, TSR_ERR_INPUT,
-            "--inject-fault: rank %d, and the run has %d", x->opts.fault ? x->opts.fault->rank : 0,
-            x->size);
+  /* the faults of tessera supervise's recovery (a rank exits or hangs, the newest checkpoint
+   * is damaged) and of the stop (a signal); the others test the explicit method's own paths */
+  const tsr_fault *f = x->opts.fault;
+  const tsr_fault_kind fk = f ? f->kind : TSR_FAULT_NONE;
+  TSR_CHECK(!f || fk == TSR_FAULT_SIGNAL || fk == TSR_FAULT_EXIT || fk == TSR_FAULT_HANG ||
+                fk == TSR_FAULT_CORRUPT,
+            TSR_ERR_INPUT, "--inject-fault: method implicit takes kind=exit, hang, corrupt or "
+            "signal (kind=%s tests the explicit method's own paths)", tsr_fault_kind_name(fk));
+  TSR_CHECK(!f || !c->implicit.adaptive || fk != TSR_FAULT_CORRUPT, TSR_ERR_INPUT,
+            "--inject-fault: kind=corrupt needs a fixed time.dt with method implicit (with "
+            "time.adaptive the steps of the checkpoints are not known in advance)");
   TSR_CHECK(c->precision == TSR_PRECISION_DOUBLE, TSR_ERR_INPUT,
             "%s: method implicit solves in double", c->path);
   TSR_CALL(tsr_implicit_init(x->comm, 0, NULL));
@@ -977,9 +1033,16 @@ static tsr_err run_all(impl *m, tsr_run_result *res) {
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_setup(x)));
   TSR_CALL(tsr_run_agree(x->comm, setup_ts(m)));
   x->phase[PH_SETUP] = MPI_Wtime() - t0;
+  const tsr_case_every *ckpt = x->opts.write_output ? &c->output.checkpoint_every : NULL;
+  if (f && !m->adaptive)
+    TSR_CALL(tsr_run_agree(x->comm, tsr_fault_check(f, x->size, x->nsteps, ckpt, x->dt)));
+  else if (f && tsr_fault_armed())
+    TSR_CHECK(f->rank < x->size, TSR_ERR_INPUT, "--inject-fault: rank %d, and the run has %d",
+              f->rank, x->size);
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_start_watchdog(x)));
   if (x->opts.write_output) TSR_CALL(tsr_run_prepare_outdir_ctx(x));
   m->ckpt_step = -1;
+  if (tsr_run_relaunch_fresh(x->comm, x->opts.restart, x->out_dir)) x->opts.restart = NULL;
   if (x->opts.restart) {
     double t0 = 0.0, next_dt = x->dt;
     TSR_CALL(restart(m, &t0, &next_dt));
@@ -1015,6 +1078,7 @@ tsr_err tsr_implicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *o
   if (m.P) MatDestroy(&m.P);
   if (m.Jrhs) MatDestroy(&m.Jrhs);
   tsr_implicit_op_destroy(&m.op);
+  free(m.state_buf);
   clear_case_options(&m);
   tsr_run_ctx_end(&x, err);
   return err;
