@@ -11,7 +11,7 @@
 # Environment: TESSERA (build/tessera), DIM (2; 3 for the 3D case), N (256 in 2D, 64 in 3D),
 # STEPS (102400: a multiple of every slice count below, so the slices are equal and the
 # coarse steps replay CUDA graphs too), SLICES ("16 32"), COARSEN ("2 4"),
-# TOL (1e-6), BACKEND (cuda), PYTHON (python3).
+# TOL (1e-6), BACKEND (cuda), PRECISION (double), PYTHON (python3).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-${OUT:-/tmp/parareal_gpu}}
@@ -41,6 +41,7 @@ exact: {u: "(1 - exp(-$dim*pi*pi*t))*$mode"}
 boundary: {default: {type: dirichlet, value: 0}}
 time: {scheme: ssp_rk3, dt: auto, steps: $steps}
 backend: $backend
+precision: ${PRECISION:-double}
 output: {progress: none}
 YAML
 fail=0
