@@ -52,11 +52,6 @@ static void refuse_sections(tsr_vctx *v, const tsr_yaml_node *root) {
 void tsr_case_read_parareal(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
   static const char *const keys[] = {"coarsen", "coarse_scheme", "coarse_cfl", "coarse_dt", "tol",
                                      "max_iterations", "slices_per_rank"};
-  static const char *const schemes[] = {"euler", "forward_euler", "ssp_rk2", "rk2",
-                                        "ssp_rk3", "rk3", "rk4"};
-  static const tsr_scheme scheme_of[] = {TSR_SCHEME_EULER,  TSR_SCHEME_EULER,  TSR_SCHEME_SSPRK2,
-                                         TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_SSPRK3,
-                                         TSR_SCHEME_RK4};
   tsr_case *c = v->c;
   const int on = c->method == TSR_METHOD_EXPLICIT && c->decomp.time_slices > 1;
   if (!on) {
@@ -87,10 +82,8 @@ void tsr_case_read_parareal(tsr_vctx *v, const tsr_yaml_node *root, const tsr_ya
         break;
       }
   }
-  int s;
-  if ((x = tsr_yaml_find(o, "coarse_scheme")) &&
-      tsr_vchoice(v, "parareal.coarse_scheme", x->value, schemes, 7, &s))
-    c->parareal.coarse_scheme = scheme_of[s];
+  if ((x = tsr_yaml_find(o, "coarse_scheme")))
+    tsr_case_read_scheme(v, "parareal.coarse_scheme", x->value, &c->parareal.coarse_scheme);
   double d;
   const tsr_yaml_entry *ce = tsr_yaml_find(o, "coarse_cfl"), *de = tsr_yaml_find(o, "coarse_dt");
   if (ce && de)

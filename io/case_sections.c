@@ -244,17 +244,23 @@ const tsr_yaml_entry *tsr_case_read_time_span(tsr_vctx *v, const tsr_yaml_entry 
   return se;
 }
 
-void tsr_case_read_time_scheme(tsr_vctx *v, const tsr_yaml_node *t) {
+int tsr_case_read_scheme(tsr_vctx *v, const char *key, const tsr_yaml_node *n, tsr_scheme *out) {
   static const char *const schemes[] = {"euler", "forward_euler", "ssp_rk2", "rk2",
                                         "ssp_rk3", "rk3", "rk4"};
   static const tsr_scheme scheme_of[] = {TSR_SCHEME_EULER,  TSR_SCHEME_EULER,  TSR_SCHEME_SSPRK2,
                                          TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_SSPRK3,
                                          TSR_SCHEME_RK4};
+  int s;
+  if (!tsr_vchoice(v, key, n, schemes, 7, &s)) return 0;
+  *out = scheme_of[s];
+  return 1;
+}
+
+void tsr_case_read_time_scheme(tsr_vctx *v, const tsr_yaml_node *t) {
   tsr_case *c = v->c;
   const tsr_yaml_entry *x;
-  int s;
-  if ((x = tsr_yaml_find(t, "scheme")) && tsr_vchoice(v, "time.scheme", x->value, schemes, 7, &s))
-    c->time.scheme = scheme_of[s];
+  if ((x = tsr_yaml_find(t, "scheme")))
+    tsr_case_read_scheme(v, "time.scheme", x->value, &c->time.scheme);
   double d;
   if ((x = tsr_yaml_find(t, "dt"))) {
     const tsr_yaml_node *n = x->value;

@@ -85,6 +85,8 @@ void tsr_case_read_exprs(tsr_vctx *v, const char *key, const tsr_yaml_entry *e, 
                          tsr_case_expr *out);
 void tsr_case_read_boundary(tsr_vctx *v, const tsr_yaml_entry *e);
 void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e);
+/* An explicit scheme's name (time.scheme's: euler, ssp_rk2, ...) into *out; 1 when valid. */
+int tsr_case_read_scheme(tsr_vctx *v, const char *key, const tsr_yaml_node *n, tsr_scheme *out);
 /* time.scheme, time.dt and time.cfl of the time section t (a map), the explicit method's */
 void tsr_case_read_time_scheme(tsr_vctx *v, const tsr_yaml_node *t);
 /* time.end or time.steps, exactly one, of the time section e (a map); returns steps' entry */
