@@ -140,7 +140,18 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
             c->path, c->decomp.nweights, nranks);
   TSR_CALL(tsr_case_check_ranks(c, nranks));
   tsr_layout L = {0};
-  TSR_CALL(tsr_partition(c->dim, c->cells, c->periodic, nranks, &po, &L));
+  if (c->decomp.time_slices > 1) { /* parareal cuts the coarse grid and refines its boxes */
+    const int r = c->parareal.coarsen;
+    int coarse[3] = {c->cells[0], c->cells[1], c->cells[2]};
+    for (int d = 0; d < c->dim; ++d) coarse[d] /= r;
+    TSR_CALL(tsr_partition(c->dim, coarse, c->periodic, nranks, &po, &L));
+    for (int d = 0; d < c->dim; ++d) {
+      L.global.hi[d] *= r;
+      for (int b = 0; b < L.nbox; ++b) L.boxes[b].lo[d] *= r, L.boxes[b].hi[d] *= r;
+    }
+  } else {
+    TSR_CALL(tsr_partition(c->dim, c->cells, c->periodic, nranks, &po, &L));
+  }
   tsr_scheme_plan sp = tsr_integrate_plan(c->time.scheme);
   double dt, dts;
   int64_t nsteps;
