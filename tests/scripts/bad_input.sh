@@ -21,7 +21,10 @@ expect_fail() {
   local args=("$@")
   for i in "${!args[@]}"; do args[$i]=${args[$i]//@CASE@/$case}; args[$i]=${args[$i]//@OUT@/$dir}; done
   local log rc
-  log=$("$MPIEXEC" -n "$np" "$TESSERA_BIN" "${args[@]}" 2>&1)
+  # one rank without the launcher (an MPI singleton, as a user runs tessera check): Open MPI's
+  # launcher takes about 2 s to end a job that failed, and 35 of these fail on one rank
+  if [ "$np" = 1 ]; then log=$("$TESSERA_BIN" "${args[@]}" 2>&1)
+  else log=$("$MPIEXEC" -n "$np" "$TESSERA_BIN" "${args[@]}" 2>&1); fi
   rc=$?
   if [ "$rc" -eq 0 ]; then failure "$label: exit 0"; echo "$log" | tail -3; return; fi
   if ! grep -qF -- "$want" <<<"$log"; then
