@@ -720,13 +720,18 @@ tsr_err tsr_run_start_watchdog(tsr_run_ctx *x) {
 
 /* A run that tessera supervise relaunches (--restart latest) after it failed before writing
  * its first checkpoint starts over: there is nothing else to lose. Damaged checkpoints still
- * make --restart latest fail. */
+ * make --restart latest fail. A checkpoint is a checkpoint_<step>.h5 or whatever dir/latest
+ * names (parareal's parareal_<iteration>.h5). */
 int tsr_run_relaunch_fresh(MPI_Comm comm, const char *restart, const char *dir) {
   if (!restart || strcmp(restart, "latest") != 0 || tsr_supervise_attempt() < 2 ||
       tsr_checkpoint_count(comm, dir) > 0)
     return 0;
   int rank;
   MPI_Comm_rank(comm, &rank);
+  char latest[256] = "";
+  if (rank == 0) tsr_checkpoint_get_latest(dir, latest, sizeof latest);
+  MPI_Bcast(latest, sizeof latest, MPI_CHAR, 0, comm);
+  if (latest[0]) return 0;
   if (rank == 0) {
     printf("restart: no checkpoint in '%s' yet; starting from the initial conditions (attempt "
            "%d under tessera supervise)\n", dir, tsr_supervise_attempt());

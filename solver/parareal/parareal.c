@@ -13,8 +13,6 @@
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
 #include "solver/stop.h"
-#include "solver/supervise.h"
-#include "io/checkpoint.h"
 #include "solver/watchdog.h"
 
 
@@ -545,24 +543,6 @@ static tsr_err finish(pr *p, tsr_run_result *res, double wall) {
   return TSR_OK;
 }
 
-/* A run that tessera supervise relaunches (--restart latest) before its first checkpoint
- * starts over, as the explicit method's (tsr_run_relaunch_fresh; parareal's checkpoints have
- * their own names, so `latest` is what tells). */
-static int relaunch_fresh(const pr *p) {
-  const tsr_run_ctx *x = &p->fx[0];
-  char name[256] = "";
-  if (p->rank == 0) tsr_checkpoint_get_latest(x->out_dir, name, sizeof name);
-  MPI_Bcast(name, sizeof name, MPI_CHAR, 0, p->world);
-  if (strcmp(x->opts.restart, "latest") != 0 || tsr_supervise_attempt() < 2 || name[0])
-    return 0;
-  if (p->rank == 0) {
-    printf("restart: no checkpoint in '%s' yet; starting from the initial conditions (attempt "
-           "%d under tessera supervise)\n", x->out_dir, tsr_supervise_attempt());
-    fflush(stdout);
-  }
-  return 1;
-}
-
 static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
   double t0 = MPI_Wtime();
   TSR_CALL(tsr_run_agree(p->world, setup(p, opts)));
@@ -587,7 +567,7 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
   TSR_CALL(tsr_run_agree(p->world, tsr_fault_check(o->fault, p->size,
                                                    p->c->parareal.max_iterations, every, 1.0)));
   int k0 = 0;
-  if (o->restart && relaunch_fresh(p)) o->restart = NULL;
+  if (tsr_run_relaunch_fresh(p->world, o->restart, p->fx[0].out_dir)) o->restart = NULL;
   if (o->restart) TSR_CALL(tsr_pr_restart(p, &k0));
   else TSR_CALL(tsr_run_agree(p->world, sweep0(p)));
   int why = 0;
