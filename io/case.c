@@ -42,6 +42,9 @@
  *     dt: auto               a number > 0, or auto: cfl times the model's stability limit
  *     cfl: 0.9               in (0, 1]
  *     end: T | steps: N      exactly one: a time > 0 or an integer >= 1
+ *     fuse: 1                steps per halo exchange, 1..16: ghosts fuse x stages x the
+ *                            stencil radius deep, exchanged once per fuse steps (method
+ *                            explicit; checked and unused by method pinn)
  *   decomposition:           optional
  *     partition: rcb         rcb | slabs | grid
  *     ranks: [px, py(, pz)]  ranks per axis; implies partition grid
@@ -600,6 +603,7 @@ static tsr_case *case_new(const char *name, const char *text, int noverride,
   c->time.scheme = TSR_SCHEME_SSPRK3;
   c->time.dt_auto = 1;
   c->time.cfl = 0.9;
+  c->time.fuse = 1;
   c->decomp.partition = TSR_PART_RCB;
   c->decomp.time_slices = 1;
   return c;
@@ -681,7 +685,7 @@ static int layout_override(const char *o) {
    * schedule does not depend on it): a run continues to more iterations, as to a later
    * time.end */
   static const char *const pre[] = {"decomposition.", "output.", "backend=", "comm.",
-                                    "gpu.", "rebalance.", "debug.", "pinn.adam.iterations=",
+                                    "gpu.", "rebalance.", "debug.", "pinn.adam.iterations=", "time.fuse=",
                                     "pinn.log_every="};
   for (size_t i = 0; i < sizeof pre / sizeof pre[0]; ++i)
     if (strncmp(o, pre[i], strlen(pre[i])) == 0) return 1;

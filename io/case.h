@@ -37,6 +37,9 @@ typedef enum { TSR_PINN_TANH = 0, TSR_PINN_SIN } tsr_pinn_act;
 typedef enum { TSR_BACKEND_AUTO = 0, TSR_BACKEND_HOST, TSR_BACKEND_CUDA } tsr_backend;
 typedef enum { TSR_PRECISION_DOUBLE = 0, TSR_PRECISION_SINGLE } tsr_precision;
 typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_type;
+/* time.fuse's largest value: ghosts 16 x 4 stages deep are already wider than fusing pays */
+#define TSR_MAX_FUSE 16
+
 typedef enum { TSR_SCHEME_EULER = 0, TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_RK4 } tsr_scheme;
 typedef enum { TSR_GRAPHS_AUTO = 0, TSR_GRAPHS_ON, TSR_GRAPHS_OFF } tsr_graphs_mode;
 typedef enum { TSR_PROGRESS_AUTO = 0, TSR_PROGRESS_BAR, TSR_PROGRESS_LINES, TSR_PROGRESS_NONE } tsr_progress_mode;
@@ -98,6 +101,7 @@ typedef struct {
     double end;        /* stop at this time (dt shrunk so a whole number of steps lands on it) */
     int has_steps;
     long steps;        /* or after this many steps */
+    int fuse;          /* time.fuse: steps per halo exchange (deep halos); 1 = every stage */
   } time;
 
   struct {

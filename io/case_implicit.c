@@ -33,7 +33,7 @@ static const char *const schemes[] = {"beuler", "cn", "bdf2", "ark_imex"};
 
 void tsr_case_read_implicit_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
   static const char *const keys[] = {"scheme", "dt", "end", "steps", "adaptive", "rtol", "atol",
-                                     "cfl"};
+                                     "cfl", "fuse"};
   tsr_case *c = v->c;
   c->implicit.scheme = TSR_ISCHEME_BDF2;
   c->implicit.rtol = 1e-4;
@@ -50,11 +50,14 @@ void tsr_case_read_implicit_time(tsr_vctx *v, const tsr_yaml_node *root, const t
     return;
   }
   const tsr_yaml_node *t = e->value;
-  tsr_vkeys(v, "time", t, keys, 8);
+  tsr_vkeys(v, "time", t, keys, 9);
   const tsr_yaml_entry *x;
   if ((x = tsr_yaml_find(t, "cfl")))
     tsr_vkey(v, x, "time.cfl: a key of the explicit method (dt: auto); method implicit takes "
              "time.dt: remove it");
+  if ((x = tsr_yaml_find(t, "fuse")))
+    tsr_vkey(v, x, "time.fuse: a key of the explicit method (steps per halo exchange); method "
+             "implicit exchanges halos inside PETSc's solves: remove it");
   const tsr_yaml_node *sn = (x = tsr_yaml_find(t, "scheme")) ? x->value : NULL;
   if (sn && sn->kind == TSR_YAML_SCALAR) {
     static const char *const explicit_names[] = {"euler", "forward_euler", "ssp_rk2", "rk2",

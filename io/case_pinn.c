@@ -221,7 +221,7 @@ static void read_adam(tsr_vctx *v, const tsr_yaml_entry *e) {
 }
 
 void tsr_case_read_pinn_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
-  static const char *const keys[] = {"end", "scheme", "dt", "cfl", "steps"};
+  static const char *const keys[] = {"end", "scheme", "dt", "cfl", "steps", "fuse"};
   tsr_case *c = v->c;
   if (!c->ncomp) return; /* the model is unusable: already reported */
   if (tsr_models[c->model].steady) {
@@ -239,8 +239,8 @@ void tsr_case_read_pinn_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_y
     return;
   }
   const tsr_yaml_node *t = e->value;
-  tsr_vkeys(v, "time", t, keys, 5);
-  /* scheme, dt and cfl are the explicit method's, checked so that the same case file runs
+  tsr_vkeys(v, "time", t, keys, 6);
+  /* scheme, dt, cfl and fuse are the explicit method's, checked so that the same case file runs
    * with either method (bench/pinn_vs_explicit.sh); steps would replace end, which the
    * network needs */
   tsr_case_read_time_scheme(v, t);

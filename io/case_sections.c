@@ -281,10 +281,18 @@ void tsr_case_read_time_scheme(tsr_vctx *v, const tsr_yaml_node *t) {
     else
       tsr_vat(v, x->value, "time.cfl: must be in (0, 1], got %g", d);
   }
+  long n;
+  if ((x = tsr_yaml_find(t, "fuse")) && tsr_vint(v, "time.fuse", x->value, &n)) {
+    if (n >= 1 && n <= TSR_MAX_FUSE)
+      c->time.fuse = (int)n;
+    else
+      tsr_vat(v, x->value, "time.fuse: steps per halo exchange, 1..%d, got %ld (1: an exchange "
+              "every stage)", TSR_MAX_FUSE, n);
+  }
 }
 
 void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
-  static const char *const keys[] = {"scheme", "dt", "cfl", "end", "steps"};
+  static const char *const keys[] = {"scheme", "dt", "cfl", "end", "steps", "fuse"};
   if (!e) {
     tsr_vat(v, root, "time: missing; e.g. time: {end: 0.1}");
     return;
@@ -295,7 +303,7 @@ void tsr_case_read_time(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_e
     return;
   }
   const tsr_yaml_node *t = e->value;
-  tsr_vkeys(v, "time", t, keys, 5);
+  tsr_vkeys(v, "time", t, keys, 6);
   tsr_case_read_time_scheme(v, t);
   tsr_case_read_time_span(v, e);
 }

@@ -1,9 +1,10 @@
 // Ghost layers of the physical boundary on the device: one launch for every face of a field,
-// one thread per face point and component, the same tsr_ghost_value as the host. Faces cover
-// only their owned tangential range and read only owned cells, so no face reads what another
-// writes and one launch gives the bits of one launch per face (Nsight Compute, nvidia-h200,
-// 512^3 heat: 75 us a step in six launches, 62 us in one; the x faces, one 32-byte sector per
-// cell, take most of it).
+// one thread per face point and component, the same tsr_ghost_value as the host. A face
+// reads cells inside the box or in ghosts that neighbours fill (time.fuse's faces reach along
+// exchanged axes), never another physical face's ghosts, so no face reads what another writes
+// and one launch gives the bits of one launch per face (Nsight Compute, nvidia-h200, 512^3
+// heat: 75 us a step in six launches, 62 us in one; the x faces, one 32-byte sector per cell,
+// take most of it).
 #include "kernels/boundary.h"
 #include "kernels/cuda_util.h"
 
@@ -18,7 +19,7 @@ struct faces_arg {
 
 template <typename T>
 __global__ void apply(const faces_arg fa, T *__restrict__ u, tsr_box box, tsr_box gbox,
-                      ptrdiff_t sy, ptrdiff_t sz, ptrdiff_t sc, int ghost) {
+                      ptrdiff_t sy, ptrdiff_t sz, ptrdiff_t sc, int part) {
   const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= fa.start[fa.n]) return;
   int i = 0;
@@ -28,12 +29,15 @@ __global__ void apply(const faces_arg fa, T *__restrict__ u, tsr_box box, tsr_bo
   const int q = (int)(k / n);
   const unsigned ab = k - (unsigned)q * n;
   const int a = (int)(ab % (unsigned)fc.n1), b = (int)(ab / (unsigned)fc.n1);
+  if (!tsr_bc_covers(part, fc.o1, fc.o2, a, b, box.hi[fc.t1] - box.lo[fc.t1],
+                     box.hi[fc.t2] - box.lo[fc.t2]))
+    return;
   const double g = fa.vals[i][k];
   int idx[3];
-  idx[fc.t1] = box.lo[fc.t1] + a;
-  idx[fc.t2] = box.lo[fc.t2] + b;
+  idx[fc.t1] = box.lo[fc.t1] + fc.o1 + a;
+  idx[fc.t2] = box.lo[fc.t2] + fc.o2 + b;
   const int d = fc.axis;
-  for (int l = 1; l <= ghost; ++l) {
+  for (int l = 1; l <= fc.layers; ++l) {
     int gi[3] = {idx[0], idx[1], idx[2]}, mi[3] = {idx[0], idx[1], idx[2]};
     gi[d] = fc.side == 0 ? box.lo[d] - l : box.hi[d] - 1 + l;
     mi[d] = fc.side == 0 ? box.lo[d] + l - 1 : box.hi[d] - l;
@@ -46,7 +50,7 @@ __global__ void apply(const faces_arg fa, T *__restrict__ u, tsr_box box, tsr_bo
 }  // namespace
 
 extern "C" tsr_err tsr_bc_apply_cuda(int nface, const tsr_bc_face *const *faces,
-                                     const double *const *vals, tsr_field *f,
+                                     const double *const *vals, tsr_field *f, int part,
                                      cudaStream_t stream) {
   TSR_CHECK(f->mem == TSR_MEM_DEVICE, TSR_ERR_STATE, "tsr_bc_apply_cuda needs a device field");
   TSR_CHECK(nface >= 0 && nface <= TSR_BC_MAX_FACES, TSR_ERR_STATE,
@@ -71,10 +75,10 @@ extern "C" tsr_err tsr_bc_apply_cuda(int nface, const tsr_bc_face *const *faces,
   const unsigned blocks = (unsigned)((total + threads - 1) / threads);
   if (f->prec == TSR_PREC_SINGLE)
     apply<<<blocks, threads, 0, stream>>>(fa, static_cast<float *>(f->data), f->box, f->gbox,
-                                          f->sy, f->sz, f->scomp, f->ghost);
+                                          f->sy, f->sz, f->scomp, part);
   else
     apply<<<blocks, threads, 0, stream>>>(fa, static_cast<double *>(f->data), f->box, f->gbox,
-                                          f->sy, f->sz, f->scomp, f->ghost);
+                                          f->sy, f->sz, f->scomp, part);
   TSR_CUDA_LAUNCHED("boundary ghost fill");
   return TSR_OK;
 }

@@ -16,11 +16,13 @@ extern "C" {
 /* The most faces one tsr_bc_apply_cuda call takes: a 3D box has six. */
 #define TSR_BC_MAX_FACES 6
 
-/* Fills ghost layers 1..f->ghost of faces[0 .. nface) (faces of f's owned box) for every
- * component, face i from vals[i] (device memory, ncomp x n2 x n1), in one launch on stream.
- * Errors: TSR_ERR_STATE (more than TSR_BC_MAX_FACES faces), TSR_ERR_CUDA. */
+/* Fills ghost layers 1..layers of faces[0 .. nface) (faces of f's owned box, each over its
+ * tangential cells from the box's lo + (o1, o2), those that part covers: TSR_BC_WHOLE,
+ * _OWNED, _BEYOND) for every component, face i from vals[i] (device memory, ncomp x n2 x n1),
+ * in one launch on stream. Errors: TSR_ERR_STATE (more than TSR_BC_MAX_FACES faces),
+ * TSR_ERR_CUDA. */
 tsr_err tsr_bc_apply_cuda(int nface, const tsr_bc_face *const *faces, const double *const *vals,
-                          tsr_field *f, cudaStream_t stream);
+                          tsr_field *f, int part, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

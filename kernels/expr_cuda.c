@@ -118,7 +118,12 @@ static void put_double(tsr_strbuf *b, double v) {
 static const char src_kernels[] =
     "// The cell centre exactly as the host's tsr_cell_center (solver/boundary.c): the same\n"
     "// operations in the same order, h computed on the host and passed in.\n"
-    "__device__ double tsr_center(double lo, double h, int i) {\n"
+    "// n > 0: a periodic axis of n cells, i taken modulo n first.\n"
+    "__device__ double tsr_center(double lo, double h, int i, int n) {\n"
+    "  if (n > 0) {\n"
+    "    i %= n;\n"
+    "    if (i < 0) i += n;\n"
+    "  }\n"
     "  return lo + ((double)i + 0.5) * h;\n"
     "}\n"
     "\n"
@@ -137,16 +142,17 @@ static const char src_kernels[] =
     "#define TSR_EXPR_CELLS(NAME, T) \\\n"
     "extern \"C\" __global__ void NAME(int e, T *u, long long sy, long long sz, \\\n"
     "    int n0, int n1, int n2, int b0, int b1, int b2, double lo0, double lo1, double lo2, \\\n"
-    "    double h0, double h1, double h2, int dim, double t_arg, const double *tp) { \\\n"
+    "    double h0, double h1, double h2, int w0, int w1, int w2, int dim, double t_arg, \\\n"
+    "    const double *tp) { \\\n"
     "  const double t = tp ? *tp : t_arg; \\\n"
     "  long long n = (long long)n0 * n1 * n2; \\\n"
     "  TSR_GRID_STRIDE(q, n) { \\\n"
     "    int a = (int)(q % n0); \\\n"
     "    long long r = q / n0; \\\n"
     "    int b = (int)(r % n1), c = (int)(r / n1); \\\n"
-    "    double x = dim > 0 ? tsr_center(lo0, h0, b0 + a) : 0.0; \\\n"
-    "    double y = dim > 1 ? tsr_center(lo1, h1, b1 + b) : 0.0; \\\n"
-    "    double z = dim > 2 ? tsr_center(lo2, h2, b2 + c) : 0.0; \\\n"
+    "    double x = dim > 0 ? tsr_center(lo0, h0, b0 + a, w0) : 0.0; \\\n"
+    "    double y = dim > 1 ? tsr_center(lo1, h1, b1 + b, w1) : 0.0; \\\n"
+    "    double z = dim > 2 ? tsr_center(lo2, h2, b2 + c, w2) : 0.0; \\\n"
     "    u[c * sz + b * sy + a] = (T)tsr_eval(e, x, y, z, t); \\\n"
     "  } \\\n"
     "}\n"
@@ -157,15 +163,16 @@ static const char src_kernels[] =
     "// u1, u2 say the axis is used; out is ncomp x n2 x n1.\n"
     "extern \"C\" __global__ void tsr_expr_face(tsr_comp_expr ce, int ncomp, int axis, double fc,\n"
     "    int t1, int t2, int n1, int n2, int b1, int b2, double lo1, double lo2, double h1,\n"
-    "    double h2, int u1, int u2, double t_arg, const double *tp, double *out) {\n"
+    "    double h2, int u1, int u2, int w1, int w2, double t_arg, const double *tp,\n"
+    "    double *out) {\n"
     "  const double t = tp ? *tp : t_arg;\n"
     "  long long n = (long long)n1 * n2;\n"
     "  TSR_GRID_STRIDE(q, n * ncomp) {\n"
     "    int comp = (int)(q / n);\n"
     "    long long ab = q - comp * n;\n"
     "    int a = (int)(ab % n1), b = (int)(ab / n1);\n"
-    "    double c1 = u1 ? tsr_center(lo1, h1, b1 + a) : 0.0;\n"
-    "    double c2 = u2 ? tsr_center(lo2, h2, b2 + b) : 0.0;\n"
+    "    double c1 = u1 ? tsr_center(lo1, h1, b1 + a, w1) : 0.0;\n"
+    "    double c2 = u2 ? tsr_center(lo2, h2, b2 + b, w2) : 0.0;\n"
     "    double x = axis == 0 ? fc : t1 == 0 ? c1 : c2;\n"
     "    double y = axis == 1 ? fc : t1 == 1 ? c1 : c2;\n"
     "    double z = axis == 2 ? fc : t1 == 2 ? c1 : c2;\n"
@@ -399,7 +406,8 @@ static tsr_err launch(cudaKernel_t k, long long count, void **args, cudaStream_t
 }
 
 tsr_err tsr_expr_cuda_eval_cells(tsr_expr_cuda *m, int i, const tsr_expr_grid *g, double t,
-                                 const double *tp, tsr_field *f, int comp, cudaStream_t s) {
+                                 const double *tp, tsr_field *f, int comp, const tsr_box *region,
+                                 cudaStream_t s) {
   TSR_CHECK(m && g && f, TSR_ERR_INTERNAL, "tsr_expr_cuda_eval_cells: NULL argument");
   TSR_CHECK(i >= 0 && i < m->n, TSR_ERR_INTERNAL,
             "tsr_expr_cuda_eval_cells: expression %d of %d", i, m->n);
@@ -407,8 +415,10 @@ tsr_err tsr_expr_cuda_eval_cells(tsr_expr_cuda *m, int i, const tsr_expr_grid *g
             "tsr_expr_cuda_eval_cells: component %d of %d", comp, f->ncomp);
   TSR_CHECK(f->mem == TSR_MEM_DEVICE, TSR_ERR_STATE,
             "tsr_expr_cuda_eval_cells needs a device field");
-  const tsr_box *bx = &f->box;
+  const tsr_box *bx = region ? region : &f->box;
   if (tsr_box_empty(bx)) return TSR_OK;
+  TSR_CHECK(tsr_box_contains(&f->gbox, bx), TSR_ERR_INTERNAL,
+            "tsr_expr_cuda_eval_cells: the region lies outside the field");
   /* the address of the box's first cell, in bytes of the field's precision */
   void *u = (char *)f->data +
             tsr_prec_size(f->prec) * tsr_field_at(f, comp, bx->lo[0], bx->lo[1], bx->lo[2]);
@@ -417,8 +427,9 @@ tsr_err tsr_expr_cuda_eval_cells(tsr_expr_cuda *m, int i, const tsr_expr_grid *g
   int b0 = bx->lo[0], b1 = bx->lo[1], b2 = bx->lo[2], dim = g->dim;
   double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2];
   double h0 = g->h[0], h1 = g->h[1], h2 = g->h[2];
-  void *args[] = {&i,   &u,   &sy,  &sz,  &n0, &n1, &n2, &b0,  &b1,
-                  &b2,  &lo0, &lo1, &lo2, &h0, &h1, &h2, &dim, &t,  &tp};
+  int w0 = g->wrap[0], w1 = g->wrap[1], w2 = g->wrap[2];
+  void *args[] = {&i,  &u,  &sy, &sz, &n0, &n1, &n2, &b0,  &b1, &b2, &lo0,
+                  &lo1, &lo2, &h0, &h1, &h2, &w0, &w1, &w2, &dim, &t,  &tp};
   return launch(f->prec == TSR_PREC_SINGLE ? m->cells_f : m->cells, (long long)n0 * n1 * n2, args,
                 s, "tsr_expr_cells launch");
 }
@@ -446,10 +457,11 @@ tsr_err tsr_expr_cuda_eval_face(tsr_expr_cuda *m, const int *expr_per_comp, int 
             TSR_ERR_INTERNAL, "tsr_expr_cuda_eval_face: bad axes %d, %d, %d", axis, t1, t2);
   /* Copied, not computed: the same bits as the host's face coordinate. */
   double fc = axis < g->dim ? (face->side == 0 ? g->lo[axis] : g->hi[axis]) : 0.0;
-  int b1 = box->lo[t1], b2 = box->lo[t2], u1 = t1 < g->dim, u2 = t2 < g->dim;
+  int b1 = box->lo[t1] + face->o1, b2 = box->lo[t2] + face->o2, u1 = t1 < g->dim,
+      u2 = t2 < g->dim, w1 = g->wrap[t1], w2 = g->wrap[t2];
   double lo1 = g->lo[t1], lo2 = g->lo[t2], h1 = g->h[t1], h2 = g->h[t2];
-  void *args[] = {&ce, &ncomp, &axis, &fc,  &t1,  &t2, &n1, &n2, &b1,
-                  &b2, &lo1,   &lo2,  &h1,  &h2,  &u1, &u2, &t,  &tp, &dvals};
+  void *args[] = {&ce, &ncomp, &axis, &fc, &t1, &t2, &n1, &n2, &b1, &b2, &lo1,
+                  &lo2, &h1,   &h2,   &u1, &u2, &w1, &w2, &t,  &tp, &dvals};
   return launch(m->face, (long long)n1 * n2 * ncomp, args, s, "tsr_expr_face launch");
 }
 

@@ -31,16 +31,20 @@ typedef struct tsr_expr_cuda tsr_expr_cuda;
 typedef struct {
   int dim;
   double lo[3], hi[3], h[3];
+  int wrap[3];  /* the cells of a periodic axis (indices are taken modulo them first, as
+                   tsr_cell_center does), 0 on the others */
 } tsr_expr_grid;
 
-/* The grid of a case's lo, hi and cells (arrays of 3; cells 1 on unused axes). */
+/* The grid of a case's lo, hi and cells (arrays of 3; cells 1 on unused axes); periodic: flags
+ * per axis, or NULL for none. */
 static inline tsr_expr_grid tsr_expr_grid_make(int dim, const double lo[3], const double hi[3],
-                                               const int cells[3]) {
+                                               const int cells[3], const int *periodic) {
   tsr_expr_grid g = {.dim = dim};
   for (int d = 0; d < 3; ++d) {
     g.lo[d] = lo[d];
     g.hi[d] = hi[d];
     g.h[d] = (hi[d] - lo[d]) / cells[d]; /* tsr_cell_center's own expression */
+    g.wrap[d] = periodic && d < dim && periodic[d] ? cells[d] : 0;
   }
   return g;
 }
@@ -66,17 +70,20 @@ tsr_err tsr_expr_cuda_source(int n, const tsr_expr *const *e, const tsr_expr_env
 tsr_err tsr_expr_cuda_build(int n, const tsr_expr *const *e, const tsr_expr_env *env,
                             tsr_expr_cuda **m);
 
-/* Evaluates expression i at the centres of the owned cells of component comp of the device
- * field f (its box; ghosts untouched) at time t, or at the time *tp where tp (device memory)
- * is not NULL, read when the kernel runs (what a replayed CUDA graph needs). Asynchronous on stream s: returns after the
- * launch, the values are there for later work on s. Errors: TSR_ERR_STATE (f in host memory),
- * TSR_ERR_INTERNAL (i or comp out of range), TSR_ERR_CUDA (launch). */
+/* Evaluates expression i at the centres of the cells of region (NULL: f's owned box; else a
+ * box inside f's allocation) of component comp of the device field f at time t, or at the time
+ * *tp where tp (device memory) is not NULL, read when the kernel runs (what a replayed CUDA
+ * graph needs). Asynchronous on stream s: returns after the launch, the values are there for
+ * later work on s. Errors: TSR_ERR_STATE (f in host memory), TSR_ERR_INTERNAL (i or comp out
+ * of range, region outside f), TSR_ERR_CUDA (launch). */
 tsr_err tsr_expr_cuda_eval_cells(tsr_expr_cuda *m, int i, const tsr_expr_grid *g, double t,
-                                 const double *tp, tsr_field *f, int comp, cudaStream_t s);
+                                 const double *tp, tsr_field *f, int comp, const tsr_box *region,
+                                 cudaStream_t s);
 
 /* Evaluates, for each component q < ncomp, expression expr_per_comp[q] (host array; -1
  * gives 0) at the face points of face, a face of box (global cell indices): the face
- * coordinate is g's lo or hi on face->axis, the tangential ones cell centres. Writes dvals
+ * coordinate is g's lo or hi on face->axis, the tangential ones the centres of the face's
+ * cells (from box's lo + face's o1, o2). Writes dvals
  * (device memory, ncomp x n2 x n1, n1 fastest: what tsr_bc_apply_cuda reads, and the layout
  * of tsr_bc_values). The time is t, or *tp as for tsr_expr_cuda_eval_cells. Asynchronous
  * on s. Errors: TSR_ERR_INTERNAL (ncomp above TSR_MAX_COMP or an index out of range),

@@ -27,10 +27,14 @@ typedef struct tsr_backend_ops {
   /* Once every expression of the run is compiled (x->init_expr, src_expr, exact_expr and the
    * boundary's): whatever the backend needs to evaluate them. */
   tsr_err (*prepare)(struct tsr_run_ctx *x);
-  /* Component comp of f's owned cells from expression e (one of those) at time t. */
-  tsr_err (*eval)(struct tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t);
-  /* Ghost layers of the physical boundary of f at time t. */
-  tsr_err (*boundary)(struct tsr_run_ctx *x, tsr_field *f, double t);
+  /* Component comp of f's cells in region (NULL: the owned box; else inside x->reach) from
+   * expression e (one of those) at time t. */
+  tsr_err (*eval)(struct tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t,
+                  const tsr_box *region);
+  /* Ghost layers of the physical boundary of f at time t, over the face cells that part
+   * covers (TSR_BC_WHOLE, _OWNED; _BEYOND: after halo_end, ordered before the shell stages and
+   * beside the interior's, with the values of the _OWNED call at the same t before it). */
+  tsr_err (*boundary)(struct tsr_run_ctx *x, tsr_field *f, double t, int part);
   /* Split-phase halo exchange of f, ordered after the work that wrote f's owned cells and
    * before any stage issued after halo_end. */
   tsr_err (*halo_begin)(struct tsr_run_ctx *x, tsr_field *f);

@@ -109,7 +109,7 @@ static tsr_err prepare(tsr_run_ctx *x) {
     add_expr(s, x->src_expr[q]);
     add_expr(s, x->exact_expr[q]);
   }
-  TSR_CALL(tsr_bc_create(c, &x->layout.global, x->ghost, &s->bc_all));
+  TSR_CALL(tsr_bc_create(c, &x->layout.global, NULL, x->radius, &s->bc_all));
   for (int i = 0; i < tsr_bc_nfaces(s->bc_all); ++i)
     for (int q = 0; q < c->ncomp; ++q) add_expr(s, tsr_bc_expr(s->bc_all, i, q));
   for (int f = 0; f < TSR_NFACE; ++f)
@@ -119,7 +119,7 @@ static tsr_err prepare(tsr_run_ctx *x) {
     for (int q = 0; q < c->ncomp; ++q)
       s->face_expr[2 * fc->axis + fc->side][q] = expr_index(s, tsr_bc_expr(s->bc_all, i, q));
   }
-  s->grid = tsr_expr_grid_make(c->dim, c->lo, c->hi, c->cells);
+  s->grid = tsr_expr_grid_make(c->dim, c->lo, c->hi, c->cells, c->periodic);
   tsr_expr_env env = tsr_case_env(c);
   return tsr_expr_cuda_build(s->nexpr, (const tsr_expr *const *)s->expr, &env, &s->lib);
 }
@@ -130,14 +130,16 @@ static const double *stage_time(const tsr_run_ctx *x) {
   return x->tdev ? x->tdev + x->stage : NULL;
 }
 
-static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t) {
+static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t,
+                    const tsr_box *region) {
   cuda_state *s = st(x);
   int i = expr_index(s, e);
   TSR_CHECK(i >= 0, TSR_ERR_INTERNAL, "an expression was not compiled for the device");
-  return tsr_expr_cuda_eval_cells(s->lib, i, &s->grid, t, stage_time(x), f, comp, s->compute);
+  return tsr_expr_cuda_eval_cells(s->lib, i, &s->grid, t, stage_time(x), f, comp, region,
+                                  s->compute);
 }
 
-static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
+static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t, int part) {
   cuda_state *s = st(x);
   const tsr_bc_face *faces[TSR_BC_MAX_FACES];
   const double *vals[TSR_BC_MAX_FACES];
@@ -153,7 +155,10 @@ static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
       TSR_CUDA(cudaMalloc((void **)&s->face[i], bytes));
       s->face_cap[i] = bytes;
     }
-    if (!s->face_valid[i] || (tsr_bc_face_timed(x->bc, i) && s->face_at[i] != t)) {
+    TSR_CHECK(part != TSR_BC_BEYOND || s->face_valid[i], TSR_ERR_INTERNAL,
+              "the boundary's far part was filled before its values were evaluated");
+    if (part != TSR_BC_BEYOND &&
+        (!s->face_valid[i] || (tsr_bc_face_timed(x->bc, i) && s->face_at[i] != t))) {
       int idx[TSR_MAX_COMP];
       for (int q = 0; q < x->c->ncomp; ++q) idx[q] = s->face_expr[2 * fc->axis + fc->side][q];
       TSR_CALL(tsr_expr_cuda_eval_face(s->lib, idx, x->c->ncomp, fc, &x->box, &s->grid, t,
@@ -164,7 +169,9 @@ static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
     faces[i] = fc;
     vals[i] = s->face[i];
   }
-  return tsr_bc_apply_cuda(nface, faces, vals, f, s->compute);
+  /* the far part follows the unpack on the communication stream, as the shell stages do */
+  return tsr_bc_apply_cuda(nface, faces, vals, f, part,
+                           part == TSR_BC_BEYOND ? s->comm : s->compute);
 }
 
 cudaStream_t tsr_backend_cuda_stream(tsr_run_ctx *x) { return st(x)->compute; }

@@ -14,12 +14,12 @@ static tsr_err setup(tsr_run_ctx *x) {
 
 static void teardown(tsr_run_ctx *x) { tsr_halo_destroy(&x->halo); }
 
-static tsr_err upload(tsr_run_ctx *x, tsr_field *f, int comp, const double *owned);
+static tsr_err put_box(tsr_field *f, int comp, const tsr_box *b, const double *owned);
 
 static tsr_err prepare(tsr_run_ctx *x) {
-  TSR_ALLOC(x->scratch, tsr_box_cells(&x->box), "expression values");
+  TSR_ALLOC(x->scratch, tsr_box_cells(&x->reach), "expression values");
   int len = 0;
-  for (int d = 0; d < 3; ++d) len += tsr_box_len(&x->box, d);
+  for (int d = 0; d < 3; ++d) len += tsr_box_len(&x->reach, d);
   TSR_ALLOC(x->coords, len, "cell coordinates");
   return TSR_OK;
 }
@@ -27,8 +27,9 @@ static tsr_err prepare(tsr_run_ctx *x) {
 /* Over the box at once (tsr_expr_eval_grid: each subexpression as often as its coordinates
  * change, rows on all threads): straight into a double field, through the scratch array
  * into a single one (upload rounds). Same bits as muparser point by point. */
-static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t) {
-  const tsr_box *b = &x->box;
+static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double t,
+                    const tsr_box *region) {
+  const tsr_box *b = region ? region : &x->box;
   tsr_expr_points g;
   double *c = x->coords;
   for (int d = 0; d < 3; ++d) {
@@ -44,11 +45,11 @@ static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double 
   }
   g.stride[0] = 1, g.stride[1] = g.n[0], g.stride[2] = (ptrdiff_t)g.n[0] * g.n[1];
   TSR_CALL(tsr_expr_eval_grid(e, &g, t, x->scratch));
-  return upload(x, f, comp, x->scratch);
+  return put_box(f, comp, b, x->scratch);
 }
 
-static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t) {
-  tsr_bc_fill(x->bc, f, t);
+static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t, int part) {
+  tsr_bc_fill(x->bc, f, t, part);
   return TSR_OK;
 }
 
@@ -63,8 +64,7 @@ static tsr_err stage(tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *reg
 }
 
 /* Single fields round each value once, as the GPU's conversion does (to nearest). */
-static tsr_err upload(tsr_run_ctx *x, tsr_field *f, int comp, const double *owned) {
-  const tsr_box *b = &f->box;
+static tsr_err put_box(tsr_field *f, int comp, const tsr_box *b, const double *owned) {
   size_t nx = (size_t)tsr_box_len(b, 0);
   for (int k = b->lo[2]; k < b->hi[2]; ++k)
     for (int j = b->lo[1]; j < b->hi[1]; ++j, owned += nx) {
@@ -73,6 +73,10 @@ static tsr_err upload(tsr_run_ctx *x, tsr_field *f, int comp, const double *owne
       else for (size_t i = 0; i < nx; ++i) ((float *)f->data)[o + (ptrdiff_t)i] = (float)owned[i];
     }
   return TSR_OK;
+}
+
+static tsr_err upload(tsr_run_ctx *x, tsr_field *f, int comp, const double *owned) {
+  return put_box(f, comp, &f->box, owned);
 }
 
 static tsr_err download(tsr_run_ctx *x, const tsr_field *f, int comp, double *owned) {

@@ -19,13 +19,17 @@ typedef struct {
 struct tsr_bc {
   const tsr_case *c;
   tsr_box box;
-  int ghost, ncomp, nface;
+  int ncomp, nface;
   double h[3];
   face_bc face[TSR_NFACE];
 };
 
 double tsr_cell_center(const tsr_case *c, int d, int i) {
   if (d >= c->dim) return 0.0;
+  if (c->periodic[d]) {
+    i %= c->cells[d];
+    if (i < 0) i += c->cells[d];
+  }
   double h = (c->hi[d] - c->lo[d]) / c->cells[d];
   return c->lo[d] + ((double)i + 0.5) * h;
 }
@@ -41,13 +45,14 @@ void tsr_bc_destroy(tsr_bc **pbc) {
   *pbc = NULL;
 }
 
-tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, int ghost, tsr_bc **out) {
+tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, const tsr_box *reach, int layers,
+                      tsr_bc **out) {
   *out = NULL;
   tsr_bc *bc;
   TSR_ALLOC(bc, 1, "boundary conditions");
   bc->c = c;
   bc->box = *box;
-  bc->ghost = ghost;
+  if (!reach) reach = box;
   bc->ncomp = c->ncomp;
   for (int d = 0; d < 3; ++d) bc->h[d] = (c->hi[d] - c->lo[d]) / c->cells[d];
   for (int f = 0; f < 2 * c->dim; ++f) {
@@ -61,8 +66,11 @@ tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, int ghost, tsr_bc *
     fi->type = c->bc[f].type == TSR_BC_NEUMANN ? TSR_GHOST_NEUMANN : TSR_GHOST_DIRICHLET;
     fi->t1 = (d + 1) % 3;
     fi->t2 = (d + 2) % 3;
-    fi->n1 = tsr_box_len(box, fi->t1);
-    fi->n2 = tsr_box_len(box, fi->t2);
+    fi->n1 = tsr_box_len(reach, fi->t1);
+    fi->n2 = tsr_box_len(reach, fi->t2);
+    fi->o1 = reach->lo[fi->t1] - box->lo[fi->t1];
+    fi->o2 = reach->lo[fi->t2] - box->lo[fi->t2];
+    fi->layers = layers;
     fi->h = bc->h[d];
     fb->val = malloc(sizeof(double) * (size_t)c->ncomp * fi->n1 * fi->n2);
     if (!fb->val) {
@@ -95,8 +103,8 @@ static void evaluate_points(tsr_bc *bc, face_bc *fb, int q, double t, double *xy
   const tsr_bc_face *fi = &fb->info;
   for (int b = 0; b < fi->n2; ++b)
     for (int a = 0; a < fi->n1; ++a) {
-      xyz[fi->t1] = tsr_cell_center(bc->c, fi->t1, bc->box.lo[fi->t1] + a);
-      xyz[fi->t2] = tsr_cell_center(bc->c, fi->t2, bc->box.lo[fi->t2] + b);
+      xyz[fi->t1] = tsr_cell_center(bc->c, fi->t1, bc->box.lo[fi->t1] + fi->o1 + a);
+      xyz[fi->t2] = tsr_cell_center(bc->c, fi->t2, bc->box.lo[fi->t2] + fi->o2 + b);
       v[(size_t)b * fi->n1 + a] = tsr_expr_eval(fb->expr[q], xyz[0], xyz[1], xyz[2], t);
     }
 }
@@ -116,9 +124,9 @@ static void evaluate(tsr_bc *bc, face_bc *fb, double t) {
   g.n[fi->t1] = fi->n1, g.coord[fi->t1] = tc, g.stride[fi->t1] = 1;
   g.n[fi->t2] = fi->n2, g.coord[fi->t2] = tc + fi->n1, g.stride[fi->t2] = fi->n1;
   for (int a = 0; tc && a < fi->n1; ++a)
-    tc[a] = tsr_cell_center(c, fi->t1, bc->box.lo[fi->t1] + a);
+    tc[a] = tsr_cell_center(c, fi->t1, bc->box.lo[fi->t1] + fi->o1 + a);
   for (int b = 0; tc && b < fi->n2; ++b)
-    tc[fi->n1 + b] = tsr_cell_center(c, fi->t2, bc->box.lo[fi->t2] + b);
+    tc[fi->n1 + b] = tsr_cell_center(c, fi->t2, bc->box.lo[fi->t2] + fi->o2 + b);
   for (int q = 0; q < c->ncomp; ++q) {
     double *v = fb->val + q * n;
     if (!fb->expr[q])
@@ -141,7 +149,7 @@ const double *tsr_bc_values(tsr_bc *bc, int i, double t, int *fresh) {
   return fb->val;
 }
 
-void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t) {
+void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t, int part) {
   for (int i = 0; i < bc->nface; ++i) {
     int fresh;
     const double *val = tsr_bc_values(bc, i, t, &fresh);
@@ -152,11 +160,14 @@ void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t) {
       const double *v = val + q * n;
       for (int b = 0; b < fi->n2; ++b)
         for (int a = 0; a < fi->n1; ++a) {
+          if (!tsr_bc_covers(part, fi->o1, fi->o2, a, b, tsr_box_len(&bc->box, fi->t1),
+                             tsr_box_len(&bc->box, fi->t2)))
+            continue;
           int idx[3];
-          idx[fi->t1] = bc->box.lo[fi->t1] + a;
-          idx[fi->t2] = bc->box.lo[fi->t2] + b;
+          idx[fi->t1] = bc->box.lo[fi->t1] + fi->o1 + a;
+          idx[fi->t2] = bc->box.lo[fi->t2] + fi->o2 + b;
           double g = v[(size_t)b * fi->n1 + a];
-          for (int l = 1; l <= bc->ghost; ++l) {
+          for (int l = 1; l <= fi->layers; ++l) {
             int gi[3] = {idx[0], idx[1], idx[2]}, mi[3] = {idx[0], idx[1], idx[2]};
             gi[d] = fi->side == 0 ? bc->box.lo[d] - l : bc->box.hi[d] - 1 + l;
             mi[d] = fi->side == 0 ? bc->box.lo[d] + l - 1 : bc->box.hi[d] - l;

@@ -13,13 +13,17 @@
 
 typedef struct tsr_bc tsr_bc;
 
-/* Prepares this rank's faces for fields over box with the given ghost width: compiles the
- * expressions and evaluates time-independent values once. Not collective. Destroy with
- * tsr_bc_destroy. Errors: TSR_ERR_INPUT (expression), TSR_ERR_MEMORY. */
-tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, int ghost, tsr_bc **bc);
+/* Prepares this rank's faces for fields over box: compiles the expressions and evaluates
+ * time-independent values once. Each face fills `layers` ghost layers (the stencil radius)
+ * over reach's tangential extent (reach: box grown into the ghosts neighbours fill, where
+ * time.fuse updates cells too; NULL: box). Not collective. Destroy with tsr_bc_destroy.
+ * Errors: TSR_ERR_INPUT (expression), TSR_ERR_MEMORY. */
+tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, const tsr_box *reach, int layers,
+                      tsr_bc **bc);
 
-/* Fills the boundary ghost layers of the host field f (all components) for time t. */
-void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t);
+/* Fills the boundary ghost layers of the host field f (all components) for time t, over the
+ * faces' cells that part (TSR_BC_WHOLE, _OWNED, _BEYOND) covers. */
+void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t, int part);
 
 /* Number of this rank's faces on the physical boundary. */
 int tsr_bc_nfaces(const tsr_bc *bc);
@@ -40,8 +44,9 @@ int tsr_bc_face_timed(const tsr_bc *bc, int i);
 /* Frees and sets *bc to NULL; accepts NULL. */
 void tsr_bc_destroy(tsr_bc **bc);
 
-/* Centre of cell i along axis d (0 on unused axes). One formula everywhere, so every rank
- * computes the same coordinates bit for bit. */
+/* Centre of cell i along axis d (0 on unused axes); on a periodic axis i is taken modulo the
+ * cells first, so a ghost cell across the seam gets its owner's coordinate. One formula
+ * everywhere, so every rank computes the same coordinates bit for bit. */
 double tsr_cell_center(const tsr_case *c, int d, int i);
 
 #endif

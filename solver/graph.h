@@ -35,9 +35,11 @@ typedef tsr_err (*tsr_graph_step_fn)(struct tsr_run_ctx *x, double t);
 tsr_err tsr_graph_create(struct tsr_run_ctx *x, tsr_graph **g);
 
 /* Issues step `step` from time t = step * dt: plainly through fn when g is NULL, at the
- * run's first step and after a fallback; else captured (the next two steps) and launched, or
- * replayed. Asynchronous like fn. Collective at the two captures (every rank must step the
- * same steps). Errors: those of fn, TSR_ERR_CUDA (a failed launch). */
+ * run's first step, after a fallback and in a fused block cut short (time.fuse); else
+ * captured (the first step of each slot parity, and with time.fuse of each place in the
+ * block: x->fuse_pos) and launched, or replayed. Asynchronous like fn. Collective at the
+ * captures (every rank must step the same steps). Errors: those of fn, TSR_ERR_CUDA (a failed
+ * launch). */
 tsr_err tsr_graph_step(tsr_graph *g, struct tsr_run_ctx *x, int64_t step, double t,
                        tsr_graph_step_fn fn);
 

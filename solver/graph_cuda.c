@@ -14,11 +14,16 @@
 
 #define TIMING_RING 64
 
+/* One graph per slot parity and, with time.fuse, per place of the step in its block (whose
+ * stages update regions of their own and exchange at the block's first stage only). */
+#define NEXEC (2 * TSR_MAX_FUSE)
+
 struct tsr_graph {
   cudaStream_t stream;     /* the backend's compute stream */
-  cudaGraphExec_t exec[2]; /* exec[p]: the step from base + p (mod 2), slots as they were then */
+  cudaGraphExec_t exec[NEXEC]; /* exec[2 * pos + p]: step pos of a whole fused block (0 without
+                              fusion) from base + p (mod 2), slots as they were then */
   int ncap;                /* graphs captured so far */
-  int64_t base;            /* the step exec[0] was captured at */
+  int64_t base;            /* the first step captured */
   int plain_done;          /* the run's first step was issued plainly */
   int fallback;            /* capture failed: plain launches from then on */
   int64_t replays;         /* steps issued as graph launches */
@@ -122,9 +127,10 @@ static tsr_err capture(tsr_graph *g, tsr_run_ctx *x, int64_t step, double t,
 }
 
 static void drop_graphs(tsr_graph *g) {
-  for (int p = 0; p < 2; ++p)
+  for (int p = 0; p < NEXEC; ++p) {
     if (g->exec[p]) cudaGraphExecDestroy(g->exec[p]);
-  g->exec[0] = g->exec[1] = NULL;
+    g->exec[p] = NULL;
+  }
   g->ncap = 0;
 }
 
@@ -140,12 +146,15 @@ static tsr_err read_events(tsr_graph *g, cudaEvent_t *ev) {
 
 tsr_err tsr_graph_step(tsr_graph *g, tsr_run_ctx *x, int64_t step, double t,
                        tsr_graph_step_fn fn) {
-  if (!g || g->fallback || !g->plain_done) {
+  /* a fused block cut short (the run's end, a rebalancing decision) has regions of its own */
+  const int cut = x->fuse > 1 && x->fuse_len != x->fuse;
+  if (!g || g->fallback || !g->plain_done || cut) {
     if (g) g->plain_done = 1;
     return fn(x, t);
   }
-  int p;
-  if (g->ncap < 2) {
+  if (g->ncap == 0) g->base = step;
+  const int p = (x->fuse > 1 ? 2 * x->fuse_pos : 0) + (int)((step - g->base) & 1);
+  if (!g->exec[p]) {
     /* the step's kernels were not issued, only recorded: a failure here leaves the step to
      * issue plainly, on every rank alike (the NCCL calls of the ranks must match) */
     cudaGraphExec_t exec = NULL;
@@ -160,11 +169,8 @@ tsr_err tsr_graph_step(tsr_graph *g, tsr_run_ctx *x, int64_t step, double t,
                         "attempt): %s\n", tsr_err_message());
       return fn(x, t);
     }
-    if (g->ncap == 0) g->base = step;
-    g->exec[g->ncap] = exec;
-    p = g->ncap++;
-  } else {
-    p = (int)((step - g->base) & 1);
+    g->exec[p] = exec;
+    g->ncap++;
   }
   double t0 = MPI_Wtime();
   if (g->timed && g->dstep_next != step)

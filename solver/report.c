@@ -49,6 +49,8 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   tsr_json_int(&j, "gpu_graph_steps", replays);
   tsr_json_string(&j, "precision", c->precision == TSR_PRECISION_SINGLE ? "single" : "double");
   tsr_json_string(&j, "scheme", x->scheme_name ? x->scheme_name : x->scheme.name);
+  tsr_json_int(&j, "fuse", x->fuse);
+  tsr_json_int(&j, "ghost_width", x->ghost);
   tsr_json_int(&j, "ranks", x->size);
   tsr_json_int(&j, "dim", c->dim);
   tsr_json_array_begin(&j, "cells");
@@ -168,6 +170,18 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
           c->method == TSR_METHOD_IMPLICIT ? tsr_implicit_scheme_name(c->implicit.scheme)
                                            : sp.name,
           (long long)nsteps, dt, dts, nranks, pn[po.kind]);
+  const int ghost = tsr_run_ghost_width(c);
+  /* exchanges per step: one per stage, or one per time.fuse steps */
+  const double per_step = ghost > po.min_width ? 1.0 / c->time.fuse : (double)sp.nstage;
+  if (ghost > po.min_width) {
+    fprintf(out, "time.fuse: %d steps per halo exchange, ghosts %d cells deep\n", c->time.fuse,
+            ghost);
+    err = tsr_run_check_fuse(c, &L);
+    if (err) {
+      tsr_layout_free(&L);
+      return err;
+    }
+  }
   int nfield = 3 + sp.uses_acc;
   int has_src = 0;
   for (int q = 0; q < c->ncomp; ++q) has_src |= c->source[q].text != NULL;
@@ -177,7 +191,7 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
           "neighbours", "halo B/step", "memory");
   for (int r = 0; r < nranks && !err; ++r) {
     tsr_halo_plan hp = {0};
-    err = tsr_halo_plan_build(&L, r, po.min_width, &hp);
+    err = tsr_halo_plan_build(&L, r, ghost, &hp);
     if (err) break;
     const tsr_box *b = &L.boxes[tsr_layout_box_of(&L, r)];
     char bs[64], nb[256] = "";
@@ -190,8 +204,9 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
     for (int p = 0; p < hp.npeer && w < sizeof nb; ++p)
       w += (size_t)snprintf(nb + w, sizeof nb - w, "%s%d", p ? "," : "", hp.peers[p].peer);
     if (!hp.npeer) snprintf(nb, sizeof nb, "-");
-    int64_t halo = tsr_halo_bytes_sent(&hp, c->ncomp, (int)sizeof(double)) * sp.nstage;
-    tsr_box g = tsr_box_grow(b, c->dim, po.min_width);
+    int64_t halo =
+        (int64_t)((double)tsr_halo_bytes_sent(&hp, c->ncomp, (int)sizeof(double)) * per_step);
+    tsr_box g = tsr_box_grow(b, c->dim, ghost);
     double mem = (double)tsr_box_cells(&g) * c->ncomp * sizeof(double) * nfield +
                  2.0 * (double)tsr_halo_bytes_sent(&hp, c->ncomp, (int)sizeof(double));
     fprintf(out, "%5d  %-28s %12lld  %-24s %14lld %9.1f MiB\n", r, bs,

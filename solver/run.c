@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -53,43 +54,56 @@ tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err) {
   return (tsr_err)code;
 }
 
-/* Splits this rank's box for the overlap: the interior, whose stencils read no ghost cell that
- * the halo exchange fills, and the shell, at most 2*dim disjoint slabs along the faces whose
- * ghost layers some peer (or a periodic image) fills. Faces on the physical boundary get their
- * ghosts from tsr_bc before the exchange starts, so their cells stay in the interior. The
- * stencils are stars (no diagonal neighbours), so only the face-adjacent ghost slabs count. */
-void tsr_run_split_shell(tsr_run_ctx *x) {
+/* A face of the box is exchanged unless it lies on the physical boundary: the boxes tile the
+ * grid and periodic images cover the seams, so some peer fills every other face's ghosts. */
+static void set_reach(tsr_run_ctx *x) {
   const tsr_box *b = &x->box;
-  int dim = x->c->dim, g = x->ghost, exchanged[6] = {0};
-  for (int f = 0; f < 2 * dim; ++f) {
+  const tsr_layout *L = &x->layout;
+  for (int f = 0; f < 6; ++f) {
     int d = f / 2;
-    tsr_box slab = *b;
-    if (f % 2 == 0) {
-      slab.hi[d] = b->lo[d];
-      slab.lo[d] = b->lo[d] - g;
-    } else {
-      slab.lo[d] = b->hi[d];
-      slab.hi[d] = b->hi[d] + g;
-    }
-    for (int p = 0; p < x->plan.npeer && !exchanged[f]; ++p)
-      for (int s = 0; s < x->plan.peers[p].nseg && !exchanged[f]; ++s) {
-        tsr_box i = tsr_box_intersect(&slab, &x->plan.peers[p].recv[s]);
-        exchanged[f] = !tsr_box_empty(&i);
-      }
+    x->exchanged[f] = x->ghost > 0 && d < x->c->dim &&
+                      (L->periodic[d] || (f % 2 == 0 ? b->lo[d] > L->global.lo[d]
+                                                     : b->hi[d] < L->global.hi[d]));
   }
-  tsr_box in = *b;
+  x->reach = *b;
+  for (int f = 0; f < 6; ++f)
+    if (x->exchanged[f]) {
+      if (f % 2 == 0) x->reach.lo[f / 2] -= x->ghost - x->radius;
+      else x->reach.hi[f / 2] += x->ghost - x->radius;
+    }
+}
+
+/* The box grown by g on its exchanged faces. */
+static tsr_box grown(const tsr_run_ctx *x, int g) {
+  tsr_box r = x->box;
+  for (int f = 0; f < 6; ++f)
+    if (x->exchanged[f]) {
+      if (f % 2 == 0) r.lo[f / 2] -= g;
+      else r.hi[f / 2] += g;
+    }
+  return r;
+}
+
+/* The region of a stage that begins an exchange, split for the overlap: the interior, whose
+ * stencils read no ghost cell that the exchange fills, and the shell, at most 2*dim disjoint
+ * slabs along the exchanged faces (the rest of the region). Faces on the physical boundary get
+ * their ghosts from tsr_bc before the exchange starts, so their cells stay in the interior. The
+ * stencils are stars (no diagonal neighbours), so only the face-adjacent ghost slabs count. */
+void tsr_run_split_shell(tsr_run_ctx *x, int grow) {
+  int dim = x->c->dim;
+  tsr_box in = x->box, region = grown(x, grow);
   for (int d = 0; d < dim; ++d) {
-    if (exchanged[2 * d]) in.lo[d] += g;
-    if (exchanged[2 * d + 1]) in.hi[d] -= g;
+    if (x->exchanged[2 * d]) in.lo[d] += x->radius;
+    if (x->exchanged[2 * d + 1]) in.hi[d] -= x->radius;
   }
   x->nshell = 0;
   if (tsr_box_empty(&in)) { /* too thin to have an interior: all of it waits */
-    x->shell[x->nshell++] = *b;
+    x->shell[x->nshell++] = region;
     x->interior = (tsr_box){{0, 0, 0}, {0, 0, 0}};
     return;
   }
   x->interior = in;
-  tsr_box rest = *b;
+  tsr_box rest = region;
   for (int d = 0; d < dim; ++d) {
     tsr_box lo = rest, hi = rest;
     lo.hi[d] = in.lo[d];
@@ -105,10 +119,27 @@ tsr_err tsr_run_source_eval(tsr_run_ctx *x, double t) {
   if (!x->src || (x->src_valid && (!x->src_timed || x->src_at == t))) return TSR_OK;
   double t0 = MPI_Wtime();
   for (int q = 0; q < x->c->ncomp; ++q)
-    if (x->src_expr[q]) TSR_CALL(x->be->eval(x, x->src_expr[q], x->src, q, t));
+    if (x->src_expr[q]) TSR_CALL(x->be->eval(x, x->src_expr[q], x->src, q, t, &x->reach));
   x->src_valid = 1;
   x->src_at = t;
   x->phase[PH_SOURCE] += MPI_Wtime() - t0;
+  return TSR_OK;
+}
+
+/* A stage of a fused block (time.fuse > 1) after its first: no exchange; it updates the cells
+ * whose inputs are still valid, the box grown by the radius once per stage left in the block.
+ * Every cell is computed by the same per-cell code from the same inputs as its owner computes
+ * it, so the owned cells get the bits of an exchange every stage. */
+static tsr_err fused_stage(tsr_run_ctx *x, const tsr_stage_desc *d, int k, tsr_field *in,
+                           tsr_field *out) {
+  const int K = x->fuse_len * x->scheme.nstage;
+  const tsr_box r = grown(x, (K - 1 - k) * x->radius);
+  tsr_field *base = x->slot[TSR_SLOT_U];
+  double t0 = MPI_Wtime();
+  if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 0, 0, d, &r, in, base, x->src));
+  TSR_CALL(x->be->stage(x, d, &r, in, base, x->acc, x->src, out));
+  if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 0, 1, d, &r, in, base, x->src));
+  x->phase[PH_COMPUTE] += MPI_Wtime() - t0;
   return TSR_OK;
 }
 
@@ -118,15 +149,22 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   tsr_field *in = x->slot[sp->stage[s].in], *out = x->slot[sp->stage[s].out];
   double ts = t + sp->stage[s].c * x->dt;
   x->stage = s;
+  const int k = x->fuse_pos * sp->nstage + s; /* the stage's place in a fused block */
+  const int fused_first = x->fuse > 1 && k == 0;
   double t0 = MPI_Wtime();
-  TSR_CALL(be->boundary(x, in, ts));
+  /* a block's first stage fills the faces' cells beyond the box once the exchange has brought
+   * the cells they mirror */
+  TSR_CALL(be->boundary(x, in, ts, fused_first ? TSR_BC_OWNED : TSR_BC_WHOLE));
   double t1 = MPI_Wtime();
   /* before the exchange begins: a backend may run the shell beside the interior, and the
    * shell reads the source too */
   TSR_CALL(tsr_run_source_eval(x, ts));
-  TSR_CALL(be->halo_begin(x, in));
+  x->phase[PH_BOUNDARY] += t1 - t0;
   tsr_stage_desc d = x->desc;
   d.kind = sp->stage[s].kind;
+  if (x->fuse > 1 && k > 0) return fused_stage(x, &d, k, in, out);
+  if (fused_first) tsr_run_split_shell(x, (x->fuse_len * sp->nstage - 1) * x->radius);
+  TSR_CALL(be->halo_begin(x, in));
   double t2 = MPI_Wtime();
   tsr_field *base = x->slot[TSR_SLOT_U];
   if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 0, 0, &d, &x->interior, in, base, x->src));
@@ -137,6 +175,7 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   tsr_err err = be->halo_end(x, in);
   tsr_watchdog_waiting(0);
   TSR_CALL(err);
+  if (fused_first) TSR_CALL(be->boundary(x, in, ts, TSR_BC_BEYOND));
   double t4 = MPI_Wtime();
   for (int i = 0; i < x->nshell; ++i) {
     if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 1, 0, &d, &x->shell[i], in, base, x->src));
@@ -148,7 +187,6 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   double t5 = MPI_Wtime();
   /* on an asynchronous backend these are the host's issue times, and the step loop's total
    * (synchronised at every monitor) is the figure to read */
-  x->phase[PH_BOUNDARY] += t1 - t0;
   x->phase[PH_COMPUTE] += (t3 - t2) + (t5 - t4);
   x->phase[PH_HALO_WAIT] += t4 - t3;
   return TSR_OK;
@@ -188,7 +226,7 @@ tsr_err tsr_run_monitor(tsr_run_ctx *x, double t, norms *nm) {
   nm->has_exact = 0;
   for (int q = 0; q < nc; ++q)
     if (exact[q]) {
-      TSR_CALL(x->be->eval(x, exact[q], x->exact, q, t));
+      TSR_CALL(x->be->eval(x, exact[q], x->exact, q, t, NULL));
       nm->has_exact = 1;
     }
   double lmin[TSR_MAX_COMP], lmax[TSR_MAX_COMP], lemax[TSR_MAX_COMP], lsum[3 * TSR_MAX_COMP];
@@ -346,14 +384,46 @@ tsr_err tsr_run_box_fields(tsr_run_ctx *x, unsigned skip) {
   TSR_CALL(box_field(x, &x->exact, any_exact));
   x->src_valid = 0;
   TSR_CALL(box_field(x, &x->src, any_src));
+  set_reach(x);
   tsr_bc_destroy(&x->bc);
-  TSR_CALL(tsr_bc_create(c, &x->box, x->ghost, &x->bc));
+  TSR_CALL(tsr_bc_create(c, &x->box, &x->reach, x->radius, &x->bc));
   return TSR_OK;
+}
+
+int tsr_run_ghost_width(const tsr_case *c) {
+  int r = tsr_models[c->model].ghost;
+  if (c->method != TSR_METHOD_EXPLICIT || c->time.fuse <= 1) return r;
+  return r * c->time.fuse * tsr_integrate_plan(c->time.scheme).nstage;
+}
+
+tsr_err tsr_run_check_fuse(const tsr_case *c, const tsr_layout *L) {
+  const int ghost = tsr_run_ghost_width(c), radius = tsr_models[c->model].ghost;
+  if (ghost <= radius) return TSR_OK;
+  int thinnest = INT_MAX, axis = 0, owner = 0;
+  for (int b = 0; b < L->nbox; ++b)
+    for (int d = 0; d < c->dim; ++d) {
+      const tsr_box *bx = &L->boxes[b];
+      int len = tsr_box_len(bx, d);
+      int nb = L->periodic[d] || bx->lo[d] > L->global.lo[d] || bx->hi[d] < L->global.hi[d];
+      if (nb && len < thinnest) thinnest = len, axis = d, owner = L->owner[b];
+    }
+  if (thinnest >= ghost) return TSR_OK;
+  const tsr_scheme_plan sp = tsr_integrate_plan(c->time.scheme);
+  const int fits = thinnest / (radius * sp.nstage);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                     "%s: time.fuse: %d steps of %s need ghosts %d cells deep, but the box of "
+                     "rank %d is %d cells wide along %c; use time.fuse: %d or less%s, fewer "
+                     "ranks or a larger grid",
+                     c->path, c->time.fuse, sp.name, ghost, owner, thinnest, "xyz"[axis],
+                     fits > 1 ? fits : 1, fits > 1 ? "" : " (1: an exchange every stage)");
 }
 
 tsr_err tsr_run_setup(tsr_run_ctx *x) {
   const tsr_case *c = x->c;
-  x->ghost = tsr_models[c->model].ghost;
+  x->scheme = tsr_integrate_plan(c->time.scheme);
+  x->radius = tsr_models[c->model].ghost;
+  x->ghost = tsr_run_ghost_width(c);
+  x->fuse = x->ghost > x->radius ? c->time.fuse : 1;
   if (c->decomp.nweights && c->decomp.nweights != x->size)
     return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                        "%s: decomposition.weights: %d weights given but the run has %d ranks; "
@@ -366,11 +436,12 @@ tsr_err tsr_run_setup(tsr_run_ctx *x) {
   int b = tsr_layout_box_of(&x->layout, x->rank);
   TSR_CHECK(b >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
   x->box = x->layout.boxes[b];
+  TSR_CALL(tsr_run_check_fuse(c, &x->layout));
   TSR_CALL(tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan));
-  tsr_run_split_shell(x);
+  set_reach(x);
+  tsr_run_split_shell(x, 0);
   x->be_ready = 1; /* teardown also cleans up after a setup that failed half-way */
   TSR_CALL(x->be->setup(x));
-  x->scheme = tsr_integrate_plan(c->time.scheme);
   for (int q = 0; q < c->ncomp; ++q)
     if (c->source[q].text) {
       TSR_CALL(tsr_case_compile(c, &c->source[q], &x->src_expr[q]));
@@ -404,7 +475,7 @@ static tsr_err setup(tsr_run_ctx *x) {
 tsr_err tsr_run_initial(tsr_run_ctx *x) {
   double t0 = MPI_Wtime();
   for (int q = 0; q < x->c->ncomp; ++q)
-    TSR_CALL(x->be->eval(x, x->init_expr[q], x->slot[TSR_SLOT_U], q, 0.0));
+    TSR_CALL(x->be->eval(x, x->init_expr[q], x->slot[TSR_SLOT_U], q, 0.0, NULL));
   TSR_CALL(x->be->sync(x));
   x->phase[PH_INIT] += MPI_Wtime() - t0;
   return TSR_OK;
@@ -572,6 +643,16 @@ static tsr_err write_final(tsr_run_ctx *x, double t) {
   return TSR_OK;
 }
 
+/* A block of time.fuse steps between two exchanges starts at step: fuse steps, fewer where the
+ * run ends or the rebalancer decides (a migration changes the boxes, so a block ends there). */
+static void start_block(tsr_run_ctx *x, int64_t step) {
+  int64_t len = x->fuse, left = x->nsteps - step, every = x->c->rebalance.every;
+  if (left < len) len = left;
+  if (x->rb && every > 0 && every - step % every < len) len = every - step % every;
+  x->fuse_pos = 0;
+  x->fuse_len = (int)len;
+}
+
 static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   const tsr_case *c = x->c;
   tsr_progress pg;
@@ -598,11 +679,14 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   if (first == 0) tsr_fault_after_step(x->opts.fault, x->rank, 0, x->out_dir);
   if (x->opts.write_output) TSR_CALL(tsr_run_stop_poll(x, 1, &why));
   if (why) done = first;
+  x->fuse_pos = x->fuse_len = 0;
   for (int64_t step = first; step < x->nsteps && !why; ++step) {
     x->step = step;
+    if (x->fuse > 1 && x->fuse_pos == x->fuse_len) start_block(x, step);
     if (tsr_run_rebalance_plain(x, step)) TSR_CALL(run_step(x, t));
     else TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
     swap_result(x);
+    if (x->fuse > 1) x->fuse_pos++;
     if (x->rb) {
       TSR_CALL(tsr_run_rebalance_after_step(x, step, line, sizeof line));
       if (line[0]) tsr_progress_line(&pg, line);

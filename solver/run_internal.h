@@ -34,7 +34,14 @@ typedef struct tsr_run_ctx {
                            job, even when comm is a part of them); MPI_COMM_NULL: comm */
   tsr_layout layout;    /* filled before tsr_run_setup (parareal): used as given */
   tsr_box box;
-  int ghost;
+  int radius;           /* the model's stencil radius */
+  int fuse;             /* time.fuse: steps per exchange (explicit method; else 1) */
+  int ghost;            /* the fields' ghost width: radius, or fuse x stages x radius */
+  int exchanged[6];     /* faces of the box whose ghosts peers (or periodic images) fill */
+  tsr_box reach;        /* the box grown by ghost - radius on those faces: every cell a fused
+                           stage may update (the box itself when fuse is 1) */
+  int fuse_pos, fuse_len; /* the step being issued is step fuse_pos of a block of fuse_len
+                             steps between two exchanges (fuse > 1) */
   tsr_halo_plan plan;
   tsr_box interior;     /* cells updated while the exchange runs */
   tsr_box shell[6];     /* cells updated after it: slabs along the exchanged faces */
@@ -180,8 +187,19 @@ tsr_err tsr_run_box_fields(tsr_run_ctx *x, unsigned skip);
  * step, beside a migration). */
 tsr_err tsr_run_refit_field(tsr_run_ctx *x, tsr_field *f);
 
-/* Splits x->box into the interior and the shell slabs from x->plan. solver/run.c. */
-void tsr_run_split_shell(tsr_run_ctx *x);
+/* The faces of x->box that are exchanged and x->reach; then the cells a stage that begins an
+ * exchange updates, x->box grown by grow on those faces, split into the interior (no ghost
+ * read) and the shell slabs. solver/run.c. */
+void tsr_run_split_shell(tsr_run_ctx *x, int grow);
+
+/* The ghost width of the case's fields: the stencil radius, times the stages of time.fuse
+ * steps when it is above 1. */
+int tsr_run_ghost_width(const tsr_case *c);
+
+/* time.fuse: every box of L must be at least as wide as the ghosts along the axes it exchanges
+ * (else a ghost region would need cells of a neighbour's neighbour). TSR_ERR_INPUT naming the
+ * thinnest box and the largest fuse that fits; the same on every rank. */
+tsr_err tsr_run_check_fuse(const tsr_case *c, const tsr_layout *L);
 
 /* ---- the rebalancer (solver/run_rebalance.c) ------------------------------------------ */
 

@@ -231,7 +231,7 @@ static tsr_err count_work(tsr_run_ctx *x, double t, int64_t *total) {
   }
   /* the counts read the neighbours (the stage's stencil): U's ghosts first */
   tsr_field *u = x->slot[TSR_SLOT_U];
-  TSR_CALL(x->be->boundary(x, u, t));
+  TSR_CALL(x->be->boundary(x, u, t, TSR_BC_WHOLE));
   TSR_CALL(x->be->halo_begin(x, u));
   TSR_CALL(x->be->halo_end(x, u));
   TSR_CALL(x->be->sync(x));
@@ -284,7 +284,7 @@ static tsr_err relayout(tsr_run_ctx *x, tsr_layout *next, double phase[MIGRATION
   memset(next, 0, sizeof *next);
   tsr_halo_plan_free(&x->plan);
   if (!err) err = tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan);
-  if (!err) tsr_run_split_shell(x);
+  if (!err) tsr_run_split_shell(x, 0);
   free(rb->work);
   rb->work = NULL;
   t[3] = MPI_Wtime();

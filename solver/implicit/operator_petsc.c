@@ -153,7 +153,7 @@ static tsr_err fill_ghosted(tsr_implicit_op *op, double t, Vec U) {
   tsr_field *w = x->slot[TSR_SLOT_T1];
   TSR_CALL(tsr_implicit_op_from_vec(op, U, w));
   double t0 = MPI_Wtime();
-  TSR_CALL(x->be->boundary(x, w, t));
+  TSR_CALL(x->be->boundary(x, w, t, TSR_BC_WHOLE));
   double t1 = MPI_Wtime();
   TSR_CALL(x->be->halo_begin(x, w));
   tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);

@@ -258,7 +258,7 @@ tsr_err tsr_pr_coarse_solve(pr *p, int j) {
   }
   /* the coarse ghosts the prolongation reads: the boundary at the slice's end, the peers' */
   tsr_field *u = y->slot[TSR_SLOT_U];
-  TSR_CALL(y->be->boundary(y, u, te));
+  TSR_CALL(y->be->boundary(y, u, te, TSR_BC_WHOLE));
   TSR_CALL(y->be->halo_begin(y, u));
   TSR_CALL(y->be->halo_end(y, u));
   TSR_CALL(y->be->sync(y));

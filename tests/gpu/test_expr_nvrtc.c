@@ -181,7 +181,7 @@ static void check_cells(tsr_expr_cuda *m, tsr_expr **e, int dim) {
   int cells[3] = {13, 11, dim == 3 ? 9 : 1};
   double lo[3] = {-0.3, 0.1, dim == 3 ? 2.0 : 0.0}, hi[3] = {1.7, 0.9, dim == 3 ? 2.5 : 1.0};
   for (int d = 0; d < 3; d++) c.cells[d] = cells[d], c.lo[d] = lo[d], c.hi[d] = hi[d];
-  tsr_expr_grid g = tsr_expr_grid_make(dim, lo, hi, cells);
+  tsr_expr_grid g = tsr_expr_grid_make(dim, lo, hi, cells, NULL);
   tsr_box box = {{2, 1, dim == 3 ? 3 : 0}, {11, 10, dim == 3 ? 8 : 1}};
   tsr_field *f;
   MUST(tsr_field_create_in(dim, &box, 2, 3, TSR_MEM_DEVICE, &f));
@@ -193,7 +193,7 @@ static void check_cells(tsr_expr_cuda *m, tsr_expr **e, int dim) {
     snprintf(current, sizeof current, "cells %dD, expression '%s'", dim, POLY[q]);
     fill_bytes(f, sentinel);
     int comp = q + 1;
-    MUST(tsr_expr_cuda_eval_cells(m, NCASE + q, &g, t, NULL, f, comp, 0));
+    MUST(tsr_expr_cuda_eval_cells(m, NCASE + q, &g, t, NULL, f, comp, NULL, 0));
     CUDA_MUST(cudaMemcpy(host, f->data, total * sizeof(double), cudaMemcpyDeviceToHost));
     int wrong = 0, touched = 0;
     for (int cc = 0; cc < f->ncomp; cc++)
@@ -220,13 +220,13 @@ static void check_cells(tsr_expr_cuda *m, tsr_expr **e, int dim) {
   }
   /* misuse */
   snprintf(current, sizeof current, "cells misuse");
-  EXPECT(tsr_expr_cuda_eval_cells(m, NCASE + 2, &g, t, NULL, f, 0, 0) == TSR_ERR_INTERNAL,
+  EXPECT(tsr_expr_cuda_eval_cells(m, NCASE + 2, &g, t, NULL, f, 0, NULL, 0) == TSR_ERR_INTERNAL,
          "expression out of range accepted");
-  EXPECT(tsr_expr_cuda_eval_cells(m, 0, &g, t, NULL, f, 3, 0) == TSR_ERR_INTERNAL,
+  EXPECT(tsr_expr_cuda_eval_cells(m, 0, &g, t, NULL, f, 3, NULL, 0) == TSR_ERR_INTERNAL,
          "component out of range accepted");
   tsr_field *hf;
   MUST(tsr_field_create(dim, &box, 1, 1, &hf));
-  EXPECT(tsr_expr_cuda_eval_cells(m, 0, &g, t, NULL, hf, 0, 0) == TSR_ERR_STATE,
+  EXPECT(tsr_expr_cuda_eval_cells(m, 0, &g, t, NULL, hf, 0, NULL, 0) == TSR_ERR_STATE,
          "host field accepted");
   tsr_field_destroy(&hf);
 

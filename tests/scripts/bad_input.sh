@@ -102,6 +102,16 @@ expect_fail "weights per rank" 2 "weights" "$good
 decomposition: {weights: [1, 2, 3]}" run @CASE@ --out @OUT@
 expect_fail "unwritable output" 1 "output directory" "$good" run @CASE@ --out /proc/tessera-denied/x
 expect_fail "override value" 1 "--set time.end=abc" "$good" run @CASE@ --out @OUT@ --set time.end=abc
+expect_fail "fuse out of range" 1 "t$((n + 1)).yaml:4:" 'model: heat
+grid: {cells: [8, 8]}
+initial: {u: "0"}
+time: {end: 0.01, fuse: 17}' run @CASE@ --out @OUT@
+expect_fail "fuse with implicit" 1 "time.fuse: a key of the explicit method" "$good
+method: implicit" run @CASE@ --out @OUT@ --set time.fuse=2 --set time.dt=1e-3
+expect_fail "fuse with parareal" 1 "time.fuse: not with parareal" "$good
+decomposition: {time_slices: 2}" run @CASE@ --out @OUT@ --set time.fuse=2
+expect_fail "fuse wider than the boxes" 2 "use time.fuse: 2 or less" "$good" run @CASE@ --out @OUT@ \
+  --set time.fuse=3 --set time.scheme=ssp_rk2
 expect_fail "override syntax" 1 "--set" "$good" run @CASE@ --out @OUT@ --set time.end
 expect_fail "override unknown key" 1 "did you mean 'time.end'" "$good" run @CASE@ --out @OUT@ --set time.edn=1
 # found by the case fuzzer (tests/fuzz): a checkpoint's record could not hold this option

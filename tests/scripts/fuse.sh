@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# time.fuse (deep halos: ghosts fuse x stages x radius deep, one exchange per fuse steps) keeps
+# every bit (DESIGN.md principle 2): each bitwise test case, with its own scheme and with forward
+# Euler, run with fuse 2, 3 and 4 on 1 to FUSE_RANKS ranks and every partitioner must give the
+# bits of the same case exchanging every stage on 1 rank. The layouts rotate over the cases, so
+# each fuse meets every rank count, partitioner, model and boundary type; a layout whose boxes
+# are thinner than the ghosts is refused, with the largest fuse that fits, and the run falls
+# back to fewer ranks. Environment: BACKEND (host; cuda on the GPU machines, label gpu),
+# FUSE_RANKS (4; the GPUs there).
+set -u
+. "$TESSERA_SOURCE/tests/scripts/lib.bash"
+. "$TESSERA_SOURCE/tests/gpu/fields.bash"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+backend=${BACKEND:-host}
+maxnp=${FUSE_RANKS:-4}
+parts=(rcb slabs grid)
+cases=("$TESSERA_SOURCE"/tests/cases/bw_*.yaml)
+# under the sanitizers (tests/sanitize.sh): four cases, 2D and 3D, every boundary type
+[ -n "${TSR_SANITIZED:-}" ] &&
+  cases=("$TESSERA_SOURCE"/tests/cases/bw_{heat2d,wave3d,gray_scott2d,ignition3d}.yaml)
+declare -A multi # fuse -> comparisons on several ranks
+i=0
+# grid_of NP DIM: an explicit process grid of NP ranks
+grid_of() {
+  case "$1:$2" in
+    2:2) echo "[1,2]" ;; 3:2) echo "[3,1]" ;; 4:2) echo "[2,2]" ;;
+    2:3) echo "[1,2,1]" ;; 3:3) echo "[1,1,3]" ;; *) echo "[2,2,1]" ;;
+  esac
+}
+for case in "${cases[@]}"; do
+  name=$(basename "$case" .yaml)
+  dim=2
+  grep -q 'cells: \[[0-9]*, [0-9]*, [0-9]*\]' "$case" && dim=3
+  for scheme in own euler; do
+    set -- --backend "$backend"
+    [ $scheme = euler ] && set -- "$@" --set time.scheme=euler
+    ref="$work/$name-$scheme"
+    run_ok "$name $scheme np1" 1 "$case" --out "$ref" "$@" || continue
+    fuses="2 3"
+    [ $scheme = euler ] && fuses=4
+    for f in $fuses; do
+      i=$((i + 1))
+      np=$((1 + i % maxnp)) p=${parts[$((i % 3))]}
+      while :; do
+        out="$work/$name-$scheme-f$f-np$np"
+        lay=(--set decomposition.partition="$p")
+        [ "$p" = grid ] && lay=(--set decomposition.ranks="$(grid_of "$np" $dim)")
+        [ "$np" = 1 ] && lay=()
+        log=$("$MPIEXEC" -n "$np" "$TESSERA_BIN" run "$case" --out "$out" "$@" \
+              --set time.fuse=$f "${lay[@]}" 2>&1)
+        rc=$?
+        [ $rc = 2 ] && [ "$np" -gt 1 ] && grep -q "time.fuse: $f steps .* use time.fuse: [0-9]* or less" <<<"$log" &&
+          { np=$((np - 1)); continue; }
+        break
+      done
+      if [ $rc = 2 ] && grep -q "time.fuse: $f steps .* use time.fuse: [0-9]* or less" <<<"$log" &&
+         [ ! -e "$out/final.h5" ]; then
+        pass "$name $scheme fuse $f: refused on 1 rank too (a periodic axis thinner than the ghosts)"
+      elif [ $rc != 0 ]; then
+        echo "$log" | tail -5
+        failure "$name $scheme fuse $f np$np ${p}: tessera exited $rc"
+      elif same_fields "$ref/final.h5" "$out/final.h5" 0 >/dev/null; then
+        pass "$name $scheme fuse $f np$np ${p}: bitwise identical to an exchange every stage on 1 rank"
+        [ "$np" -gt 1 ] && multi[$f]=$((${multi[$f]:-0} + 1))
+      else
+        same_fields "$ref/final.h5" "$out/final.h5" 0
+        failure "$name $scheme fuse $f np$np ${p}: final fields differ"
+      fi
+    done
+  done
+done
+# every fuse was compared on several ranks, not only where the layouts fell back to one
+want=3
+[ -n "${TSR_SANITIZED:-}" ] || [ "$maxnp" -lt 2 ] && want=1
+[ "$maxnp" -lt 2 ] && want=0
+for f in 2 3 4; do
+  if [ "${multi[$f]:-0}" -ge $want ]; then pass "fuse $f: ${multi[$f]:-0} comparisons on several ranks"
+  else failure "fuse $f: only ${multi[$f]:-0} comparisons on several ranks (want $want)"; fi
+done
+# the refusal: boxes thinner than the ghosts, with the largest fuse that fits
+case=$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml
+if [ "$maxnp" -ge 2 ]; then
+  log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$case" --out "$work/thin" --backend "$backend" \
+        --set time.fuse=3 --set decomposition.ranks="[1,2]" 2>&1)
+  rc=$?
+  if [ $rc = 2 ] && grep -q "bw_heat2d.yaml: time.fuse: 3 steps of rk4 need ghosts 12 cells deep, but the box of rank [01] is 8 cells wide along y; use time.fuse: 2 or less" <<<"$log" &&
+     [ ! -e "$work/thin/final.h5" ]; then
+    pass "thin boxes: refused with the largest fuse that fits"
+  else
+    echo "$log" | tail -3
+    failure "thin boxes: exit $rc, expected 2 with the message naming time.fuse: 2"
+  fi
+fi
+finish
