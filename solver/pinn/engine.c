@@ -51,6 +51,7 @@ void tsr_pinn_engine_opts_of(const tsr_case *c, const tsr_pinn_sub *sub, const t
                             .beta2 = 0.999, .eps = 1e-8};
   o->hist_cap = (int)(c->pinn.log_every < 4096 ? c->pinn.log_every : 4096);
   o->graphs = c->gpu.graphs != TSR_GRAPHS_OFF;
+  o->comm = MPI_COMM_NULL;
 }
 
 static tsr_net_opts net_opts(const tsr_pinn_engine_opts *o, int derivs, int npts) {
@@ -296,6 +297,14 @@ tsr_err tsr_pinn_engine_run(tsr_pinn_engine *e, int n, double *hist) {
   return TSR_OK;
 }
 
+const char *tsr_pinn_engine_graph_mode(const tsr_pinn_engine *e, int64_t *replays) {
+  if (replays) *replays = 0;
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) return tsr_pinn_engine_cuda_graph_mode(e, replays);
+#endif
+  return "off";
+}
+
 tsr_err tsr_pinn_engine_loss_grad(tsr_pinn_engine *e, double *loss, double *grad) {
 #ifdef TSR_HAVE_CUDA
   if (e->o.device) return tsr_pinn_engine_cuda_loss_grad(e, loss, grad);
@@ -321,11 +330,38 @@ tsr_err tsr_pinn_engine_profile(tsr_pinn_engine *e, int n, double *phase) {
 #ifdef TSR_HAVE_CUDA
   if (e->o.device) return tsr_pinn_engine_cuda_profile(e, n, phase);
 #endif
-  for (int k = 0; k < 4; ++k) phase[k] = 0.0;
+  for (int k = 0; k < 6; ++k) phase[k] = 0.0;
+  int xch = e->nif && e->xch;
+  size_t nx = (size_t)e->nif * (size_t)e->nv;
   double *loss = malloc(TSR_PINN_MAX_TERMS * sizeof *loss);
-  TSR_CHECK(loss, TSR_ERR_MEMORY, "out of memory");
+  double *keep = xch ? malloc(2 * nx * sizeof *keep) : NULL;
+  if (!loss || (xch && !keep)) {
+    free(loss);
+    return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
+  }
+  if (xch) {
+    memcpy(keep, e->Sh, nx * sizeof *keep);
+    memcpy(keep + nx, e->Nh, nx * sizeof *keep);
+  }
   tsr_err err = TSR_OK;
   for (int i = 0; i < n && !err; ++i) {
+    if (xch) {
+      /* the values alone, then the exchange alone (host_iface_begin does both) */
+      const void *Xi = (const char *)e->X + e->esize * (size_t)e->nin * (size_t)e->o.loss.if_start;
+      double x0 = MPI_Wtime();
+      err = tsr_net_forward(e->xnet, e->theta, Xi, e->nif, e->Ui);
+      if (!err)
+        tsr_pinn_iface_values_host(&e->xd, e->Ui, e->T + (size_t)e->ncomp * e->o.loss.if_start,
+                                   e->Fh, e->Sh);
+      double x1 = MPI_Wtime();
+      /* exchanged also after a failure: the neighbours' messages are matched */
+      tsr_err e2 = tsr_pinn_iface_begin(e->xch, e->Sh, e->Nh, NULL);
+      if (!e2) e2 = tsr_pinn_iface_end(e->xch, NULL);
+      phase[4] += x1 - x0;
+      phase[5] += MPI_Wtime() - x1;
+      if (!err) err = e2;
+      if (err) break;
+    }
     double t0 = MPI_Wtime();
     err = tsr_net_forward(e->net, e->theta, e->X, e->o.loss.npts, e->U);
     double t1 = MPI_Wtime();
@@ -341,6 +377,11 @@ tsr_err tsr_pinn_engine_profile(tsr_pinn_engine *e, int n, double *phase) {
     phase[2] += t3 - t2;
     phase[3] += t4 - t3;
   }
+  if (xch) {
+    memcpy(e->Sh, keep, nx * sizeof *keep);
+    memcpy(e->Nh, keep + nx, nx * sizeof *keep);
+  }
+  free(keep);
   free(loss);
   return err;
 }

@@ -6,6 +6,7 @@
 #ifndef TSR_PINN_ENGINE_H
 #define TSR_PINN_ENGINE_H
 
+#include <mpi.h>
 #include <stdint.h>
 
 #include "io/case.h"
@@ -27,6 +28,10 @@ typedef struct {
   int hist_cap;            /* most iterations of one tsr_pinn_engine_run */
   int eval_cap;            /* most points of one tsr_pinn_engine_eval */
   int graphs;              /* device: capture an iteration in a CUDA graph (1) or not (0) */
+  MPI_Comm comm;           /* with an exchange: the ranks that train together (each runs as
+                              many iterations), over which the capture of an iteration with
+                              the exchange in it is agreed; MPI_COMM_NULL (opts_of's): each
+                              engine decides alone (tests) */
 } tsr_pinn_engine_opts;
 
 typedef struct tsr_pinn_engine tsr_pinn_engine;
@@ -81,12 +86,26 @@ tsr_err tsr_pinn_engine_get_state(tsr_pinn_engine *e, double *theta, double *m, 
 
 /* n <= hist_cap iterations (interface exchange begun, forward, exchange ended, loss, backward,
  * Adam); hist gets each iteration's term losses (n x nterm, the loss before that iteration's
- * update). With an exchange: collective with the neighbours, which must run as many. */
+ * update). With an exchange: collective with the neighbours, which must run as many. Device,
+ * o.graphs: the iteration is captured into a CUDA graph once and replayed (the same bits as
+ * plain launches); with an exchange, after one iteration issued plainly (NCCL connects its
+ * peers outside any capture) and with the NCCL group inside the graph (NCCL >= 2.9), the
+ * capture agreed over o.comm (collective there, once). A capture that fails leaves plain
+ * launches for the rest of the engine's life, with one warning on stderr. */
 tsr_err tsr_pinn_engine_run(tsr_pinn_engine *e, int n, double *hist);
 
+/* "on" (iterations replayed from a CUDA graph), "fallback" (its capture failed), or "off"
+ * (host, o.graphs 0, or none run yet). *replays: iterations replayed (may be NULL). */
+const char *tsr_pinn_engine_graph_mode(const tsr_pinn_engine *e, int64_t *replays);
+
 /* n iterations issued one phase at a time, each timed (device: CUDA events; host: the
- * clock): phase[0..3] get the seconds in forward, loss, backward and Adam, summed. The
- * parameters move as in tsr_pinn_engine_run (benchmarks: the iteration's breakdown). */
+ * clock): phase[0..3] get the seconds in forward, loss, backward and Adam, summed; with an
+ * exchange, each iteration first evaluates the interface values and exchanges them alone,
+ * phase[4] the seconds of the values (the interface points' forward pass) and phase[5] of the
+ * exchange (posted to completed, nothing beside it: what the iteration has to hide; collective
+ * with the neighbours, which must profile as many), else both 0. The values sent and received
+ * before the call are put back after it. The parameters move as in tsr_pinn_engine_run
+ * (benchmarks: the iteration's breakdown). */
 tsr_err tsr_pinn_engine_profile(tsr_pinn_engine *e, int n, double *phase);
 
 /* Floating-point operations of the matrix products of one iteration (forward and backward),

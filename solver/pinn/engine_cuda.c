@@ -1,12 +1,16 @@
 /* The engine's CUDA backend: device arrays, one iteration (forward, loss, backward, Adam) as
  * a CUDA graph replayed n times, the losses of every iteration kept on the device and read
- * back once per run call. */
+ * back once per run call. With an interface exchange the graph holds the NCCL group too: the
+ * comm stream forks from the compute stream at an event and joins it at another
+ * (solver/pinn/iface_nccl_cuda.c), which stream capture records as the graph's edges. */
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cuda_util.h"
 #include "solver/pinn/engine_impl.h"
+#include "solver/run.h"
 
 typedef struct {
   cudaStream_t stream;
@@ -17,7 +21,11 @@ typedef struct {
   int64_t *it;
   void *stage;           /* pinned host staging of the largest upload or download */
   size_t stage_bytes;
-  cudaGraphExec_t graph; /* one iteration, captured at the first run */
+  cudaGraphExec_t graph; /* one iteration, captured at the first run (with an exchange: after
+                            the first iteration, issued plainly) */
+  int plain_done;        /* an iteration was issued plainly */
+  int fallback;          /* the capture failed: plain launches from then on */
+  int64_t replays;       /* iterations replayed from the graph */
 } cuda_engine;
 
 static tsr_err dalloc(void **p, size_t bytes) {
@@ -218,27 +226,79 @@ static tsr_err issue_iteration(tsr_pinn_engine *e) {
   return tsr_pinn_adam_cuda(&e->o.adam, g->it, g->theta, g->grad, g->m, g->v, g->stream);
 }
 
+/* One iteration recorded into g->graph, nothing of it run. On failure the stream has left
+ * capture and g->graph is NULL. */
 static tsr_err capture(tsr_pinn_engine *e) {
   cuda_engine *g = e->dev;
-  cudaGraph_t graph;
+  if (e->xch) {
+    /* NCCL captures its calls from 2.9 on (codes before 2.9: 1000 major + 100 minor + patch) */
+    int v = 0;
+    TSR_NCCL(ncclGetVersion(&v));
+    TSR_CHECK(v >= 20900, TSR_ERR_UNSUPPORTED, "this NCCL (%d.%d) cannot be captured into CUDA "
+              "graphs (2.9 or newer can)", v / 1000, v / 100 % 10);
+  }
+  cudaGraph_t graph = NULL;
   TSR_CUDA(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
   tsr_err err = issue_iteration(e);
   cudaError_t r = cudaStreamEndCapture(g->stream, &graph);
-  TSR_CALL(err);
-  TSR_CUDA(r);
-  r = cudaGraphInstantiate(&g->graph, graph, 0);
-  cudaGraphDestroy(graph);
-  TSR_CUDA(r);
+  if (!err && r != cudaSuccess) err = tsr_cuda_fail((int)r, "cudaStreamEndCapture", __FILE__, __LINE__);
+  if (!err) {
+    /* the NCCL kernels keep the comm stream's high priority (a property of each captured
+     * node); with one stream, as on one rank, every node has the same */
+    r = cudaGraphInstantiate(&g->graph, graph, cudaGraphInstantiateFlagUseNodePriority);
+    if (r != cudaSuccess) {
+      g->graph = NULL;
+      err = tsr_cuda_fail((int)r, "cudaGraphInstantiate", __FILE__, __LINE__);
+    }
+  }
+  if (graph) cudaGraphDestroy(graph);
+  if (err) (void)cudaGetLastError(); /* a failed capture's error is not the next launch's */
+  return err;
+}
+
+/* Whether the next iteration is replayed (*use), capturing it first where it is time to: at
+ * once without an exchange; with one, after an iteration issued plainly, and agreed over
+ * o.comm, since the ranks' NCCL calls must match (all replay, or all go on plainly). */
+static tsr_err ready_graph(tsr_pinn_engine *e, int *use) {
+  cuda_engine *g = e->dev;
+  *use = g->graph != NULL;
+  if (*use || !e->o.graphs || g->fallback || (e->xch && !g->plain_done)) return TSR_OK;
+  tsr_err err = capture(e);
+  if (e->xch && e->o.comm != MPI_COMM_NULL) err = tsr_run_agree(e->o.comm, err);
+  if (err) {
+    if (g->graph) cudaGraphExecDestroy(g->graph);
+    g->graph = NULL;
+    g->fallback = 1;
+    int rank = 0;
+    if (e->xch && e->o.comm != MPI_COMM_NULL) MPI_Comm_rank(e->o.comm, &rank);
+    if (rank == 0)
+      fprintf(stderr, "tessera: warning: gpu.graphs: capturing the PINN's iteration into a CUDA "
+                      "graph failed; plain launches from here on (gpu.graphs: off skips the "
+                      "attempt): %s\n", tsr_err_message());
+    return TSR_OK;
+  }
+  *use = 1;
   return TSR_OK;
+}
+
+const char *tsr_pinn_engine_cuda_graph_mode(const tsr_pinn_engine *e, int64_t *replays) {
+  const cuda_engine *g = e->dev;
+  if (replays) *replays = g->replays;
+  return g->fallback ? "fallback" : g->replays > 0 ? "on" : "off";
 }
 
 tsr_err tsr_pinn_engine_cuda_run(tsr_pinn_engine *e, int n, double *hist) {
   cuda_engine *g = e->dev;
-  /* with an exchange an iteration is issued call by call: its NCCL group is not captured */
-  if (e->o.graphs && !e->xch && !g->graph && n > 0) TSR_CALL(capture(e));
   for (int i = 0; i < n; ++i) {
-    if (g->graph) TSR_CUDA(cudaGraphLaunch(g->graph, g->stream));
-    else TSR_CALL(issue_iteration(e));
+    int use;
+    TSR_CALL(ready_graph(e, &use));
+    if (use) {
+      TSR_CUDA(cudaGraphLaunch(g->graph, g->stream));
+      ++g->replays;
+    } else {
+      TSR_CALL(issue_iteration(e));
+      g->plain_done = 1;
+    }
   }
   int nt = e->o.loss.nterm, cap = e->o.hist_cap;
   /* the rows of iterations it .. it + n - 1, a ring of cap rows */
@@ -272,11 +332,34 @@ tsr_err tsr_pinn_engine_cuda_eval(tsr_pinn_engine *e, const double *X, int npts,
 
 tsr_err tsr_pinn_engine_cuda_profile(tsr_pinn_engine *e, int n, double *phase) {
   cuda_engine *g = e->dev;
-  cudaEvent_t ev[5];
-  for (int k = 0; k < 5; ++k) TSR_CUDA(cudaEventCreate(&ev[k]));
-  for (int k = 0; k < 4; ++k) phase[k] = 0.0;
+  cudaEvent_t ev[7];
+  for (int k = 0; k < 7; ++k) TSR_CUDA(cudaEventCreate(&ev[k]));
+  for (int k = 0; k < 6; ++k) phase[k] = 0.0;
+  int xch = e->nif && e->xch;
+  size_t nx = (size_t)e->nif * (size_t)e->nv * 8;
+  double *keep = NULL; /* the values sent and received before, put back at the end */
+  if (xch) {
+    TSR_CALL(dalloc((void **)&keep, 2 * nx));
+    TSR_CUDA(cudaMemcpyAsync(keep, g->S, nx, cudaMemcpyDeviceToDevice, g->stream));
+    TSR_CUDA(cudaMemcpyAsync(keep + nx / 8, g->N, nx, cudaMemcpyDeviceToDevice, g->stream));
+  }
   tsr_err err = TSR_OK;
   for (int i = 0; i < n && !err; ++i) {
+    if (xch) {
+      /* the values alone (ev 5 to 6), then the exchange alone (6 to 0) */
+      const void *Xi = (const char *)g->X + e->esize * (size_t)e->nin * (size_t)e->o.loss.if_start;
+      cudaEventRecord(ev[5], g->stream);
+      err = tsr_net_forward(e->xnet, g->theta, Xi, e->nif, g->Ui);
+      if (!err)
+        err = tsr_pinn_iface_values_cuda(&e->xd, g->Ui, g->T + (size_t)e->ncomp * e->o.loss.if_start,
+                                         g->F, g->S, g->stream);
+      cudaEventRecord(ev[6], g->stream);
+      /* exchanged also after a failure: the neighbours' calls are matched */
+      tsr_err e2 = tsr_pinn_iface_begin(e->xch, g->S, g->N, g->stream);
+      if (!e2) e2 = tsr_pinn_iface_end(e->xch, g->stream);
+      if (!err) err = e2;
+      if (err) break;
+    }
     cudaEventRecord(ev[0], g->stream);
     err = tsr_net_forward(e->net, g->theta, g->X, e->o.loss.npts, g->U);
     cudaEventRecord(ev[1], g->stream);
@@ -295,8 +378,19 @@ tsr_err tsr_pinn_engine_cuda_profile(tsr_pinn_engine *e, int n, double *phase) {
       cudaEventElapsedTime(&ms, ev[k], ev[k + 1]);
       phase[k] += 1e-3 * ms;
     }
+    for (int k = 0; k < 2 && !err && xch; ++k) {
+      float ms = 0.0f;
+      cudaEventElapsedTime(&ms, ev[5 + k], ev[k ? 0 : 6]);
+      phase[4 + k] += 1e-3 * ms;
+    }
   }
-  for (int k = 0; k < 5; ++k) cudaEventDestroy(ev[k]);
+  if (keep) {
+    if (!err && cudaMemcpyAsync(g->S, keep, nx, cudaMemcpyDeviceToDevice, g->stream) == cudaSuccess)
+      cudaMemcpyAsync(g->N, keep + nx / 8, nx, cudaMemcpyDeviceToDevice, g->stream);
+    cudaStreamSynchronize(g->stream);
+    cudaFree(keep);
+  }
+  for (int k = 0; k < 7; ++k) cudaEventDestroy(ev[k]);
   e->it += n;
   return err;
 }

@@ -47,6 +47,7 @@ tsr_err tsr_pinn_engine_cuda_get_state(struct tsr_pinn_engine *e, double *theta,
                                        double *v);
 tsr_err tsr_pinn_engine_cuda_profile(struct tsr_pinn_engine *e, int n, double *phase);
 tsr_err tsr_pinn_engine_cuda_run(struct tsr_pinn_engine *e, int n, double *hist);
+const char *tsr_pinn_engine_cuda_graph_mode(const struct tsr_pinn_engine *e, int64_t *replays);
 tsr_err tsr_pinn_engine_cuda_loss_grad(struct tsr_pinn_engine *e, double *loss, double *grad);
 tsr_err tsr_pinn_engine_cuda_eval(struct tsr_pinn_engine *e, const double *X, int npts,
                                   double *u);

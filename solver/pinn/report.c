@@ -163,6 +163,11 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
   tsr_json_number(j, "train_seconds", x->run_s);
   tsr_json_number(j, "iterations_per_second",
                   x->run_s > 0.0 ? (double)(res->steps - x->it0) / x->run_s : 0.0);
+  if (x->device) {
+    int64_t replays = 0;
+    tsr_json_string(j, "gpu_graphs", tsr_pinn_engine_graph_mode(x->eng, &replays));
+    tsr_json_int(j, "gpu_graph_iterations", replays);
+  }
   tsr_json_number(j, "setup_seconds", x->setup_s);
   tsr_json_number(j, "error_eval_seconds", x->eval_s);
   tsr_json_number(j, "checkpoint_seconds", x->ckpt_s);
@@ -172,6 +177,12 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
     tsr_json_object_begin(j, "breakdown");
     tsr_json_int(j, "iterations", x->prof_n);
     for (int k = 0; k < 4; ++k) tsr_json_number(j, names[k], x->prof[k] / x->prof_n);
+    if (x->xch) {
+      /* each timed alone: the interface points' forward pass and values, and the exchange
+       * posted to completed (in an iteration of the run it overlaps the batch's forward pass) */
+      tsr_json_number(j, "interface_values", x->prof[4] / x->prof_n);
+      tsr_json_number(j, "exchange", x->prof[5] / x->prof_n);
+    }
     double f = tsr_pinn_engine_gemm_flops(x->eng);
     tsr_json_number(j, "gemm_flops", f);
     tsr_json_number(j, "gemm_flop_rate_forward_backward",

@@ -606,6 +606,15 @@ static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
   if (!err) err = tsr_pinn_batch_build(c, x->psub, 0, &x->batch);
   TSR_CALL(tsr_run_agree(comm, err));
   tsr_pinn_engine_opts_of(c, x->psub, &x->batch, x->device, &x->eo);
+  /* the ranks that train together, over which a GPU run agrees on capturing its iteration
+   * with the exchange in it: every rank, or in a causal run the slab's */
+  if (x->size > 1 && x->causal)
+    TSR_CALL(tsr_run_agree(comm, MPI_Comm_split(comm, x->sub.slab, x->rank, &x->group) ==
+                                         MPI_SUCCESS
+                                     ? TSR_OK
+                                     : tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__,
+                                                   "MPI_Comm_split(slabs) failed")));
+  if (x->size > 1) x->eo.comm = x->causal ? x->group : comm;
   x->shape = x->eo.shape;
   x->nparam = tsr_net_nparam(&x->shape);
   err = error_points(x);
@@ -878,7 +887,8 @@ static tsr_err profile(tsr_pinn_ctx *x) {
   double *st = malloc(3 * x->nparam * sizeof *st);
   TSR_CHECK(st, TSR_ERR_MEMORY, "out of memory");
   int64_t it = x->c->pinn.iterations;
-  /* each rank alone: the phases of its own iteration, no exchange */
+  /* the phases of each rank's own iteration; with an exchange, the exchange alone before each
+   * (every rank profiles as many iterations: the neighbours' calls match) */
   tsr_err err = tsr_pinn_engine_get_state(x->eng, st, st + x->nparam, st + 2 * x->nparam);
   if (!err) err = tsr_pinn_engine_profile(x->eng, x->prof_n, x->prof);
   if (!err) err = tsr_pinn_engine_set_state(x->eng, st, st + x->nparam, st + 2 * x->nparam, it);
@@ -948,7 +958,8 @@ tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
   memset(res, 0, sizeof *res);
   res->pinn = 1;
   res->rel_l2 = NAN;
-  tsr_pinn_ctx x = {.c = c, .opts = opts ? *opts : tsr_run_opts_default(), .comm = comm};
+  tsr_pinn_ctx x = {.c = c, .opts = opts ? *opts : tsr_run_opts_default(), .comm = comm,
+                    .group = MPI_COMM_NULL};
   MPI_Comm_rank(comm, &x.rank);
   MPI_Comm_size(comm, &x.size);
   x.out_dir = x.opts.out_dir ? x.opts.out_dir : c->output.dir;
@@ -961,6 +972,7 @@ tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
     tsr_nccl_destroy(&n);
   }
 #endif
+  if (x.group != MPI_COMM_NULL) MPI_Comm_free(&x.group);
   tsr_pinn_batch_free(&x.batch);
   tsr_layout_free(&x.layout);
   free(x.subs);

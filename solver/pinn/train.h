@@ -50,6 +50,8 @@ typedef struct {
   const tsr_pinn_sub *psub; /* &sub on several ranks, NULL on one (the whole grid) */
   tsr_pinn_iface *xch;      /* the interface exchange (several ranks) */
   void *nccl;               /* the NCCL communicator of a GPU run on several ranks */
+  MPI_Comm group;           /* a causal run's ranks of one slab (they train together and agree
+                               on the CUDA graph of their iteration); MPI_COMM_NULL otherwise */
   double last_terms[TSR_PINN_MAX_TERMS]; /* this rank's terms at the last iteration */
   double mismatch;          /* the interface mismatch at the last log point, all ranks */
   double worst, mean;       /* worst and mean subdomain loss at the last log point */
@@ -78,7 +80,8 @@ typedef struct {
   int ckpt_count;
   int prof_n;               /* TSR_PINN_PROFILE=N: N iterations timed phase by phase after
                                training (the trained state is put back before the outputs) */
-  double prof[4];           /* their seconds in forward, loss, backward, Adam */
+  double prof[6];           /* their seconds in forward, loss, backward, Adam, and with an
+                               exchange the interface values and the exchange alone */
   char ckpt_path[4200];     /* the last checkpoint written or read */
 } tsr_pinn_ctx;
 

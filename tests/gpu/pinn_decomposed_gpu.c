@@ -16,7 +16,10 @@
  *       bounds the parameters after 8 iterations by 1e-9; the loss is a smooth function of the
  *       parameters and the exchanged values, so it differs by no more than that times a factor
  *       of order one per iteration; 1e-8 leaves 10x for the interface terms, which add the
- *       neighbour's values (themselves 1e-13 apart) to each rank's loss.
+ *       neighbour's values (themselves 1e-13 apart) to each rank's loss;
+ *   (c) the device engine's iterations are replayed from a CUDA graph with the NCCL group in it
+ *       (gpu_graphs "on", every iteration but the first), and a second device engine with
+ *       graphs off (plain launches) gives the same losses bit for bit.
  * Runs on exactly 2 ranks with a GPU each (ctest: gpu_pinn_decomposed_np2, labels gpu gpu2);
  * exits non-zero on the first failure. */
 #include <math.h>
@@ -107,14 +110,17 @@ static void one_case(ncclComm_t nccl, const char *name, const char *text, int ns
   CHECK(tsr_pinn_batch_build(c, &sub, 0, &b) == TSR_OK, "%s: batch", name);
   CHECK(b.if_count > 0, "%s: rank %d has no interface points", name, g_rank);
   int nv = TSR_PINN_IFACE_NV * c->ncomp;
-  tsr_pinn_engine *e[2] = {NULL, NULL}; /* host (MPI), device (NCCL) */
-  tsr_pinn_iface *x[2] = {NULL, NULL};
+  /* host (MPI), device (NCCL), device with plain launches (NCCL) */
+  tsr_pinn_engine *e[3] = {NULL, NULL, NULL};
+  tsr_pinn_iface *x[3] = {NULL, NULL, NULL};
   tsr_pinn_engine_opts o;
   size_t np = 0;
   double *theta = NULL;
-  for (int d = 0; d < 2; ++d) {
-    tsr_pinn_engine_opts_of(c, &sub, &b, d, &o);
+  for (int d = 0; d < 3; ++d) {
+    tsr_pinn_engine_opts_of(c, &sub, &b, d > 0, &o);
     o.eval_cap = 16;
+    o.graphs = d < 2;
+    o.comm = MPI_COMM_WORLD; /* the capture agreed over both ranks, as the trainer does */
     CHECK(tsr_pinn_engine_create(&o, &e[d]) == TSR_OK, "%s: engine: %s", name, tsr_err_message());
     CHECK(tsr_pinn_engine_set_batch(e[d], b.X, b.T) == TSR_OK, "%s", tsr_err_message());
     if (!theta) {
@@ -127,12 +133,12 @@ static void one_case(ncclComm_t nccl, const char *name, const char *text, int ns
     tsr_err err = d ? tsr_pinn_iface_create_nccl(nccl, &b.peers, nv, &x[d])
                     : tsr_pinn_iface_create_mpi(MPI_COMM_WORLD, &b.peers, nv, &x[d]);
     CHECK(err == TSR_OK, "%s: exchange: %s", name, tsr_err_message());
-    CHECK(tsr_pinn_iface_device(x[d]) == d, "%s: the exchange's memory space", name);
+    CHECK(tsr_pinn_iface_device(x[d]) == (d > 0), "%s: the exchange's memory space", name);
     CHECK(tsr_pinn_engine_set_interface(e[d], b.F, x[d]) == TSR_OK, "%s: %s", name,
           tsr_err_message());
   }
   size_t n = (size_t)b.if_count * nv;
-  double *S[2], *R[2];
+  double *S[3] = {NULL, NULL, NULL}, *R[3] = {NULL, NULL, NULL};
   for (int d = 0; d < 2; ++d) {
     S[d] = malloc(n * sizeof(double));
     R[d] = malloc(n * sizeof(double));
@@ -146,8 +152,8 @@ static void one_case(ncclComm_t nccl, const char *name, const char *text, int ns
   CHECK(es <= 1e-12, "%s: interface values sent, device vs host %.2e", name, es);
   /* (b) */
   int nt = b.nterm;
-  double *h[2];
-  for (int d = 0; d < 2; ++d) {
+  double *h[3];
+  for (int d = 0; d < 3; ++d) {
     h[d] = malloc((size_t)NIT * nt * sizeof(double));
     CHECK(tsr_pinn_engine_run(e[d], NIT, h[d]) == TSR_OK, "%s: %d iterations: %s", name, NIT,
           tsr_err_message());
@@ -164,10 +170,23 @@ static void one_case(ncclComm_t nccl, const char *name, const char *text, int ns
   }
   double w = 0.0;
   MPI_Allreduce(&worst, &w, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  /* (c) */
+  int64_t replays = -1, plain = -1;
+  const char *mode = tsr_pinn_engine_graph_mode(e[1], &replays);
+  const char *off = tsr_pinn_engine_graph_mode(e[2], &plain);
+  CHECK(strcmp(mode, "on") == 0 && replays == NIT - 1, "%s: the device engine's iterations: "
+        "graphs %s, %lld replayed of %d (want on, %d)", name, mode, (long long)replays, NIT,
+        NIT - 1);
+  CHECK(strcmp(off, "off") == 0 && plain == 0, "%s: graphs off: %s, %lld replayed", name, off,
+        (long long)plain);
+  CHECK(memcmp(h[1], h[2], (size_t)NIT * nt * sizeof(double)) == 0,
+        "%s: the losses of %d iterations replayed from a CUDA graph differ from plain launches'",
+        name, NIT);
   if (g_rank == 0)
     printf("%-37s %lld interface points received over NCCL bit for bit as sent; sent vs host "
-           "%.1e; %d iterations' loss GPU vs CPU ranks <= %.1e\n", name, all, es, NIT, w);
-  for (int d = 0; d < 2; ++d) {
+           "%.1e; %d iterations' loss GPU vs CPU ranks <= %.1e; %lld replayed from a CUDA "
+           "graph, bit for bit plain launches'\n", name, all, es, NIT, w, (long long)replays);
+  for (int d = 0; d < 3; ++d) {
     tsr_pinn_iface_destroy(&x[d]);
     tsr_pinn_engine_destroy(&e[d]);
     free(S[d]);

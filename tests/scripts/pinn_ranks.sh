@@ -4,7 +4,8 @@
 # writes one final.h5 from every rank's network, report.json's subdomains and the mismatch; a
 # run repeats bit for bit; a restart on the same decomposition continues the same trajectory bit
 # for bit and one on another rank count or partition is refused; under tessera supervise a run
-# that lost a rank continues from its newest good checkpoint bit for bit, a hung rank is named
+# that lost a rank continues from its newest good checkpoint bit for bit (and TSR_PINN_PROFILE,
+# which times the exchange alone after training, leaves the outputs bit for bit), a hung rank is named
 # by the watchdog, and a relaunch on fewer ranks (GPUs lost) is refused with why; SIGTERM to
 # one rank stops every
 # rank at one iteration with a checkpoint, and the continuation ends as the run not stopped; bad
@@ -87,6 +88,27 @@ if h5diff "$work/straight/checkpoint_00000090.h5" "$work/halves/checkpoint_00000
   pass "restart on 2 ranks: every rank's weights and moments, the final field and the history bit for bit"
 else
   failure "restart on 2 ranks: the restarted run differs from the straight one"
+fi
+# TSR_PINN_PROFILE (bench/pinn_scaling.sh): after training, iterations timed phase by phase with
+# the exchange alone before each; the trained state and the last exchange's values are put back,
+# so the outputs are the run's without it, bit for bit
+TSR_PINN_PROFILE=10 run_ok profiled 2 "$cases/pinn_heat2d.yaml" --out "$work/profiled" $rs
+if h5diff "$work/straight/final.h5" "$work/profiled/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
+   "$py" - "$work/straight/report.json" "$work/profiled/report.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+k = b["breakdown"]
+assert k["iterations"] == 10 and k["exchange"] > 0 and k["interface_values"] > 0, k
+assert "breakdown" not in a
+for key in ("rel_l2_error", "interface_mismatch", "loss"):
+    assert a[key] == b[key], (key, a[key], b[key])
+assert [s["interface_mismatch"] for s in a["subdomains"]] == \
+       [s["interface_mismatch"] for s in b["subdomains"]]
+PY
+then
+  pass "TSR_PINN_PROFILE on 2 ranks: the exchange and the interface values timed alone; outputs bit for bit the run's without it"
+else
+  failure "TSR_PINN_PROFILE on 2 ranks: no exchange timing, or the outputs moved"
 fi
 # the checkpoint records the decomposition; the run's end has one (120 is the last iteration)
 if h5dump -a ranks "$work/straight/checkpoint_00000120.h5" 2>/dev/null | grep -q "(0): 2" &&
