@@ -82,7 +82,8 @@ done
 [ "$backend" = cuda ] && gather
 # every fuse was compared on several ranks, not only where the layouts fell back to one
 want=3
-[ -n "${TSR_SANITIZED:-}" ] || [ "$maxnp" -lt 2 ] && want=1
+[ "$maxnp" -lt 4 ] && want=2
+[ -n "${TSR_SANITIZED:-}" ] && want=1
 [ "$maxnp" -lt 2 ] && want=0
 for f in 2 3 4; do
   m=$(grep -cx "$f" "$work/multi" 2>/dev/null)
