@@ -90,6 +90,42 @@ for f in 2 3 4; do
   if [ "${m:-0}" -ge $want ]; then pass "fuse $f: ${m:-0} comparisons on several ranks"
   else failure "fuse $f: only ${m:-0} comparisons on several ranks (want $want)"; fi
 done
+# outputs inside a block land on their steps: snapshots every 2 steps and checkpoints every 3
+# with fuse 4 on 2 ranks hold the bits of those of fuse 1 on 1 rank; a restart from the fused
+# run's checkpoint at step 6 with fuse 3 ends with the same bits; a rebalancing run (a slowed
+# rank, decisions every 5 steps, so blocks end there) too
+case=$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml
+np=$((maxnp < 2 ? 1 : 2))
+io=(--backend "$backend" --set output.snapshot_every=2 --set output.checkpoint_every=3
+    --set output.keep=10)
+[ "$backend" = cuda ] && io+=(--set gpu.graphs=on)
+if run_ok "outputs fuse 1" 1 "$case" --out "$work/io1" "${io[@]}" &&
+   run_ok "outputs fuse 4" $np "$case" --out "$work/io4" "${io[@]}" --set time.fuse=4; then
+  ok=1 n=0
+  for f in "$work"/io1/snapshot_*.h5 "$work"/io1/checkpoint_*.h5; do
+    n=$((n + 1))
+    same_fields "$f" "$work/io4/$(basename "$f")" 0 >/dev/null || { ok=0; echo "  differs: $(basename "$f")"; }
+  done
+  [ $ok = 1 ] && [ $n -ge 5 ] && pass "outputs fuse 4 np$np: $n snapshots and checkpoints identical to fuse 1" ||
+    failure "outputs fuse 4 np$np: snapshots or checkpoints differ from fuse 1 ($n files)"
+  ck=$(ls "$work"/io4/checkpoint_*6.h5 2>/dev/null | head -1)
+  if [ -n "$ck" ] && run_ok "restart fuse 3" $np "$case" --out "$work/io3" --backend "$backend" \
+       --restart "$ck" --set time.fuse=3; then
+    same_fields "$work/io1/final.h5" "$work/io3/final.h5" 0 >/dev/null &&
+      pass "restart at step 6 with fuse 3: the uninterrupted run's bits" ||
+      failure "restart at step 6 with fuse 3: final fields differ"
+  else failure "restart fuse 3: no checkpoint at step 6 or the run failed"; fi
+fi
+if [ "$np" = 2 ]; then
+  rb=(--backend "$backend" --set rebalance.every=5 --set rebalance.window=2 --set rebalance.threshold=0.01
+      --set "debug.slowdown={rank: 1, factor: 3, steps: [1, 100]}")
+  if run_ok "rebalance fuse 2" 2 "$case" --out "$work/rb2" "${rb[@]}" --set time.fuse=2; then
+    grep -q '"migrations": *[1-9]' "$work/rb2/report.json" &&
+      same_fields "$work/io1/final.h5" "$work/rb2/final.h5" 0 >/dev/null &&
+      pass "rebalancing with fuse 2: the bits of fuse 1 on 1 rank" ||
+      failure "rebalancing with fuse 2: final fields differ, or no migration"
+  fi
+fi
 # the refusal: boxes thinner than the ghosts, with the largest fuse that fits
 case=$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml
 if [ "$maxnp" -ge 2 ]; then
