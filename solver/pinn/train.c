@@ -640,6 +640,12 @@ static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
     x->opts.restart = NULL;
   if (x->opts.restart) TSR_CALL(restart(x));
   TSR_CALL(exchange(x));
+  /* NCCL connects a pair of ranks at their first send and receive (1.1-1.3 s on 2 H200s,
+   * bench/README.md, pinn_scaling): one exchange here keeps that out of the training clock.
+   * It only receives into the neighbours' own segments, which every iteration's exchange
+   * fills again before its loss reads them, so training keeps its bits */
+  if (x->device && x->size > 1)
+    TSR_CALL(tsr_run_agree(comm, tsr_pinn_engine_exchange(x->eng, NULL, NULL)));
   TSR_CALL(tsr_run_agree(comm, start_watchdog(x)));
   uint64_t k = c->pinn.resample_every ? (uint64_t)(x->it0 / c->pinn.resample_every) : 0;
   TSR_CALL(tsr_run_agree(comm, set_draw(x, k)));
