@@ -14,7 +14,7 @@ tsr_err tsr_halo_check_begin(const tsr_halo *h, const tsr_field *f, const char *
             "rank %d: %s while an exchange is in flight; call tsr_halo_end first", p->rank,
             call);
   TSR_CHECK(f != NULL, TSR_ERR_STATE, "rank %d: halo exchange on a NULL field", p->rank);
-  TSR_CHECK(tsr_box_equal(&f->box, &p->owned) && f->ghost == p->ghost && f->ncomp == h->ncomp,
+  TSR_CHECK(tsr_box_equal(&f->box, &p->owned) && f->ghost >= p->ghost && f->ncomp == h->ncomp,
             TSR_ERR_STATE,
             "rank %d: the field (box [%d,%d)x[%d,%d)x[%d,%d), ghost %d, %d components) does "
             "not match the halo exchange (box [%d,%d)x[%d,%d)x[%d,%d), ghost %d, %d components)",

@@ -48,7 +48,8 @@ void tsr_halo_plan_free(tsr_halo_plan *plan);
  * tsr_halo_create_nccl the device backend (pack kernels and NCCL on device fields). Both
  * produce bitwise the same ghosts. Misuse (a second begin, an end without begin or on another
  * field, a field that does not match the plan or lives in the other memory space) returns
- * TSR_ERR_STATE and changes nothing. */
+ * TSR_ERR_STATE and changes nothing. A field may have deeper ghosts than the plan: the plan's
+ * are filled (time.fuse: auto exchanges fields as deep as its largest fuse at every depth). */
 typedef struct tsr_halo tsr_halo;
 
 /* Creates a host (MPI) exchange for host fields with this plan's box and ghost width and

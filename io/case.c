@@ -42,9 +42,10 @@
  *     dt: auto               a number > 0, or auto: cfl times the model's stability limit
  *     cfl: 0.9               in (0, 1]
  *     end: T | steps: N      exactly one: a time > 0 or an integer >= 1
- *     fuse: 1                steps per halo exchange, 1..16: ghosts fuse x stages x the
- *                            stencil radius deep, exchanged once per fuse steps (method
- *                            explicit; checked and unused by method pinn)
+ *     fuse: 1                steps per halo exchange, 1..16 or auto (the fastest of 1, 2, 4,
+ *                            8 on the run's first steps): ghosts fuse x stages x the stencil
+ *                            radius deep, exchanged once per fuse steps (method explicit;
+ *                            checked and unused by method pinn)
  *   decomposition:           optional
  *     partition: rcb         rcb | slabs | grid
  *     ranks: [px, py(, pz)]  ranks per axis; implies partition grid

@@ -39,6 +39,9 @@ typedef enum { TSR_PRECISION_DOUBLE = 0, TSR_PRECISION_SINGLE } tsr_precision;
 typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_type;
 /* time.fuse's largest value: ghosts 16 x 4 stages deep are already wider than fusing pays */
 #define TSR_MAX_FUSE 16
+/* time.fuse: auto (tsr_case.time.fuse 0): the run measures 1, 2, 4 and 8 on its first steps */
+#define TSR_FUSE_AUTO 0
+#define TSR_FUSE_AUTO_MAX 8
 
 typedef enum { TSR_SCHEME_EULER = 0, TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_RK4 } tsr_scheme;
 typedef enum { TSR_GRAPHS_AUTO = 0, TSR_GRAPHS_ON, TSR_GRAPHS_OFF } tsr_graphs_mode;
@@ -101,7 +104,8 @@ typedef struct {
     double end;        /* stop at this time (dt shrunk so a whole number of steps lands on it) */
     int has_steps;
     long steps;        /* or after this many steps */
-    int fuse;          /* time.fuse: steps per halo exchange (deep halos); 1 = every stage */
+    int fuse;          /* time.fuse: steps per halo exchange (deep halos); 1 = every stage;
+                          TSR_FUSE_AUTO: measured at start-up (solver/fuse_auto.c) */
   } time;
 
   struct {

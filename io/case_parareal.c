@@ -44,7 +44,7 @@ static void refuse_sections(tsr_vctx *v, const tsr_yaml_node *root) {
              "checkpoints after every N iterations; give checkpoint_every: N, not {time: T}");
   const tsr_yaml_entry *te = tsr_yaml_find(root, "time");
   x = te && te->value && te->value->kind == TSR_YAML_MAP ? tsr_yaml_find(te->value, "fuse") : NULL;
-  if (x && v->c->time.fuse > 1)
+  if (x && v->c->time.fuse != 1)
     tsr_vkey(v, x, "time.fuse: not with parareal (decomposition.time_slices > 1) in this "
              "version; give 1 or remove it");
   static const char *const none[] = {"rebalance", "debug"};

@@ -282,12 +282,15 @@ void tsr_case_read_time_scheme(tsr_vctx *v, const tsr_yaml_node *t) {
       tsr_vat(v, x->value, "time.cfl: must be in (0, 1], got %g", d);
   }
   long n;
-  if ((x = tsr_yaml_find(t, "fuse")) && tsr_vint(v, "time.fuse", x->value, &n)) {
+  const tsr_yaml_node *fn = (x = tsr_yaml_find(t, "fuse")) ? x->value : NULL;
+  if (fn && fn->kind == TSR_YAML_SCALAR && strcmp(fn->text, "auto") == 0)
+    c->time.fuse = TSR_FUSE_AUTO;
+  else if (fn && tsr_vint(v, "time.fuse", fn, &n)) {
     if (n >= 1 && n <= TSR_MAX_FUSE)
       c->time.fuse = (int)n;
     else
-      tsr_vat(v, x->value, "time.fuse: steps per halo exchange, 1..%d, got %ld (1: an exchange "
-              "every stage)", TSR_MAX_FUSE, n);
+      tsr_vat(v, x->value, "time.fuse: steps per halo exchange, 1..%d or auto, got %ld (1: an "
+              "exchange every stage)", TSR_MAX_FUSE, n);
   }
 }
 

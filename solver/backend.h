@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "decomp/halo.h"
 #include "decomp/migrate.h"
 #include "io/error.h"
 #include "io/expr.h"
@@ -39,6 +40,9 @@ typedef struct tsr_backend_ops {
    * before any stage issued after halo_end. */
   tsr_err (*halo_begin)(struct tsr_run_ctx *x, tsr_field *f);
   tsr_err (*halo_end)(struct tsr_run_ctx *x, tsr_field *f);
+  /* Another exchange of the backend's kind over plan (borrowed; fields as deep as or deeper
+   * than its ghost width), for time.fuse: auto; destroyed with tsr_halo_destroy. */
+  tsr_err (*halo_new)(struct tsr_run_ctx *x, const tsr_halo_plan *plan, tsr_halo **h);
   /* Optional (NULL: stage, then nothing). stage_shell: a stage over a shell slab, ordered
    * after halo_end's ghosts but free to run beside the interior's stage; join: everything
    * issued after it waits for the shell stages. The CUDA backend runs the shell on the

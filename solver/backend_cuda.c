@@ -182,6 +182,11 @@ void tsr_backend_cuda_forget_timed(tsr_run_ctx *x) {
     if (tsr_bc_face_timed(x->bc, i)) s->face_valid[i] = 0;
 }
 
+static tsr_err halo_new(tsr_run_ctx *x, const tsr_halo_plan *plan, tsr_halo **h) {
+  cuda_state *s = st(x);
+  return tsr_halo_create_nccl(plan, s->nccl, x->c->ncomp, s->comm, h);
+}
+
 static tsr_err halo_begin(tsr_run_ctx *x, tsr_field *f) {
   return tsr_halo_begin_after(x->halo, f, st(x)->compute);
 }
@@ -407,6 +412,7 @@ static tsr_err relayout(tsr_run_ctx *x) {
 const tsr_backend_ops tsr_backend_cuda = {
     .name = "cuda", .mem = TSR_MEM_DEVICE, .setup = setup, .teardown = teardown,
     .prepare = prepare, .eval = eval, .boundary = boundary, .halo_begin = halo_begin,
+    .halo_new = halo_new,
     .halo_end = halo_end, .stage = stage, .stage_shell = stage_shell, .join = join,
     .upload = upload, .download = download, .norms = norms, .sync = sync,
     .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy,

@@ -54,6 +54,9 @@ static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t, int part) {
 }
 
 static tsr_err halo_begin(tsr_run_ctx *x, tsr_field *f) { return tsr_halo_begin(x->halo, f); }
+static tsr_err halo_new(tsr_run_ctx *x, const tsr_halo_plan *plan, tsr_halo **h) {
+  return tsr_halo_create(plan, x->comm, x->c->ncomp, h);
+}
 static tsr_err halo_end(tsr_run_ctx *x, tsr_field *f) { return tsr_halo_end(x->halo, f); }
 
 static tsr_err stage(tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *region,
@@ -180,7 +183,8 @@ static tsr_err relayout(tsr_run_ctx *x) {
 const tsr_backend_ops tsr_backend_host = {
     .name = "host", .mem = TSR_MEM_HOST, .setup = setup, .teardown = teardown,
     .prepare = prepare, .eval = eval, .boundary = boundary, .halo_begin = halo_begin,
-    .halo_end = halo_end, .stage = stage, .upload = upload, .download = download,
+    .halo_end = halo_end, .halo_new = halo_new, .stage = stage, .upload = upload,
+    .download = download,
     .norms = norms, .sync = sync,
     .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy,
     .work = work, .migrate = migrate, .relayout = relayout};

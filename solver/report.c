@@ -51,6 +51,7 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   tsr_json_string(&j, "scheme", x->scheme_name ? x->scheme_name : x->scheme.name);
   tsr_json_int(&j, "fuse", x->fuse);
   tsr_json_int(&j, "ghost_width", x->ghost);
+  tsr_run_fuse_auto_report(x, &j);
   tsr_json_int(&j, "ranks", x->size);
   tsr_json_int(&j, "dim", c->dim);
   tsr_json_array_begin(&j, "cells");
@@ -170,9 +171,20 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
           c->method == TSR_METHOD_IMPLICIT ? tsr_implicit_scheme_name(c->implicit.scheme)
                                            : sp.name,
           (long long)nsteps, dt, dts, nranks, pn[po.kind]);
-  const int ghost = tsr_run_ghost_width(c);
+  const int autof = c->time.fuse == TSR_FUSE_AUTO && tsr_run_ghost_width(c) > po.min_width;
+  /* auto: the table shows fuse 1, where it starts */
+  const int ghost = autof ? po.min_width : tsr_run_ghost_width(c);
   /* exchanges per step: one per stage, or one per time.fuse steps */
   const double per_step = ghost > po.min_width ? 1.0 / c->time.fuse : (double)sp.nstage;
+  if (autof) {
+    int smax = tsr_run_fuse_auto_max(c, &L);
+    if (smax > 1)
+      fprintf(out, "time.fuse: auto: the run's first steps measure fuse 1 to %d (powers of 2) "
+              "and it goes on with the fastest\n", smax);
+    else
+      fprintf(out, "time.fuse: auto: 1 (%s)\n", smax ? "the boxes are too thin for fuse 2" :
+              "no face of any box is exchanged");
+  }
   if (ghost > po.min_width) {
     fprintf(out, "time.fuse: %d steps per halo exchange, ghosts %d cells deep\n", c->time.fuse,
             ghost);

@@ -327,6 +327,7 @@ void tsr_run_ctx_free(tsr_run_ctx *x) {
   tsr_stop_end(&x->stop);
   tsr_graph_destroy(&x->graph);
   tsr_run_rebalance_free(x);
+  tsr_run_fuse_auto_free(x);
   if (x->be_ready) x->be->teardown(x);
   tsr_field_destroy(&x->exact);
   tsr_snapshot_close(&x->snap);
@@ -392,21 +393,37 @@ tsr_err tsr_run_box_fields(tsr_run_ctx *x, unsigned skip) {
 
 int tsr_run_ghost_width(const tsr_case *c) {
   int r = tsr_models[c->model].ghost;
-  if (c->method != TSR_METHOD_EXPLICIT || c->time.fuse <= 1) return r;
-  return r * c->time.fuse * tsr_integrate_plan(c->time.scheme).nstage;
+  int s = c->time.fuse == TSR_FUSE_AUTO ? TSR_FUSE_AUTO_MAX : c->time.fuse;
+  if (c->method != TSR_METHOD_EXPLICIT || c->decomp.time_slices > 1 || s <= 1) return r;
+  return r * s * tsr_integrate_plan(c->time.scheme).nstage;
 }
 
-tsr_err tsr_run_check_fuse(const tsr_case *c, const tsr_layout *L) {
-  const int ghost = tsr_run_ghost_width(c), radius = tsr_models[c->model].ghost;
-  if (ghost <= radius) return TSR_OK;
-  int thinnest = INT_MAX, axis = 0, owner = 0;
+/* The thinnest box of L along an axis it exchanges (INT_MAX: none exchanges), its axis and
+ * owner. */
+static int thinnest_box(const tsr_case *c, const tsr_layout *L, int *axis, int *owner) {
+  int thinnest = INT_MAX;
   for (int b = 0; b < L->nbox; ++b)
     for (int d = 0; d < c->dim; ++d) {
       const tsr_box *bx = &L->boxes[b];
       int len = tsr_box_len(bx, d);
       int nb = L->periodic[d] || bx->lo[d] > L->global.lo[d] || bx->hi[d] < L->global.hi[d];
-      if (nb && len < thinnest) thinnest = len, axis = d, owner = L->owner[b];
+      if (nb && len < thinnest) thinnest = len, *axis = d, *owner = L->owner[b];
     }
+  return thinnest;
+}
+
+int tsr_run_fuse_auto_max(const tsr_case *c, const tsr_layout *L) {
+  int axis = 0, owner = 0, thin = thinnest_box(c, L, &axis, &owner);
+  if (thin == INT_MAX) return 0;
+  int per = tsr_models[c->model].ghost * tsr_integrate_plan(c->time.scheme).nstage, s = 1;
+  while (2 * s <= TSR_FUSE_AUTO_MAX && 2 * s * per <= thin) s *= 2;
+  return s;
+}
+
+tsr_err tsr_run_check_fuse(const tsr_case *c, const tsr_layout *L) {
+  const int ghost = tsr_run_ghost_width(c), radius = tsr_models[c->model].ghost;
+  if (ghost <= radius || c->time.fuse == TSR_FUSE_AUTO) return TSR_OK;
+  int axis = 0, owner = 0, thinnest = thinnest_box(c, L, &axis, &owner);
   if (thinnest >= ghost) return TSR_OK;
   const tsr_scheme_plan sp = tsr_integrate_plan(c->time.scheme);
   const int fits = thinnest / (radius * sp.nstage);
@@ -423,7 +440,7 @@ tsr_err tsr_run_setup(tsr_run_ctx *x) {
   x->scheme = tsr_integrate_plan(c->time.scheme);
   x->radius = tsr_models[c->model].ghost;
   x->ghost = tsr_run_ghost_width(c);
-  x->fuse = x->ghost > x->radius ? c->time.fuse : 1;
+  x->fuse = x->ghost > x->radius && c->time.fuse != TSR_FUSE_AUTO ? c->time.fuse : 1;
   if (c->decomp.nweights && c->decomp.nweights != x->size)
     return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                        "%s: decomposition.weights: %d weights given but the run has %d ranks; "
@@ -437,7 +454,14 @@ tsr_err tsr_run_setup(tsr_run_ctx *x) {
   TSR_CHECK(b >= 0, TSR_ERR_INTERNAL, "rank %d owns no box", x->rank);
   x->box = x->layout.boxes[b];
   TSR_CALL(tsr_run_check_fuse(c, &x->layout));
-  TSR_CALL(tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan));
+  if (c->time.fuse == TSR_FUSE_AUTO && x->ghost > x->radius) {
+    /* auto: fields as deep as the largest fuse it tries; it starts exchanging every stage */
+    int s = tsr_run_fuse_auto_max(c, &x->layout);
+    x->ghost = s > 1 ? x->radius * s * x->scheme.nstage : x->radius;
+    x->fuse = 1;
+  }
+  x->xghost = x->fuse > 1 ? x->ghost : x->radius;
+  TSR_CALL(tsr_halo_plan_build(&x->layout, x->rank, x->xghost, &x->plan));
   set_reach(x);
   tsr_run_split_shell(x, 0);
   x->be_ready = 1; /* teardown also cleans up after a setup that failed half-way */
@@ -469,6 +493,7 @@ tsr_err tsr_run_setup(tsr_run_ctx *x) {
 static tsr_err setup(tsr_run_ctx *x) {
   TSR_CALL(tsr_run_setup(x));
   TSR_CALL(tsr_run_rebalance_create(x));
+  TSR_CALL(tsr_run_agree(x->comm, tsr_run_fuse_auto_create(x)));
   return tsr_graph_create(x, &x->graph);
 }
 
@@ -683,10 +708,14 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   for (int64_t step = first; step < x->nsteps && !why; ++step) {
     x->step = step;
     if (x->fuse > 1 && x->fuse_pos == x->fuse_len) start_block(x, step);
-    if (tsr_run_rebalance_plain(x, step)) TSR_CALL(run_step(x, t));
+    if (tsr_run_rebalance_plain(x, step) || tsr_run_fuse_auto_busy(x)) TSR_CALL(run_step(x, t));
     else TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
     swap_result(x);
     if (x->fuse > 1) x->fuse_pos++;
+    if (x->fa) {
+      TSR_CALL(tsr_run_fuse_auto_after_step(x, step, line, sizeof line));
+      if (line[0]) tsr_progress_line(&pg, line);
+    }
     if (x->rb) {
       TSR_CALL(tsr_run_rebalance_after_step(x, step, line, sizeof line));
       if (line[0]) tsr_progress_line(&pg, line);

@@ -36,12 +36,15 @@ typedef struct tsr_run_ctx {
   tsr_box box;
   int radius;           /* the model's stencil radius */
   int fuse;             /* time.fuse: steps per exchange (explicit method; else 1) */
-  int ghost;            /* the fields' ghost width: radius, or fuse x stages x radius */
+  int ghost;            /* the fields' ghost width: radius, or fuse x stages x radius (auto:
+                           that of the largest fuse it tries) */
+  int xghost;           /* the width the exchange fills: ghost, or the radius while fuse is 1 */
   int exchanged[6];     /* faces of the box whose ghosts peers (or periodic images) fill */
   tsr_box reach;        /* the box grown by ghost - radius on those faces: every cell a fused
                            stage may update (the box itself when fuse is 1) */
   int fuse_pos, fuse_len; /* the step being issued is step fuse_pos of a block of fuse_len
                              steps between two exchanges (fuse > 1) */
+  struct tsr_fuse_auto *fa; /* time.fuse: auto while it measures (solver/run_fuse.c), else NULL */
   tsr_halo_plan plan;
   tsr_box interior;     /* cells updated while the exchange runs */
   tsr_box shell[6];     /* cells updated after it: slabs along the exchanged faces */
@@ -200,6 +203,33 @@ int tsr_run_ghost_width(const tsr_case *c);
  * (else a ghost region would need cells of a neighbour's neighbour). TSR_ERR_INPUT naming the
  * thinnest box and the largest fuse that fits; the same on every rank. */
 tsr_err tsr_run_check_fuse(const tsr_case *c, const tsr_layout *L);
+
+/* time.fuse: auto: the largest fuse it tries on L (a power of two up to TSR_FUSE_AUTO_MAX
+ * whose ghosts fit every box), 1 when none above 1 fits, 0 when L exchanges no face. */
+int tsr_run_fuse_auto_max(const tsr_case *c, const tsr_layout *L);
+
+/* ---- time.fuse: auto (solver/run_fuse.c) ----------------------------------------------- */
+
+/* After the backend's set-up, with time.fuse: auto: x->fa, the measurement of fuse 1, 2, 4,
+ * ... up to x's largest on the run's first steps (each with an exchange of its own depth),
+ * or x->fuse fixed at 1 with the reason when there is nothing to choose (no exchanged face,
+ * boxes too thin, too few steps, a rebalancing decision too soon). Collective. */
+tsr_err tsr_run_fuse_auto_create(tsr_run_ctx *x);
+
+/* Whether step `step` is one of the measurement's (issued plainly, not as a CUDA graph). */
+int tsr_run_fuse_auto_busy(const tsr_run_ctx *x);
+
+/* After step `step` (its block's bookkeeping done): at the end of a candidate's steps, its
+ * time; after the last, the choice (x->fuse, the exchange of its depth), with the decision's
+ * log line in line (else line is empty). Collective. */
+tsr_err tsr_run_fuse_auto_after_step(tsr_run_ctx *x, int64_t step, char *line, size_t size);
+
+/* report.json's "fuse_auto" member (rank 0): the candidates, their seconds per step, the
+ * choice and why. Nothing without time.fuse: auto. */
+void tsr_run_fuse_auto_report(const tsr_run_ctx *x, tsr_json *j);
+
+/* Frees the measurement's exchanges and plans (before the backend's teardown). */
+void tsr_run_fuse_auto_free(tsr_run_ctx *x);
 
 /* ---- the rebalancer (solver/run_rebalance.c) ------------------------------------------ */
 

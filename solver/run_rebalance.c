@@ -283,7 +283,7 @@ static tsr_err relayout(tsr_run_ctx *x, tsr_layout *next, double phase[MIGRATION
   x->layout = *next;
   memset(next, 0, sizeof *next);
   tsr_halo_plan_free(&x->plan);
-  if (!err) err = tsr_halo_plan_build(&x->layout, x->rank, x->ghost, &x->plan);
+  if (!err) err = tsr_halo_plan_build(&x->layout, x->rank, x->xghost, &x->plan);
   if (!err) tsr_run_split_shell(x, 0);
   free(rb->work);
   rb->work = NULL;

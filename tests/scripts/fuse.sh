@@ -126,6 +126,41 @@ if [ "$np" = 2 ]; then
       failure "rebalancing with fuse 2: final fields differ, or no migration"
   fi
 fi
+# time.fuse: auto measures 1, 2, 4, 8 (those that fit) on the run's first steps and goes on
+# with the fastest: the same bits, and report.json says what it measured and chose
+cat >"$work/auto.yaml" <<YAML
+model: heat
+grid: {cells: [24, 24, 24], periodic: [true, true, true]}
+params: {kappa: 1.0}
+initial: {u: "sin(2*pi*x)*sin(2*pi*y)*cos(2*pi*z)"}
+source: {u: "sin(t)*x"}
+time: {scheme: euler, dt: auto, steps: 300}
+backend: $backend
+output: {progress: none}
+YAML
+if run_ok "auto ref" 1 "$work/auto.yaml" --out "$work/auto1" &&
+   run_ok "auto np$np" $np "$work/auto.yaml" --out "$work/auto2" --set time.fuse=auto; then
+  same_fields "$work/auto1/final.h5" "$work/auto2/final.h5" 0 >/dev/null &&
+    pass "auto np$np: the bits of fuse 1" || failure "auto np$np: final fields differ"
+  python3 - "$work/auto2/report.json" <<'PY' && pass "auto np$np: report.json says what it measured and chose" || failure "auto np$np: report.json's fuse_auto"
+import json, sys
+r = json.load(open(sys.argv[1]))
+a = r["fuse_auto"]
+ok = a["candidates"] == [1, 2, 4, 8] and len(a["seconds_per_step"]) == 4 and \
+     all(t > 0 for t in a["seconds_per_step"]) and a["chosen"] in a["candidates"] and \
+     r["fuse"] == a["chosen"] and r["ghost_width"] == 8 and "measured" in a["why"]
+print("  fuse_auto:", a)
+sys.exit(0 if ok else 1)
+PY
+fi
+for why in "no face of any box is exchanged:1:--set grid.periodic=[false,false,false]" \
+           "too few steps to measure:$np:--set time.steps=40"; do
+  IFS=: read -r want k opt <<<"$why"
+  if run_ok "auto: $want" "$k" "$work/auto.yaml" --out "$work/auto-$k" --set time.fuse=auto $opt &&
+     grep -q "\"why\": \"$want" "$work/auto-$k/report.json" && grep -q '"fuse": 1,' "$work/auto-$k/report.json"; then
+    pass "auto: fuse 1 where $want"
+  else failure "auto: expected fuse 1 with the reason '$want'"; fi
+done
 # the refusal: boxes thinner than the ghosts, with the largest fuse that fits
 case=$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml
 if [ "$maxnp" -ge 2 ]; then
