@@ -397,7 +397,8 @@ tsr_err tsr_run_rebalance_after_step(tsr_run_ctx *x, int64_t step, char *line, s
   TSR_CALL(relayout(x, &next, phase));
   double mine = MPI_Wtime() - t0, most = mine;
   MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, x->comm);
-  tsr_rebalance_note_migration(&rb->state, most, d.bytes_moved);
+  tsr_rebalance_note_migration(&rb->state, most, d.bytes_moved,
+                               d.migration_measured ? d.migration_cost : 0.0);
   snprintf(line, size, "step %" PRId64 ": %s; migrated in %.3g ms", n, what, 1e3 * most);
   return add_record(rb, x, n, &d, most, phase);
 }
