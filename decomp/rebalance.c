@@ -252,7 +252,9 @@ int64_t tsr_rebalance_cells_moved(const tsr_layout *a, const tsr_layout *b) {
   return moved;
 }
 
-void tsr_rebalance_note_migration(tsr_rebalance_state *state, double seconds, int64_t bytes) {
+void tsr_rebalance_note_migration(tsr_rebalance_state *state, double seconds, int64_t bytes,
+                                  double predicted) {
+  if (predicted > 0.0 && seconds > 2.0 * predicted) seconds = 2.0 * predicted;
   state->migrations++;
   state->last_seconds = seconds;
   state->last_bytes = bytes;

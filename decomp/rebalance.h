@@ -102,7 +102,8 @@ typedef struct {
 /* What the rebalancer remembers between decisions (checkpoints keep it). */
 typedef struct {
   int migrations;        /* migrations done */
-  double last_seconds;   /* the last migration's wall time (the slowest rank's) */
+  double last_seconds;   /* the last migration's wall time (the slowest rank's; at most twice
+                            the cost predicted for it: tsr_rebalance_note_migration) */
   int64_t last_bytes;    /* the bytes the busiest rank moved in it */
 } tsr_rebalance_state;
 
@@ -144,8 +145,16 @@ tsr_err tsr_rebalance_decide(const tsr_layout *cur, const tsr_rebalance_measure 
 /* The cells whose owner differs between layouts a and b (one box per rank in both). */
 int64_t tsr_rebalance_cells_moved(const tsr_layout *a, const tsr_layout *b);
 
-/* Records a migration's wall time and the bytes the busiest rank moved into state. */
-void tsr_rebalance_note_migration(tsr_rebalance_state *state, double seconds, int64_t bytes);
+/* Records a migration's wall time and the bytes the busiest rank moved into state. predicted:
+ * the cost the decision weighed it against when that came from a measured migration
+ * (d->migration_measured), else 0. A time above twice that is recorded as twice that: the
+ * next decisions weigh their migration against this one's time, so one migration slowed by
+ * something else (a rank descheduled on shared cores: 14 ms where the others took 0.1-0.4 ms,
+ * 2 CPU ranks on 2 loaded cores) would price every later one out until the imbalance grew to
+ * repay it, and none would measure the cost again. A lasting change is still learned, the
+ * recorded cost doubling with each migration. */
+void tsr_rebalance_note_migration(tsr_rebalance_state *state, double seconds, int64_t bytes,
+                                  double predicted);
 
 /* The reason as a short phrase for the log line ("imbalance below the threshold"). */
 const char *tsr_rebalance_reason_text(tsr_rebalance_reason r);

@@ -85,6 +85,10 @@
  *     reserve: 0.5           GPUs: every field keeps room for a box this fraction larger than
  *                            the rank's first, so that a migration growing it allocates
  *                            nothing; capped by the free memory; a number in [0, 100]
+ *     clock: wall            wall | cpu: CPU ranks time their compute by the wall clock, or by
+ *                            their thread's CPU time (CLOCK_THREAD_CPUTIME_ID), which leaves
+ *                            out the time the OS gave other processes: for more ranks than
+ *                            cores or shared cores; GPUs time with CUDA events either way
  *   debug:                   optional; for tests and benchmarks only
  *     slowdown:              emulates a slower rank: its compute is repeated
  *       rank: R              required; an integer >= 0 below the rank count
@@ -594,6 +598,7 @@ static tsr_case *case_new(const char *name, const char *text, int noverride,
   c->rebalance.threshold = 0.05;
   c->rebalance.enabled = -1;
   c->rebalance.reserve = 0.5;
+  c->rebalance.clock = TSR_CLOCK_WALL;
   c->output.checkpoint_async = 1;
   c->model = TSR_MODEL_HEAT; /* meaningful only once ncomp > 0 */
   for (int a = 0; a < 3; ++a) {

@@ -45,6 +45,8 @@ typedef enum { TSR_BC_DIRICHLET = 0, TSR_BC_NEUMANN, TSR_BC_PERIODIC } tsr_bc_ty
 
 typedef enum { TSR_SCHEME_EULER = 0, TSR_SCHEME_SSPRK2, TSR_SCHEME_SSPRK3, TSR_SCHEME_RK4 } tsr_scheme;
 typedef enum { TSR_GRAPHS_AUTO = 0, TSR_GRAPHS_ON, TSR_GRAPHS_OFF } tsr_graphs_mode;
+/* rebalance.clock: what a CPU rank's compute time is (GPUs time with CUDA events either way) */
+typedef enum { TSR_CLOCK_WALL = 0, TSR_CLOCK_CPU } tsr_rebalance_clock;
 typedef enum { TSR_PROGRESS_AUTO = 0, TSR_PROGRESS_BAR, TSR_PROGRESS_LINES, TSR_PROGRESS_NONE } tsr_progress_mode;
 
 /* When something is written (output.checkpoint_every, output.snapshot_every): every `steps`
@@ -148,6 +150,7 @@ typedef struct {
                                 with several ranks, off on one) */
     double reserve;          /* GPUs: room each field keeps for a box this fraction larger than
                                 the rank's first (capped by free memory); default 0.5 */
+    tsr_rebalance_clock clock; /* how CPU ranks time their compute; default wall */
   } rebalance;
 
   struct {                   /* method: pinn (solver/pinn/pinn.h), set only with it */

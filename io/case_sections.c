@@ -533,10 +533,12 @@ void tsr_case_read_gpu(tsr_vctx *v, const tsr_yaml_entry *e) {
 }
 
 void tsr_case_read_rebalance(tsr_vctx *v, const tsr_yaml_entry *e) {
-  static const char *const keys[] = {"every", "threshold", "window", "enabled", "reserve"};
+  static const char *const keys[] = {"every", "threshold", "window", "enabled", "reserve",
+                                     "clock"};
+  static const char *const clocks[] = {"wall", "cpu"};
   tsr_case *c = v->c;
   const tsr_yaml_node *o = e && tsr_vmap(v, "rebalance", e->value) ? e->value : NULL;
-  if (o) tsr_vkeys(v, "rebalance", o, keys, 5);
+  if (o) tsr_vkeys(v, "rebalance", o, keys, 6);
   const tsr_yaml_entry *x;
   long n;
   if ((x = tsr_yaml_find(o, "every")) && tsr_vint(v, "rebalance.every", x->value, &n)) {
@@ -565,6 +567,10 @@ void tsr_case_read_rebalance(tsr_vctx *v, const tsr_yaml_entry *e) {
     else tsr_vat(v, x->value, "rebalance.reserve: expected a fraction in [0, 100] (0.5 keeps "
                  "room in every field for a box half as large again), got %g", d);
   }
+  int k;
+  if ((x = tsr_yaml_find(o, "clock")) &&
+      tsr_vchoice(v, "rebalance.clock", x->value, clocks, 2, &k))
+    c->rebalance.clock = (tsr_rebalance_clock)k;
 }
 
 /* debug.slowdown: {rank, factor, steps: [a, b]}, every key required. */

@@ -120,9 +120,11 @@ static void print_rebalance(const tsr_case *c, int nranks, FILE *out) {
   else if (c->decomp.time_slices > 1)
     fprintf(out, "rebalance: off (parareal)\n");
   else if (tsr_rebalance_enabled(c->rebalance.enabled, nranks))
-    fprintf(out, "rebalance: on, every %d steps over the last %d, threshold %.4g, fields "
-            "reserve %.3g on GPUs\n", c->rebalance.every, c->rebalance.window,
-            c->rebalance.threshold, c->rebalance.reserve);
+    fprintf(out, "rebalance: on, every %d steps over the last %d, threshold %.4g, CPU ranks "
+            "timed by %s, fields reserve %.3g on GPUs\n", c->rebalance.every,
+            c->rebalance.window, c->rebalance.threshold,
+            c->rebalance.clock == TSR_CLOCK_CPU ? "their CPU time (clock cpu)" : "the wall clock",
+            c->rebalance.reserve);
   else
     fprintf(out, "rebalance: off (%s)\n", c->rebalance.enabled == 0 ? "rebalance.enabled" :
             "one rank");

@@ -3,7 +3,9 @@
  *
  * Every rebalance.every steps the ranks decide. Over the last rebalance.window steps before a
  * decision each rank times its compute: the stage calls, without the exchange's waits (device
- * events on GPUs, around the kernels on their streams; the host's clock on CPU ranks). Those
+ * events on GPUs, around the kernels on their streams; on CPU ranks the wall clock or, with
+ * rebalance.clock: cpu, the thread's CPU time, which leaves out the time the OS gave other
+ * processes when ranks share cores; debug.slowdown repeats the compute, so both see it). Those
  * steps are issued plainly, not as CUDA graph replays, so that the events are theirs. At the
  * decision each rank counts the work of its cells in the state reached (kernels/work.h; 1 per
  * cell for models whose cost never varies) onto the shared cost map, the figures are shared
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "io/checkpoint.h"
 #include "solver/ckpt_writer.h"
@@ -52,7 +55,8 @@ struct tsr_run_rebal {
   tsr_rebalance_costmap map;
   uint32_t *work;          /* host: the work count of each cell of the box (varying models) */
   int varies;
-  double host_t0;          /* the host clock at the open mark (CPU ranks) */
+  int cpu_clock;           /* CPU ranks: 1 times by the thread's CPU time (rebalance.clock) */
+  double host_t0;          /* that clock at the open mark (CPU ranks) */
   double time;             /* this rank's compute seconds over the timed steps (CPU ranks) */
   int timed;               /* timed steps since the last decision */
   double *gtime;           /* per rank: the last decision's compute seconds per step */
@@ -115,6 +119,7 @@ tsr_err tsr_run_rebalance_create(tsr_run_ctx *x) {
   rb->window = c->rebalance.window > 0 && c->rebalance.window < rb->every ? c->rebalance.window
                                                                           : rb->every;
   rb->varies = tsr_models[c->model].varies;
+  rb->cpu_clock = c->rebalance.clock == TSR_CLOCK_CPU;
   if (!on) return TSR_OK;
   rb->opts.threshold = c->rebalance.threshold;
   /* the new boxes are kept until the next decision: that is what a migration must repay */
@@ -206,6 +211,16 @@ static tsr_err slow_down(tsr_run_ctx *x, int shell, const tsr_stage_desc *d,
   return TSR_OK;
 }
 
+/* The stage calls run on the thread that marks them (with OpenMP, its team's master thread):
+ * its CPU time is the rank's compute with one thread per rank, the setting of more ranks than
+ * cores; the OpenMP workers' time is not in it. */
+static double host_clock(int cpu) {
+  if (!cpu) return MPI_Wtime();
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 tsr_err tsr_run_rebalance_mark(tsr_run_ctx *x, int shell, int end, const tsr_stage_desc *d,
                                const tsr_box *region, const tsr_field *in, const tsr_field *base,
                                const tsr_field *src) {
@@ -214,8 +229,9 @@ tsr_err tsr_run_rebalance_mark(tsr_run_ctx *x, int shell, int end, const tsr_sta
   if (end && slowed_step(x, x->step)) TSR_CALL(slow_down(x, shell, d, region, in, base, src));
   if (!timed) return TSR_OK;
   if (x->be->time_mark) return x->be->time_mark(x, shell, end);
-  if (!end) rb->host_t0 = MPI_Wtime();
-  else rb->time += MPI_Wtime() - rb->host_t0;
+  double now = host_clock(rb->cpu_clock);
+  if (!end) rb->host_t0 = now;
+  else rb->time += now - rb->host_t0;
   return TSR_OK;
 }
 
@@ -381,7 +397,8 @@ tsr_err tsr_run_rebalance_after_step(tsr_run_ctx *x, int64_t step, char *line, s
   TSR_CALL(relayout(x, &next, phase));
   double mine = MPI_Wtime() - t0, most = mine;
   MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, x->comm);
-  tsr_rebalance_note_migration(&rb->state, most, d.bytes_moved);
+  tsr_rebalance_note_migration(&rb->state, most, d.bytes_moved,
+                               d.migration_measured ? d.migration_cost : 0.0);
   snprintf(line, size, "step %" PRId64 ": %s; migrated in %.3g ms", n, what, 1e3 * most);
   return add_record(rb, x, n, &d, most, phase);
 }
@@ -463,6 +480,8 @@ void tsr_run_rebalance_report(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_int(j, "every", rb->every);
   tsr_json_int(j, "window", rb->window);
   tsr_json_number(j, "threshold", rb->opts.threshold);
+  /* CPU ranks' clock (GPUs time with CUDA events whatever it says) */
+  tsr_json_string(j, "clock", rb->cpu_clock ? "cpu" : "wall");
   tsr_json_int(j, "decisions", rb->decisions);
   tsr_json_int(j, "migrations", rb->state.migrations);
   /* rank 0's: the ranks start on boxes of about one size */

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # The rebalancer on CPU ranks (issue 16): with one of 4 ranks slowed 3x (debug.slowdown) cells
-# leave it and the measured imbalance falls below the threshold; when the slowdown ends the
-# partition moves back; a case without imbalance never migrates; the moving ignition front
-# migrates as it moves; and every run's final fields are bitwise equal to the same run without
-# rebalancing, across a checkpoint/restart that keeps the rebalanced boxes too.
+# leave it and the imbalance measured after rebalancing is below the case's threshold while the
+# slowdown lasts; when it ends the partition moves back; a case without imbalance never
+# migrates; on the moving ignition front the partition follows the front and the imbalance is
+# brought back below the threshold each time the front's motion takes it above; and every run's
+# final fields are bitwise equal to the same run without rebalancing, across a
+# checkpoint/restart that keeps the rebalanced boxes too.
 #
-# Timing on this machine: CI's has 2 cores for the 4 ranks, so a rank's measured compute
-# includes its share of a core (ranks stepping at once share one), and a window's imbalance
-# varies by about 0.1 from that alone. The slowed case asserts the best decision after the
-# migration; the moving front's imbalance is printed, not asserted (README, Rebalancing).
+# Timing on this machine: CI's has 2 cores for the 4 ranks, and developers' machines run other
+# jobs beside them, so the cases time their compute by CPU time (rebalance.clock: cpu), which
+# leaves out the time the OS gave to other processes. What it cannot leave out is what the
+# ranks sharing a core do to each other's caches: the first window, where the 3 fast ranks
+# mostly wait, measures the slowed rank 5-15% faster against them than the windows after, and
+# the imbalance measured after rebalancing was 0.01-0.17 on a loaded 2-core host (wall clock:
+# up to 0.28). So the slowed case's threshold is 0.2 (README, Rebalancing).
 #
 # TSR_TIMING_CHECKS=0 (tests/sanitize.sh, where two tests share the cores and ASan slows each
 # rank by its own measure) leaves out the checks on measured times: the runs, migrations and
@@ -40,18 +45,18 @@ EOF
 slow=$work/slow.yaml
 cat >"$slow" <<'YAML'
 model: heat
-grid: {cells: [768, 768]}
+grid: {cells: [1024, 1024]}
 params: {kappa: 1.0}
 initial: {u: "sin(pi*x)*sin(pi*y) + x*y"}
 boundary: {default: {type: dirichlet, value: "x*y"}}
 time: {scheme: ssp_rk2, steps: 1200}
-rebalance: {every: 200, window: 200, threshold: 0.15}
+rebalance: {every: 200, window: 200, threshold: 0.2, clock: cpu}
 debug: {slowdown: {rank: 1, factor: 3, steps: [1, 700]}}
 output: {progress: lines, monitor_every: 1200}
 YAML
 # under the sanitizers (tests/sanitize.sh: timing checks off) a smaller grid takes the same
 # paths: the migrations, the checkpoints of rebalanced boxes, the restarts
-[ -n "${TSR_SANITIZED:-}" ] && sed -i 's/cells: \[768, 768\]/cells: [256, 256]/' "$slow"
+[ -n "${TSR_SANITIZED:-}" ] && sed -i 's/cells: \[1024, 1024\]/cells: [256, 256]/' "$slow"
 
 # --- one slowed rank ------------------------------------------------------------------------
 if "$MPIEXEC" -n 4 "$TESSERA_BIN" run "$slow" --out "$work/slow" \
@@ -71,20 +76,22 @@ c = [cells(b) for b in e["boxes"]]
 others = (c[0] + c[2] + c[3]) / 3
 print("cells after the first migration:", c)
 assert c[1] < 0.6 * others, c' "$work/slow/report.json"
-  check "after rebalancing the measured imbalance is below 0.25 while the slowdown lasts" '
-e = rb["events"][0]
-during = [h[1] for h in rb["history"] if 200 < h[0] <= 700]
+  # The decisions at 400 and 600 measure windows inside the slowdown on the boxes of the first
+  # migration (or of a further one that a decision above the threshold took)
+  check "after rebalancing the imbalance measured at every decision while slowed is below the threshold" \
+'e = rb["events"][0]
+T = rb["threshold"]
+assert rb["clock"] == "cpu", rb["clock"]
+during = [h[1] for h in rb["history"] if 200 < h[0] <= 600]
 print("imbalance before %.3f; measured at the decisions after it while slowed:" % imb(e["compute_per_step_before"]), during)
 assert imb(e["compute_per_step_before"]) > 0.4
-# 0.25, not the case threshold of 0.15: on 4 ranks sharing 2 cores a balanced window measures
-# up to about 0.15 from the sharing alone (README, Rebalancing); before it was 0.6-1.0
-assert min(during) < 0.25, during' "$work/slow/report.json"
+assert len(during) == 2 and max(during) < T, (during, T)' "$work/slow/report.json"
   # After the slowdown rank 1 holds about a third of the others' cells and is 3x faster: the
-  # imbalance it leaves is about 0.2 (1 / (0.75 + 0.25 / 3) - 1), near the case's 0.15 on CI's 2
-  # cores, where 4 ranks' windows measure up to 0.15 from the sharing alone, and its saving over
-  # the 200 steps left is near the cost of a migration on a loaded machine. So the check is on
-  # the decision: one whose window lies after the slowdown (step >= 900) and measures more than
-  # 0.15 gives rank 1 cells back, or its log line says the saving does not repay a migration.
+  # imbalance it leaves is about 0.2 (1 / (0.75 + 0.25 / 3) - 1; 0.19-0.29 measured), near the
+  # case's threshold, and its saving over the 200 steps left is near the cost of a migration on
+  # a loaded machine. So the check is on the decision: one whose window lies after the slowdown
+  # (step >= 900) and measures more than the threshold gives rank 1 cells back, or its log
+  # line says the saving does not repay a migration.
   NOGAIN=$(grep -c "does not repay a migration" "$work/slow.log")
   export NOGAIN
   check "when the slowdown ends, a decision that measures the imbalance moves cells back to rank 1 (or says why not)" '
@@ -94,13 +101,14 @@ slowed = [cells(b) for b in [x for x in rb["events"] if x["step"] <= 700][-1]["b
 post = [h for h in rb["history"] if h[0] >= 900]
 print("decisions after the slowdown [step, imbalance, predicted, migrated]:", post)
 print("cells per rank while slowed:", slowed, "at the end:", c)
+T = rb["threshold"]
 for h in post:
-    if h[1] <= 0.15:
+    if h[1] <= T:
         print("step %d measured %.3f: below the threshold" % (h[0], h[1]))
     elif h[3]:
         assert c[1] > 1.1 * slowed[1], c
     else:
-        assert int(os.environ["NOGAIN"]) > 0, "measured above 0.15, did not migrate, said no reason"
+        assert int(os.environ["NOGAIN"]) > 0, "measured above %g, did not migrate, said no reason" % T
         print("step %d: the predicted saving did not repay a migration (its log line)" % h[0])' \
     "$work/slow/report.json"
 fi
@@ -137,21 +145,57 @@ assert rb["decisions"] == 3, rb["decisions"]
 assert rb["migrations"] == 0 and rb["events"] == []' "$work/even/report.json"
 
 # --- the moving front -----------------------------------------------------------------------
+# ignition2d with the reaction sub-stepped 100 times finer (params.delta), so that the front's
+# cells cost a hundred to a thousand times a cold cell and the front's cost is most of a step:
+# about 1 ms per rank, so that the saving of a migration over 10 steps repays its cost. On 2
+# ranks, each cut through the front leaves both ranks the same mix of front and cold cells; on
+# 4, where one rank holds the front and another none, a rank's rate (work over time) reads
+# the front's cost per count, 3 times a cold cell's, as a speed (README, Rebalancing).
 front=$work/front.yaml
 sed -e 's/snapshot_every: 50/progress: none/' "$TESSERA_SOURCE/cases/ignition2d.yaml" >"$front"
 cat >>"$front" <<'YAML'
-rebalance: {every: 20, window: 20, threshold: 0.3}
+rebalance: {every: 10, window: 10, threshold: 0.3, clock: cpu}
 YAML
-run_ok "ignition front, rebalanced" 4 "$front" --out "$work/front" &&
-  run_ok "ignition front, not rebalanced" 4 "$front" --out "$work/front0" \
-    --set rebalance.enabled=false &&
-  same "moving front: final fields equal with and without rebalancing" \
+fine=(--set params.delta=1e-4 --set params.nmax=100000)
+# under the sanitizers the first 75 steps take the same paths: the first decisions migrate
+[ -n "${TSR_SANITIZED:-}" ] && fine+=(--set time.end=1.0)
+run_ok "ignition front, rebalanced" 2 "$front" --out "$work/front" "${fine[@]}" &&
+  run_ok "ignition front, never migrating (threshold 100)" 2 "$front" --out "$work/front0" \
+    "${fine[@]}" --set rebalance.threshold=100 &&
+  same "moving front: final fields equal with and without migrations" \
     "$work/front/final.h5" "$work/front0/final.h5"
-check "moving front: it migrates as the front moves" '
-ev = rb["events"]
-print("migrations at steps", [e["step"] for e in ev])
-print("imbalance measured at each decision:", ["%d: %.3f" % (h[0], h[1]) for h in rb["history"]])
-assert len(ev) >= 2' "$work/front/report.json"
+# the first decision finds the whole front on one rank (imbalance about 0.95)
+check "moving front: migrations were made (the comparison above crosses them)" '
+assert rb["history"][0][3] == 1 and rb["migrations"] >= 2, (rb["migrations"], rb["history"][:3])' \
+  "$work/front/report.json" always
+# The decision that finds the imbalance above the threshold is the one that moves cells, so
+# "kept below the threshold" is checked as: every window that follows a migration measures
+# below it, and every decision that measures above it migrates, so the imbalance is above the
+# threshold at most one window at a time. The window after the first migration is left out:
+# the first decision measured the ranks' rates on the starting boxes, one with the whole front,
+# the other with none, and takes the front's cost per count for a speed; the second corrects
+# it from boxes that both cut the front.
+NOMIG=$work/front0/report.json
+export NOMIG
+check "moving front: the partition follows the front and the imbalance is kept below the threshold" '
+import os
+T = rb["threshold"]
+h = rb["history"]
+h0 = json.load(open(os.environ["NOMIG"]))["rebalance"]["history"]
+print("imbalance at each decision ([step, measured], * migrated):")
+print("  ", " ".join("%d:%.2f%s" % (x[0], x[1], "*" if x[3] else "") for x in h))
+print("never migrating:", " ".join("%d:%.2f" % (x[0], x[1]) for x in h0))
+moved = [i for i, x in enumerate(h) if x[3]]
+assert h[0][1] > 0.5 and moved and moved[0] == 0, h[0]
+assert len(moved) >= 5, "%d migrations" % len(moved)
+after = [h[i + 1] for i in moved[1:] if i + 1 < len(h)]
+assert all(x[1] < T for x in after), ("a window after a migration measured above %g" % T, after)
+left = [x for x in h[1:] if x[1] > T and not x[3]]
+assert not left, ("measured above %g and did not migrate" % T, left)
+mean = sum(x[1] for x in h[1:]) / (len(h) - 1)
+mean0 = sum(x[1] for x in h0[1:]) / (len(h0) - 1)
+print("mean imbalance after the first decision: %.3f (never migrating: %.3f)" % (mean, mean0))
+assert mean < T < mean0, (mean, mean0)' "$work/front/report.json"
 
 # --- bad input ------------------------------------------------------------------------------
 bad=$work/bad.yaml

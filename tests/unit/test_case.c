@@ -529,23 +529,26 @@ static void test_rebalance_section(void **state) {
   assert_int_equal(c->rebalance.window, 100);
   assert_int_equal(c->rebalance.enabled, -1);
   assert_true(c->rebalance.reserve == 0.5);
+  assert_int_equal(c->rebalance.clock, TSR_CLOCK_WALL);
   assert_int_equal(c->debug.slowdown, 0);
   uint64_t h = tsr_case_restart_hash(c);
   tsr_case_destroy(&c);
   c = load_ok("c.yaml", MODEL GRID INIT TIME "rebalance: {every: 20, threshold: 0.1, "
-              "enabled: off, reserve: 0}\n", 0, NULL);
+              "enabled: off, reserve: 0, clock: cpu}\n", 0, NULL);
   assert_true(c->rebalance.reserve == 0.0);
+  assert_int_equal(c->rebalance.clock, TSR_CLOCK_CPU);
   assert_int_equal(c->rebalance.every, 20);
   assert_int_equal(c->rebalance.window, 20);
   assert_true(c->rebalance.threshold == 0.1);
   assert_int_equal(c->rebalance.enabled, 0);
   tsr_case_destroy(&c);
   char *set[] = {"rebalance.every=50", "rebalance.window=10", "rebalance.enabled=yes",
-                 "debug.slowdown={rank: 3, factor: 2.5, steps: [10, 40]}"};
-  c = load_ok("c.yaml", text, 4, set);
+                 "rebalance.clock=cpu", "debug.slowdown={rank: 3, factor: 2.5, steps: [10, 40]}"};
+  c = load_ok("c.yaml", text, 5, set);
   assert_int_equal(c->rebalance.every, 50);
   assert_int_equal(c->rebalance.window, 10);
   assert_int_equal(c->rebalance.enabled, 1);
+  assert_int_equal(c->rebalance.clock, TSR_CLOCK_CPU);
   assert_int_equal(c->debug.slowdown, 1);
   assert_int_equal(c->debug.slowdown_rank, 3);
   assert_true(c->debug.slowdown_factor == 2.5);
@@ -576,6 +579,10 @@ static const bad_case bad_rebalance[] = {
     {MODEL GRID INIT TIME "rebalance: 5\n", {0}, {"c.yaml:5:12: rebalance: expected a map"}},
     {MODEL GRID INIT TIME "rebalance: {reserve: -1}\n", {0},
      {"c.yaml:5:22: rebalance.reserve: expected a fraction in [0, 100]"}},
+    {MODEL GRID INIT TIME "rebalance: {clock: gpu}\n", {0},
+     {"c.yaml:5:20: rebalance.clock: unknown value 'gpu'", "expected one of wall, cpu"}},
+    {MODEL GRID INIT TIME, {"rebalance.clock=cpus"},
+     {"--set rebalance.clock=cpus: rebalance.clock: unknown value 'cpus' (did you mean 'cpu'?)"}},
     {MODEL GRID INIT TIME, {"rebalance.threshold=high"},
      {"--set rebalance.threshold=high: rebalance.threshold: expected a number, got 'high'"}},
     {MODEL GRID INIT TIME "debug: {slowdwn: {rank: 0}}\n", {0},

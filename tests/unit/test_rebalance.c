@@ -244,8 +244,19 @@ static void test_decision_reasons(void **state) {
               1e-9);
   assert_int_equal(N.nbox, 0);
   /* the same with a fast migration measured: it pays */
-  tsr_rebalance_note_migration(&st, 1e-6, 1000000);
+  tsr_rebalance_note_migration(&st, 1e-6, 1000000, 0.0);
   assert_int_equal(st.migrations, 2);
+  assert_true(st.last_seconds == 1e-6);
+  /* a migration that took 70 times the cost predicted from the last measured one is recorded
+   * at twice that, so one slow migration does not price out every later one; a cheaper one
+   * is recorded as measured */
+  tsr_rebalance_state slow = st;
+  tsr_rebalance_note_migration(&slow, 70e-6, 1000000, 1e-6);
+  assert_int_equal(slow.migrations, 3);
+  assert_true(slow.last_seconds == 2e-6);
+  assert_int_equal(slow.last_bytes, 1000000);
+  tsr_rebalance_note_migration(&slow, 0.5e-6, 1000000, 2e-6);
+  assert_true(slow.last_seconds == 0.5e-6);
   assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, &st, &N, &d), TSR_OK);
   assert_int_equal(d.reason, TSR_REBALANCE_YES);
   tsr_layout_free(&N);
