@@ -46,6 +46,7 @@ static void use(tsr_run_ctx *x, struct tsr_fuse_auto *a, int i) {
   x->xghost = i ? a->plan[i].ghost : x->radius;
   x->halo = i ? a->halo[i] : a->own;
   x->fuse_pos = x->fuse_len = 0; /* the next step begins a block */
+  if (!i) tsr_run_split_shell(x, 0); /* a fused block's first stage left its own split */
 }
 
 /* The choice, with fuse 1 kept unless another is faster by 2% (noise must not move it). */
@@ -72,6 +73,7 @@ static tsr_err choose(tsr_run_ctx *x, struct tsr_fuse_auto *a, char *line, size_
     TSR_CALL(x->be->halo_new(x, &x->plan, &x->halo));
   }
   for (int i = 1; i < a->n; ++i) tsr_halo_destroy(&a->halo[i]);
+  a->own = NULL; /* x->halo is the run's exchange now (a migration makes it again) */
   int n = snprintf(line, size, "time.fuse auto: %d, seconds per step", a->chosen);
   for (int i = 0; i < a->n && n > 0 && (size_t)n < size; ++i)
     n += snprintf(line + n, size - (size_t)n, "%s fuse %d %.3g", i ? "," : "", a->s[i],
@@ -166,7 +168,8 @@ void tsr_run_fuse_auto_report(const tsr_run_ctx *x, tsr_json *j) {
 void tsr_run_fuse_auto_free(tsr_run_ctx *x) {
   struct tsr_fuse_auto *a = x->fa;
   if (!a) return;
-  if (a->own) x->halo = a->own; /* the backend's teardown frees the run's own exchange */
+  /* stopped while measuring: the backend's teardown frees the run's own exchange */
+  if (a->measuring && a->own) x->halo = a->own;
   for (int i = 1; i < a->n; ++i) {
     tsr_halo_destroy(&a->halo[i]);
     tsr_halo_plan_free(&a->plan[i]);
