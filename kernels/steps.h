@@ -1,0 +1,75 @@
+/* Several forward Euler steps in one pass over memory (temporal blocking; time.fuse).
+ *
+ * A fused block (time.fuse: s) exchanges ghosts s steps deep once and then updates boxes that
+ * shrink by the stencil radius per step (solver/run.c). Done one stage at a time, each of
+ * those steps still reads and writes every cell in memory once. tsr_steps_* take m of them in
+ * one pass: a tile of cells is read once, advanced m steps on chip (shared memory and
+ * registers on GPUs, a cache-sized buffer on CPUs) and only the last step is written. Every
+ * intermediate value is computed by the same per-cell code (tsr_model_rhs, tsr_stage_update)
+ * from the same inputs as the stage-by-stage path computes it, so the result is bitwise the
+ * same (DESIGN.md principle 2).
+ *
+ * Physical boundaries: between two of the m steps the ghost layers beyond the box's faces on
+ * the physical boundary are refilled on chip from the step's own values, with
+ * tsr_ghost_value and the face's values (which must not depend on t: the driver falls back to
+ * stage-by-stage steps where a face value or the source does). */
+#ifndef TSR_STEPS_H
+#define TSR_STEPS_H
+
+#include "kernels/field.h"
+#include "kernels/models/boundary_cell.h"
+#include "kernels/stage.h"
+
+#ifdef TSR_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most steps one call takes. */
+#define TSR_STEPS_MAX 8
+
+/* The physical faces of a field's box: tsr_bc_face as solver/boundary.c fills it (ghost
+ * layers beyond face `axis`/`side` of the field's box, tangential cells from the box's lo +
+ * (o1, o2), n1 x n2 of them) with its values val (ncomp x n2 x n1, n1 fastest; host memory
+ * for tsr_steps_host, device memory for tsr_steps_cuda). */
+typedef struct {
+  int nface;
+  tsr_bc_face face[6];
+  const double *val[6];
+} tsr_steps_bc;
+
+/* m (1 .. TSR_STEPS_MAX) forward Euler steps (s->kind must be TSR_STAGE_EULER) from in into
+ * out over region: afterwards out's cells in region hold what m stage-by-stage steps would
+ * give (tsr_stage_host with the physical ghosts filled before each), where step l (1 .. m)
+ * updates region grown by (m - l) * radius on every side that is not one of bc's faces.
+ * in must hold valid values over region grown by m * radius on those sides (ghosts a halo
+ * exchange filled) and valid ghost layers beyond bc's faces (the boundary's fill for the
+ * first step). src (NULL: none) is added at every step, the same values each step, and must
+ * cover the cells of every step. in and out share geometry and precision and must not alias;
+ * only region's cells of out are written. Host memory; OpenMP threads inside. */
+void tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
+                    const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
+                    tsr_field *out);
+
+#ifdef TSR_HAVE_CUDA
+/* As tsr_steps_host, for device fields, launched on stream (asynchronous). Errors:
+ * TSR_ERR_STATE (host fields, m out of range, a kind other than forward Euler, a model
+ * without an explicit stage, a radius other than 1), TSR_ERR_CUDA (launch). */
+tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
+                       const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
+                       tsr_field *out, cudaStream_t stream);
+
+/* The most steps tsr_steps_cuda takes in one pass for this dimension and precision (fewer
+ * than TSR_STEPS_MAX where the tiles would not fit on chip); 0 where it has no kernel (3D for
+ * now: the driver then steps stage by stage). */
+int tsr_steps_cuda_max(int dim, tsr_prec prec);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
