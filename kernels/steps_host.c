@@ -20,13 +20,13 @@
 
 #include "kernels/steps_host.h"
 
-/* Bytes of one of a thread's two buffers the default tiles aim at: two of them per thread
- * stay within a core's share of the last-level cache (bench/README.md, host_stencil's
- * fusion table, measured the choice). */
-#define BUF_BYTES (1 << 20)
-/* Default tile length along x: rows this long vectorise well and keep the x halo small. */
-#define TILE_X2 512
-#define TILE_X3 128
+/* The default tiles: TILE_Y (2D) or TILE_YZ (3D) cells along y (and z) and as long along x as
+ * one of a thread's two buffers holding BUF_BYTES allows (whole rows where they fit). Long
+ * rows matter most on CPUs: the hardware prefetchers follow a row, and a short one restarts
+ * them (bench/README.md, host_stencil's fusion, measured these). */
+#define BUF_BYTES (4 << 20)
+#define TILE_Y 64
+#define TILE_YZ 32
 
 static int tile_set[3];
 
@@ -104,18 +104,20 @@ static void plan_init(plan *p, int m, int r, const tsr_box *region, const tsr_st
   p->box = in->box;
   for (int f = 0; f < 6; ++f) p->face[f] = 0;
   for (int i = 0; bc && i < bc->nface; ++i) p->face[2 * bc->face[i].axis + bc->face[i].side] = 1;
-  int len[3], halo = 2 * m * r;
+  int len[3], t[3], halo = 2 * m * r;
   for (int d = 0; d < 3; ++d) len[d] = tsr_box_len(region, d);
-  /* default: x rows up to TILE_X*, then equal y (and z) lengths filling BUF_BYTES */
-  int t[3] = {len[0] < (p->dim == 3 ? TILE_X3 : TILE_X2) ? len[0] : (p->dim == 3 ? TILE_X3 : TILE_X2),
-              len[1], len[2]};
-  if (tile_set[0]) t[0] = tile_set[0];
   const double cells = (double)BUF_BYTES / (double)(in->ncomp * tsr_prec_size(in->prec));
-  double side = p->dim == 3 ? __builtin_sqrt(cells / (t[0] + halo)) : cells / (t[0] + halo);
-  int s = (int)side - halo;
-  if (s < 4 * r * m) s = 4 * r * m; /* a thinner tile would be mostly halo */
-  t[1] = tile_set[1] ? tile_set[1] : s;
-  t[2] = p->dim == 3 ? (tile_set[2] ? tile_set[2] : s) : 1;
+  if (p->dim == 3) {
+    t[1] = tile_set[1] ? tile_set[1] : TILE_YZ;
+    t[2] = tile_set[2] ? tile_set[2] : TILE_YZ;
+  } else {
+    t[1] = tile_set[1] ? tile_set[1] : TILE_Y;
+    t[2] = 1;
+  }
+  double across = (double)(t[1] + halo) * (p->dim == 3 ? t[2] + halo : 1);
+  t[0] = (int)(cells / across) - halo;
+  if (t[0] < 32) t[0] = 32;
+  if (tile_set[0]) t[0] = tile_set[0];
   p->ntile = 1;
   p->bufcells = 1;
   for (int d = 0; d < 3; ++d) {
