@@ -3,30 +3,42 @@
  * The region is cut into tiles. A thread takes a tile T and computes step l (1 .. m) over T
  * grown by (m - l) * radius, clipped to the cells the stage-by-stage path updates at step l
  * (the region grown by (m - l) * radius on the sides that are not physical faces): step 1
- * reads `in`, steps 1 .. m-1 write two ping-pong buffers of the thread's (the tile with its
- * halo, a cache's worth), and step m writes T into `out`. Neighbouring tiles recompute their
- * overlap, each from the same inputs, so every cell gets the bits the stage-by-stage path
- * gives it: the per-cell code is stage_host.c's (tsr_model_rhs on a pointer into double
- * values, or on a 3x3(x3) double window gathered from single ones, then tsr_stage_update), and
- * the buffers hold values in the field's precision, rounded as a store into the field rounds
- * them. Between two steps the ghost layers beyond the physical faces are refilled in the
- * buffer as tsr_bc_fill fills them in the field (tsr_ghost_value of the mirror cell). */
+ * reads `in`, steps 1 .. m-1 write buffers of the thread's (a cache's worth), and step m writes
+ * T into `out`. Neighbouring tiles recompute their overlap, each from the same inputs, so
+ * every cell gets the bits the stage-by-stage path gives it: the per-cell code is
+ * stage_host.c's (tsr_model_rhs on a pointer into double values, or on a 3x3(x3) double
+ * window gathered from single ones, then tsr_stage_update), and the buffers hold values in the
+ * field's precision, rounded as a store into the field rounds them. Between two steps the
+ * ghost layers beyond the physical faces are refilled in the buffers as tsr_bc_fill fills them
+ * in the field (tsr_ghost_value of the mirror cell).
+ *
+ * 2D tiles are blocks: two buffers the size of the tile and its halo, ping-pong. 3D tiles are
+ * columns of the whole z range, streamed along z (a wavefront): each step l < m keeps a ring
+ * of a few z planes, and computes its next plane as soon as step l - 1 has the planes that
+ * plane reads, so a column's cells cross memory once while only a few planes per step stay in
+ * cache, and the tiles overlap along x and y only (3D blocks recompute too much of their halo:
+ * bench/README.md, host_stencil's fusion). */
 #include "kernels/steps.h"
 
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/steps_host.h"
 
-/* The default tiles: TILE_Y (2D) or TILE_YZ (3D) cells along y (and z) and as long along x as
- * one of a thread's two buffers holding BUF_BYTES allows (whole rows where they fit). Long
- * rows matter most on CPUs: the hardware prefetchers follow a row, and a short one restarts
- * them (bench/README.md, host_stencil's fusion, measured these). */
+/* The default tiles: 2D blocks of TILE_Y rows, as long along x as one of a thread's two buffers
+ * holding BUF_BYTES allows (whole rows where they fit: the hardware prefetchers follow a row,
+ * and a short one restarts them); 3D columns TILE_Y3 cells along y and as long along x as a
+ * plane of SLOT_BYTES allows. bench/README.md (host_stencil's fusion) measured these. */
 #define BUF_BYTES (4 << 20)
 #define TILE_Y 64
-#define TILE_YZ 32
+#define SLOT_BYTES (256 << 10)
+#define TILE_Y3 64
+/* Planes in a 3D step's ring (at least 3 radius + 1: a step may run that far ahead of the next
+ * one; more make each plane's copy into the ring's tail rarer). */
+#define RING 8
 
 static int tile_set[3];
 
@@ -60,7 +72,9 @@ typedef struct {
   int face[6];         /* side 2 d + s of the region lies on one of bc's faces */
   int tile[3], nt[3];  /* longest tile and tiles per axis */
   ptrdiff_t ntile;
-  size_t bufcells;     /* cells of a buffer, per component */
+  int ring;            /* 3D: planes per ring */
+  size_t slot;         /* 3D: values per plane of a ring (all components) */
+  size_t bufcells;     /* values of a thread's buffers */
 } plan;
 
 /* b grown by g on every side of the first dim axes that is not a physical face. */
@@ -106,27 +120,35 @@ static void plan_init(plan *p, int m, int r, const tsr_box *region, const tsr_st
   for (int i = 0; bc && i < bc->nface; ++i) p->face[2 * bc->face[i].axis + bc->face[i].side] = 1;
   int len[3], t[3], halo = 2 * m * r;
   for (int d = 0; d < 3; ++d) len[d] = tsr_box_len(region, d);
-  const double cells = (double)BUF_BYTES / (double)(in->ncomp * tsr_prec_size(in->prec));
+  const size_t es = (size_t)in->ncomp * tsr_prec_size(in->prec);
+  double across;
   if (p->dim == 3) {
-    t[1] = tile_set[1] ? tile_set[1] : TILE_YZ;
-    t[2] = tile_set[2] ? tile_set[2] : TILE_YZ;
+    t[1] = tile_set[1] ? tile_set[1] : TILE_Y3;
+    t[2] = len[2]; /* columns: the whole z range, streamed */
+    across = (double)SLOT_BYTES / (double)es / (double)(t[1] + halo);
   } else {
     t[1] = tile_set[1] ? tile_set[1] : TILE_Y;
     t[2] = 1;
+    across = (double)BUF_BYTES / (double)es / (double)(t[1] + halo);
   }
-  double across = (double)(t[1] + halo) * (p->dim == 3 ? t[2] + halo : 1);
-  t[0] = (int)(cells / across) - halo;
+  t[0] = (int)across - halo;
   if (t[0] < 32) t[0] = 32;
   if (tile_set[0]) t[0] = tile_set[0];
   p->ntile = 1;
-  p->bufcells = 1;
+  size_t plane = 1;
   for (int d = 0; d < 3; ++d) {
     if (t[d] > len[d]) t[d] = len[d];
     p->nt[d] = (len[d] + t[d] - 1) / t[d];
     p->tile[d] = (len[d] + p->nt[d] - 1) / p->nt[d];
     p->ntile *= p->nt[d];
-    p->bufcells *= (size_t)(p->tile[d] + (d < p->dim ? halo : 0));
+    if (d < 2) plane *= (size_t)(p->tile[d] + halo);
   }
+  p->ring = RING > 3 * r + 1 ? RING : 3 * r + 1;
+  p->slot = plane * (size_t)in->ncomp;
+  /* 2D: two buffers of a tile and its halo; 3D: a ring per step before the last, with 2 r
+   * slots more (the copies that keep the planes a stencil reads at one stride) */
+  p->bufcells = p->dim == 3 ? (size_t)(m - 1) * (size_t)(p->ring + 2 * r) * p->slot
+                            : 2 * plane * (size_t)in->ncomp;
 }
 
 /* One row of n cells of a forward Euler step: stage_host.c's row() for TSR_STAGE_EULER, with
@@ -194,13 +216,14 @@ step(int model, int ncomp, int prec, const tsr_cell_coef *k0, double dt, const t
     }
 }
 
-/* The ghost layers beyond the physical faces that the cells of t read, from the mirror cells
- * of buffer buf (laid out as g), as tsr_bc_fill sets them in a field. */
-static void refill(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc,
+/* The ghost layers beyond the physical faces across axes below naxes that the cells of t read,
+ * from the mirror cells of buffer buf (laid out as g), as tsr_bc_fill sets them in a field. */
+static void refill(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc, int naxes,
                    const tsr_box *t, void *buf, const geom *g) {
   for (int f = 0; f < bc->nface; ++f) {
     const tsr_bc_face *fi = &bc->face[f];
     const int d = fi->axis, t1 = fi->t1, t2 = fi->t2;
+    if (d >= naxes) continue;
     if (fi->side == 0 ? t->lo[d] != p->box.lo[d] : t->hi[d] != p->box.hi[d]) continue;
     const int f1 = p->box.lo[t1] + fi->o1, f2 = p->box.lo[t2] + fi->o2;
     const int a0 = t->lo[t1] > f1 ? t->lo[t1] : f1, a1 = t->hi[t1] < f1 + fi->n1 ? t->hi[t1] : f1 + fi->n1;
@@ -241,12 +264,12 @@ tile(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, doub
   gb.sy = tsr_box_len(&gb.b, 0);
   gb.sz = gb.sy * tsr_box_len(&gb.b, 1);
   gb.sc = gb.sz * tsr_box_len(&gb.b, 2);
-  void *b0 = buf, *b1 = (char *)buf + p->bufcells * ncomp * tsr_prec_size(in->prec);
+  void *b0 = buf, *b1 = (char *)buf + p->bufcells / 2 * tsr_prec_size(in->prec);
   const void *ps = src ? src->data : NULL;
   step(model, ncomp, prec, k, dt, &t1, in->data, &gf, ps, &gf, b0, &gb);
   for (int l = 2; l <= p->m; ++l) {
     tsr_box tl = step_box(p, t, l);
-    if (bc) refill(prec, ncomp, p, bc, &tl, b0, &gb);
+    if (bc) refill(prec, ncomp, p, bc, 3, &tl, b0, &gb);
     if (l < p->m) {
       step(model, ncomp, prec, k, dt, &tl, b0, &gb, ps, &gf, b1, &gb);
       void *x = b0;
@@ -254,6 +277,126 @@ tile(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, doub
       b1 = x;
     } else {
       step(model, ncomp, prec, k, dt, &tl, b0, &gb, ps, &gf, out->data, &gf);
+    }
+  }
+}
+
+
+/* 3D rings: plane z of a step lives in slot z mod K of its ring (K = p->ring), and slots
+ * 0 .. 2r-1 are copied into slots K .. K+2r-1 when written, so that the 2r + 1 planes around
+ * any plane lie at one stride (the per-cell code reads z neighbours at a fixed offset). */
+static inline int slot_of(const plan *p, int z) {
+  int s = z % p->ring;
+  return s < 0 ? s + p->ring : s;
+}
+
+/* The layout of a ring (values from ring) for writing plane z, or for reading around it. */
+static inline geom ring_geom(const plan *p, const geom *xy, int z, int reading) {
+  geom g = *xy;
+  g.b.lo[2] = reading ? z - (slot_of(p, z - p->r) + p->r) : z - slot_of(p, z);
+  return g;
+}
+
+static void ring_copy(const plan *p, char *ring, int z, size_t es) {
+  int s = slot_of(p, z);
+  if (s < 2 * p->r)
+    memcpy(ring + (size_t)(s + p->ring) * p->slot * es, ring + (size_t)s * p->slot * es,
+           p->slot * es);
+}
+
+/* The ghost planes beyond a z face of box, over the cells of t (x, y) that read them, from
+ * their mirror planes in ring (laid out as xy). */
+static void refill_z(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc, int f,
+                     const tsr_box *t, char *ring, const geom *xy, size_t es) {
+  const tsr_bc_face *fi = &bc->face[f]; /* a z face: t1 = x, t2 = y */
+  const int f1 = p->box.lo[0] + fi->o1, f2 = p->box.lo[1] + fi->o2;
+  const int a0 = t->lo[0] > f1 ? t->lo[0] : f1, a1 = t->hi[0] < f1 + fi->n1 ? t->hi[0] : f1 + fi->n1;
+  const int b0 = t->lo[1] > f2 ? t->lo[1] : f2, b1 = t->hi[1] < f2 + fi->n2 ? t->hi[1] : f2 + fi->n2;
+  const int layers = fi->layers < p->r ? fi->layers : p->r;
+  const size_t nf = (size_t)fi->n1 * fi->n2;
+  for (int l = 1; l <= layers; ++l) {
+    const int gz = fi->side == 0 ? p->box.lo[2] - l : p->box.hi[2] - 1 + l;
+    const int mz = fi->side == 0 ? p->box.lo[2] + l - 1 : p->box.hi[2] - l;
+    const geom gg = ring_geom(p, xy, gz, 0), gm = ring_geom(p, xy, mz, 0);
+    for (int q = 0; q < ncomp; ++q)
+      for (int y = b0; y < b1; ++y)
+        for (int x = a0; x < a1; ++x) {
+          double v = bc->val[f][q * nf + (size_t)(y - f2) * fi->n1 + (x - f1)];
+          double mv = ld(prec, ring, at(&gm, q, x, y, mz));
+          st(prec, ring, at(&gg, q, x, y, gz), tsr_ghost_value(fi->type, v, mv, l, fi->h));
+        }
+    ring_copy(p, ring, gz, es);
+  }
+}
+
+/* The m steps of one 3D column t (the region's z range), streamed along z: each pass over the
+ * steps computes the next plane of every step whose inputs are there and whose ring has room
+ * (step l + 1 reads planes z - r .. z + r of step l's ring). */
+static inline __attribute__((always_inline)) void
+column(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, double dt,
+       const tsr_steps_bc *bc, const tsr_box *t, const tsr_field *in, const tsr_field *src,
+       tsr_field *out, char *buf) {
+  const size_t es = tsr_prec_size(in->prec);
+  const geom gf = {in->gbox, in->sy, in->sz, in->scomp};
+  const int m = p->m, r = p->r;
+  tsr_box tl[TSR_STEPS_MAX + 1];
+  int next[TSR_STEPS_MAX + 1];
+  for (int l = 1; l <= m; ++l) {
+    tl[l] = step_box(p, t, l);
+    next[l] = tl[l].lo[2];
+  }
+  /* a ring's planes: step 1's cells and the ghost layers beyond the x and y faces it meets */
+  geom xy;
+  xy.b = tl[1];
+  for (int d = 0; d < 2; ++d) {
+    if (p->face[2 * d] && tl[1].lo[d] == p->region.lo[d]) xy.b.lo[d] -= r;
+    if (p->face[2 * d + 1] && tl[1].hi[d] == p->region.hi[d]) xy.b.hi[d] += r;
+  }
+  xy.sy = tsr_box_len(&xy.b, 0);
+  xy.sc = xy.sy * tsr_box_len(&xy.b, 1);
+  xy.sz = (ptrdiff_t)p->slot;
+  int fz[2] = {-1, -1}; /* bc's z faces */
+  for (int f = 0; bc && f < bc->nface; ++f)
+    if (bc->face[f].axis == 2) fz[bc->face[f].side] = f;
+  const size_t ring_bytes = (size_t)(p->ring + 2 * r) * p->slot * es;
+  const void *ps = src ? src->data : NULL;
+  while (next[m] < tl[m].hi[2]) {
+    int moved = 0;
+    for (int l = 1; l <= m; ++l) {
+      const int z = next[l];
+      if (z >= tl[l].hi[2]) continue;
+      if (l > 1) { /* step l - 1 has the planes z reads (beyond its last, its ghost planes) */
+        int need = z + r < tl[l - 1].hi[2] - 1 ? z + r : tl[l - 1].hi[2] - 1;
+        if (next[l - 1] <= need) continue;
+      }
+      const int top = fz[1] >= 0 && z == p->box.hi[2] - 1; /* then its ghost planes too */
+      if (l < m && (top ? z + r : z) - p->ring >= next[l + 1] - r) continue; /* no room */
+      tsr_box pl = tl[l];
+      pl.lo[2] = z;
+      pl.hi[2] = z + 1;
+      const char *from = l == 1 ? (const char *)in->data : buf + (size_t)(l - 2) * ring_bytes;
+      const geom gi = l == 1 ? gf : ring_geom(p, &xy, z, 1);
+      if (l == m) {
+        step(model, ncomp, prec, k, dt, &pl, from, &gi, ps, &gf, out->data, &gf);
+      } else {
+        char *to = buf + (size_t)(l - 1) * ring_bytes;
+        const geom go = ring_geom(p, &xy, z, 0);
+        step(model, ncomp, prec, k, dt, &pl, from, &gi, ps, &gf, to, &go);
+        tsr_box nx = tl[l + 1];
+        nx.lo[2] = z;
+        nx.hi[2] = z + 1;
+        if (bc) refill(prec, ncomp, p, bc, 2, &nx, to, &go);
+        ring_copy(p, to, z, es);
+        if (fz[0] >= 0 && z == p->box.lo[2] + r - 1)
+          refill_z(prec, ncomp, p, bc, fz[0], &tl[l + 1], to, &xy, es);
+        if (top) refill_z(prec, ncomp, p, bc, fz[1], &tl[l + 1], to, &xy, es);
+      }
+      next[l]++;
+      moved = 1;
+    }
+    if (!moved) { /* cannot happen with p->ring >= 3 r + 1 */
+      fprintf(stderr, "tsr_steps_host: the z wavefront stalled (a bug)\n");
+      abort();
     }
   }
 }
@@ -270,7 +413,8 @@ tiles(int model, int ncomp, int dim, int prec, const tsr_stage_desc *s, const pl
 #pragma omp for schedule(dynamic, 1)
   for (ptrdiff_t n = 0; n < p->ntile; ++n) {
     tsr_box t = tile_box(p, n);
-    tile(model, ncomp, prec, p, &k, dt, bc, &t, in, src, out, buf);
+    if (dim == 3) column(model, ncomp, prec, p, &k, dt, bc, &t, in, src, out, buf);
+    else tile(model, ncomp, prec, p, &k, dt, bc, &t, in, src, out, buf);
   }
 }
 
@@ -299,7 +443,7 @@ void tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *r
   plan p;
   plan_init(&p, m, radius, region, bc, in);
   /* a cache line's padding between the threads' buffers */
-  size_t per_thread = (2 * p.bufcells * (size_t)in->ncomp * tsr_prec_size(in->prec) + 127) & ~(size_t)63;
+  size_t per_thread = (p.bufcells * tsr_prec_size(in->prec) + 127) & ~(size_t)63;
   int nthreads = omp_get_max_threads();
   if ((ptrdiff_t)nthreads > p.ntile) nthreads = (int)p.ntile;
   char *bufs = malloc(per_thread * (size_t)nthreads);

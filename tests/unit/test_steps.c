@@ -186,7 +186,9 @@ static void matches_stages(int dim) {
           tcase c = {.dim = dim, .model = models[mi], .single = single, .m = m};
           c.with_src = (n + rep) % 2;
           c.grow = (n / 2) % 3;
-          int lo[3] = {3, -4, 7}, len[3] = {dim == 3 ? 9 : 13, dim == 3 ? 8 : 11, 7};
+          /* z from -5 to 5: 3D columns keep z planes in rings of 8, and some copies of the
+           * ghost planes (slots 0 and 1) happen only for some of these */
+          int lo[3] = {3, -4, n % 11 - 5}, len[3] = {dim == 3 ? 9 : 13, dim == 3 ? 8 : 11, 7};
           for (int d = 0; d < 3; ++d) {
             c.box.lo[d] = d < dim ? lo[d] : 0;
             c.box.hi[d] = d < dim ? lo[d] + len[d] : 1;
