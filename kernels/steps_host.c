@@ -1,0 +1,475 @@
+/* tsr_steps_host: m forward Euler steps in one pass over memory by overlapped tiles.
+ *
+ * The region is cut into tiles. A thread takes a tile T and computes step l (1 .. m) over T
+ * grown by (m - l) * radius, clipped to the cells the stage-by-stage path updates at step l
+ * (the region grown by (m - l) * radius on the sides that are not physical faces): step 1
+ * reads `in`, steps 1 .. m-1 write buffers of the thread's (a cache's worth), and step m writes
+ * T into `out`. Neighbouring tiles recompute their overlap, each from the same inputs, so
+ * every cell gets the bits the stage-by-stage path gives it: the per-cell code is
+ * stage_host.c's (tsr_model_rhs on a pointer into double values, or on a 3x3(x3) double
+ * window gathered from single ones, then tsr_stage_update), and the buffers hold values in the
+ * field's precision, rounded as a store into the field rounds them. Between two steps the
+ * ghost layers beyond the physical faces are refilled in the buffers as tsr_bc_fill fills them
+ * in the field (tsr_ghost_value of the mirror cell).
+ *
+ * 2D tiles are blocks: two buffers the size of the tile and its halo, ping-pong. 3D tiles are
+ * columns of the whole z range, streamed along z (a wavefront): each step l < m keeps a ring
+ * of a few z planes, and computes its next plane as soon as step l - 1 has the planes that
+ * plane reads, so a column's cells cross memory once while only a few planes per step stay in
+ * cache, and the tiles overlap along x and y only (3D blocks recompute too much of their halo:
+ * bench/README.md, host_stencil's fusion). */
+#include "kernels/steps.h"
+
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/steps_host.h"
+
+/* The default tiles: 2D blocks of TILE_Y rows, as long along x as one of a thread's two buffers
+ * holding BUF_BYTES allows (whole rows where they fit: the hardware prefetchers follow a row,
+ * and a short one restarts them); 3D columns TILE_Y3 cells along y and as long along x as a
+ * plane of SLOT_BYTES allows. bench/README.md (host_stencil's fusion) measured these. */
+#define BUF_BYTES (4 << 20)
+#define TILE_Y 64
+#define SLOT_BYTES (256 << 10)
+#define TILE_Y3 64
+/* Planes in a 3D step's ring (at least 3 radius + 1: a step may run that far ahead of the next
+ * one; more make each plane's copy into the ring's tail rarer). */
+#define RING 8
+
+static int tile_set[3];
+
+void tsr_steps_host_set_tile(const int tile[3]) {
+  for (int d = 0; d < 3; ++d) tile_set[d] = tile && tile[d] > 0 ? tile[d] : 0;
+}
+
+/* Where cells live: a field (its gbox and strides) or a thread's buffer. */
+typedef struct {
+  tsr_box b;
+  ptrdiff_t sy, sz, sc;
+} geom;
+
+static inline ptrdiff_t at(const geom *g, int c, int i, int j, int k) {
+  return (ptrdiff_t)c * g->sc + (ptrdiff_t)(k - g->b.lo[2]) * g->sz +
+         (ptrdiff_t)(j - g->b.lo[1]) * g->sy + (ptrdiff_t)(i - g->b.lo[0]);
+}
+
+static inline __attribute__((always_inline)) double ld(int prec, const void *p, ptrdiff_t i) {
+  return prec == TSR_PREC_SINGLE ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+static inline __attribute__((always_inline)) void st(int prec, void *p, ptrdiff_t i, double v) {
+  if (prec == TSR_PREC_SINGLE) ((float *)p)[i] = (float)v;
+  else ((double *)p)[i] = v;
+}
+
+/* The geometry shared by every tile of a call. */
+typedef struct {
+  int dim, m, r;
+  tsr_box region, box; /* box: the field's, whose faces bc's are */
+  int face[6];         /* side 2 d + s of the region lies on one of bc's faces */
+  int tile[3], nt[3];  /* longest tile and tiles per axis */
+  ptrdiff_t ntile;
+  int ring;            /* 3D: planes per ring */
+  size_t slot;         /* 3D: values per plane of a ring (all components) */
+  size_t bufcells;     /* values of a thread's buffers */
+} plan;
+
+/* b grown by g on every side of the first dim axes that is not a physical face. */
+static tsr_box grow_free(const plan *p, const tsr_box *b, int g) {
+  tsr_box o = *b;
+  for (int d = 0; d < p->dim; ++d) {
+    if (!p->face[2 * d]) o.lo[d] -= g;
+    if (!p->face[2 * d + 1]) o.hi[d] += g;
+  }
+  return o;
+}
+
+/* The tile's cells of step l: the tile grown by (m - l) r within what step l updates. */
+static tsr_box step_box(const plan *p, const tsr_box *t, int l) {
+  tsr_box g = tsr_box_grow(t, p->dim, (p->m - l) * p->r);
+  tsr_box rl = grow_free(p, &p->region, (p->m - l) * p->r);
+  return tsr_box_intersect(&g, &rl);
+}
+
+/* Tile number n of the region: axes split into nt equal parts (lengths differ by one). */
+static tsr_box tile_box(const plan *p, ptrdiff_t n) {
+  int idx[3];
+  idx[0] = (int)(n % p->nt[0]);
+  idx[1] = (int)((n / p->nt[0]) % p->nt[1]);
+  idx[2] = (int)(n / ((ptrdiff_t)p->nt[0] * p->nt[1]));
+  tsr_box t;
+  for (int d = 0; d < 3; ++d) {
+    int64_t len = tsr_box_len(&p->region, d);
+    t.lo[d] = p->region.lo[d] + (int)(len * idx[d] / p->nt[d]);
+    t.hi[d] = p->region.lo[d] + (int)(len * (idx[d] + 1) / p->nt[d]);
+  }
+  return t;
+}
+
+static void plan_init(plan *p, int m, int r, const tsr_box *region, const tsr_steps_bc *bc,
+                      const tsr_field *in) {
+  p->dim = in->dim;
+  p->m = m;
+  p->r = r;
+  p->region = *region;
+  p->box = in->box;
+  for (int f = 0; f < 6; ++f) p->face[f] = 0;
+  for (int i = 0; bc && i < bc->nface; ++i) p->face[2 * bc->face[i].axis + bc->face[i].side] = 1;
+  int len[3], t[3], halo = 2 * m * r;
+  for (int d = 0; d < 3; ++d) len[d] = tsr_box_len(region, d);
+  const size_t es = (size_t)in->ncomp * tsr_prec_size(in->prec);
+  double across;
+  if (p->dim == 3) {
+    t[1] = tile_set[1] ? tile_set[1] : TILE_Y3;
+    t[2] = len[2]; /* columns: the whole z range, streamed */
+    across = (double)SLOT_BYTES / (double)es / (double)(t[1] + halo);
+  } else {
+    t[1] = tile_set[1] ? tile_set[1] : TILE_Y;
+    t[2] = 1;
+    across = (double)BUF_BYTES / (double)es / (double)(t[1] + halo);
+  }
+  t[0] = (int)across - halo;
+  if (t[0] < 32) t[0] = 32;
+  if (tile_set[0]) t[0] = tile_set[0];
+  p->ntile = 1;
+  size_t plane = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (t[d] > len[d]) t[d] = len[d];
+    p->nt[d] = (len[d] + t[d] - 1) / t[d];
+    p->tile[d] = (len[d] + p->nt[d] - 1) / p->nt[d];
+    p->ntile *= p->nt[d];
+    if (d < 2) plane *= (size_t)(p->tile[d] + halo);
+  }
+  p->ring = RING > 3 * r + 1 ? RING : 3 * r + 1;
+  p->slot = plane * (size_t)in->ncomp;
+  /* 2D: two buffers of a tile and its halo; 3D: a ring per step before the last, with 2 r
+   * slots more (the copies that keep the planes a stencil reads at one stride) */
+  p->bufcells = p->dim == 3 ? (size_t)(m - 1) * (size_t)(p->ring + 2 * r) * p->slot
+                            : 2 * plane * (size_t)in->ncomp;
+}
+
+/* One row of n cells of a forward Euler step: stage_host.c's row() for TSR_STAGE_EULER, with
+ * the input read at oi through k's strides (a field's or a buffer's), the source at os
+ * (component stride ssc) and the result stored at oo (component stride osc). */
+static inline __attribute__((always_inline)) void
+row(int model, int ncomp, int prec, int has_src, double dt, const tsr_cell_coef *k, int n,
+    const void *restrict in, ptrdiff_t oi, const void *restrict src, ptrdiff_t os,
+    ptrdiff_t ssc, void *restrict out, ptrdiff_t oo, ptrdiff_t osc) {
+  const ptrdiff_t sc = k->scomp;
+  tsr_cell_coef kw = *k;
+  kw.sy = 3;
+  kw.sz = 9;
+  kw.scomp = k->dim == 3 ? 27 : 9;
+  const ptrdiff_t wo = k->dim == 3 ? 13 : 4;
+  for (int i = 0; i < n; ++i) {
+    ptrdiff_t ai = oi + i;
+    double r[TSR_MAX_COMP] = {0};
+    if (prec == TSR_PREC_DOUBLE) {
+      tsr_model_rhs(model, (const double *)in + ai, k, r);
+    } else {
+      double w[TSR_MAX_COMP * 27];
+      for (int c = 0; c < ncomp; ++c) {
+        const ptrdiff_t p = ai + c * sc;
+        double *wp = w + c * kw.scomp + wo;
+        wp[0] = ld(prec, in, p);
+        wp[-1] = ld(prec, in, p - 1);
+        wp[1] = ld(prec, in, p + 1);
+        wp[-3] = ld(prec, in, p - k->sy);
+        wp[3] = ld(prec, in, p + k->sy);
+        if (k->dim == 3) {
+          wp[-9] = ld(prec, in, p - k->sz);
+          wp[9] = ld(prec, in, p + k->sz);
+        }
+      }
+      tsr_model_rhs(model, w + wo, &kw, r);
+    }
+    for (int c = 0; c < ncomp; ++c) {
+      double rc = has_src ? r[c] + ld(prec, src, os + i + c * ssc) : r[c];
+      double a = 0.0;
+      st(prec, out, oo + i + c * osc,
+         tsr_stage_update(TSR_STAGE_EULER, dt, 0.0, ld(prec, in, ai + c * sc), rc, &a));
+    }
+  }
+}
+
+/* One step over the cells of t, from in (laid out as gi) into out (as go). */
+static inline __attribute__((always_inline)) void
+step(int model, int ncomp, int prec, const tsr_cell_coef *k0, double dt, const tsr_box *t,
+     const void *in, const geom *gi, const void *src, const geom *gf, void *out,
+     const geom *go) {
+  tsr_cell_coef k = *k0;
+  k.sy = gi->sy;
+  k.sz = gi->sz;
+  k.scomp = gi->sc;
+  const int n = t->hi[0] - t->lo[0];
+  for (int kk = t->lo[2]; kk < t->hi[2]; ++kk)
+    for (int jj = t->lo[1]; jj < t->hi[1]; ++jj) {
+      ptrdiff_t oi = at(gi, 0, t->lo[0], jj, kk), oo = at(go, 0, t->lo[0], jj, kk);
+      if (src)
+        row(model, ncomp, prec, 1, dt, &k, n, in, oi, src, at(gf, 0, t->lo[0], jj, kk), gf->sc,
+            out, oo, go->sc);
+      else
+        row(model, ncomp, prec, 0, dt, &k, n, in, oi, NULL, 0, 0, out, oo, go->sc);
+    }
+}
+
+/* The ghost layers beyond the physical faces across axes below naxes that the cells of t read,
+ * from the mirror cells of buffer buf (laid out as g), as tsr_bc_fill sets them in a field. */
+static void refill(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc, int naxes,
+                   const tsr_box *t, void *buf, const geom *g) {
+  for (int f = 0; f < bc->nface; ++f) {
+    const tsr_bc_face *fi = &bc->face[f];
+    const int d = fi->axis, t1 = fi->t1, t2 = fi->t2;
+    if (d >= naxes) continue;
+    if (fi->side == 0 ? t->lo[d] != p->box.lo[d] : t->hi[d] != p->box.hi[d]) continue;
+    const int f1 = p->box.lo[t1] + fi->o1, f2 = p->box.lo[t2] + fi->o2;
+    const int a0 = t->lo[t1] > f1 ? t->lo[t1] : f1, a1 = t->hi[t1] < f1 + fi->n1 ? t->hi[t1] : f1 + fi->n1;
+    const int b0 = t->lo[t2] > f2 ? t->lo[t2] : f2, b1 = t->hi[t2] < f2 + fi->n2 ? t->hi[t2] : f2 + fi->n2;
+    const int layers = fi->layers < p->r ? fi->layers : p->r;
+    const size_t nf = (size_t)fi->n1 * fi->n2;
+    for (int q = 0; q < ncomp; ++q)
+      for (int b = b0; b < b1; ++b)
+        for (int a = a0; a < a1; ++a) {
+          double v = bc->val[f][q * nf + (size_t)(b - f2) * fi->n1 + (a - f1)];
+          for (int l = 1; l <= layers; ++l) {
+            int gi[3], mi[3];
+            gi[t1] = mi[t1] = a;
+            gi[t2] = mi[t2] = b;
+            gi[d] = fi->side == 0 ? p->box.lo[d] - l : p->box.hi[d] - 1 + l;
+            mi[d] = fi->side == 0 ? p->box.lo[d] + l - 1 : p->box.hi[d] - l;
+            double mv = ld(prec, buf, at(g, q, mi[0], mi[1], mi[2]));
+            st(prec, buf, at(g, q, gi[0], gi[1], gi[2]), tsr_ghost_value(fi->type, v, mv, l, fi->h));
+          }
+        }
+  }
+}
+
+/* The m steps of one tile, buf holding two buffers of p->bufcells * ncomp values. */
+static inline __attribute__((always_inline)) void
+tile(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, double dt,
+     const tsr_steps_bc *bc, const tsr_box *t, const tsr_field *in, const tsr_field *src,
+     tsr_field *out, void *buf) {
+  const geom gf = {in->gbox, in->sy, in->sz, in->scomp};
+  /* the buffers: the tile's cells of step 1 and the ghost layers beyond the faces it meets */
+  tsr_box t1 = step_box(p, t, 1);
+  geom gb;
+  gb.b = t1;
+  for (int d = 0; d < p->dim; ++d) {
+    if (p->face[2 * d] && t1.lo[d] == p->region.lo[d]) gb.b.lo[d] -= p->r;
+    if (p->face[2 * d + 1] && t1.hi[d] == p->region.hi[d]) gb.b.hi[d] += p->r;
+  }
+  gb.sy = tsr_box_len(&gb.b, 0);
+  gb.sz = gb.sy * tsr_box_len(&gb.b, 1);
+  gb.sc = gb.sz * tsr_box_len(&gb.b, 2);
+  void *b0 = buf, *b1 = (char *)buf + p->bufcells / 2 * tsr_prec_size(in->prec);
+  const void *ps = src ? src->data : NULL;
+  step(model, ncomp, prec, k, dt, &t1, in->data, &gf, ps, &gf, b0, &gb);
+  for (int l = 2; l <= p->m; ++l) {
+    tsr_box tl = step_box(p, t, l);
+    if (bc) refill(prec, ncomp, p, bc, 3, &tl, b0, &gb);
+    if (l < p->m) {
+      step(model, ncomp, prec, k, dt, &tl, b0, &gb, ps, &gf, b1, &gb);
+      void *x = b0;
+      b0 = b1;
+      b1 = x;
+    } else {
+      step(model, ncomp, prec, k, dt, &tl, b0, &gb, ps, &gf, out->data, &gf);
+    }
+  }
+}
+
+
+/* 3D rings: plane z of a step lives in slot z mod K of its ring (K = p->ring), and slots
+ * 0 .. 2r-1 are copied into slots K .. K+2r-1 when written, so that the 2r + 1 planes around
+ * any plane lie at one stride (the per-cell code reads z neighbours at a fixed offset). */
+static inline int slot_of(const plan *p, int z) {
+  int s = z % p->ring;
+  return s < 0 ? s + p->ring : s;
+}
+
+/* The layout of a ring (values from ring) for writing plane z, or for reading around it. */
+static inline geom ring_geom(const plan *p, const geom *xy, int z, int reading) {
+  geom g = *xy;
+  g.b.lo[2] = reading ? z - (slot_of(p, z - p->r) + p->r) : z - slot_of(p, z);
+  return g;
+}
+
+static void ring_copy(const plan *p, char *ring, int z, size_t es) {
+  int s = slot_of(p, z);
+  if (s < 2 * p->r)
+    memcpy(ring + (size_t)(s + p->ring) * p->slot * es, ring + (size_t)s * p->slot * es,
+           p->slot * es);
+}
+
+/* The ghost planes beyond a z face of box, over the cells of t (x, y) that read them, from
+ * their mirror planes in ring (laid out as xy). */
+static void refill_z(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc, int f,
+                     const tsr_box *t, char *ring, const geom *xy, size_t es) {
+  const tsr_bc_face *fi = &bc->face[f]; /* a z face: t1 = x, t2 = y */
+  const int f1 = p->box.lo[0] + fi->o1, f2 = p->box.lo[1] + fi->o2;
+  const int a0 = t->lo[0] > f1 ? t->lo[0] : f1, a1 = t->hi[0] < f1 + fi->n1 ? t->hi[0] : f1 + fi->n1;
+  const int b0 = t->lo[1] > f2 ? t->lo[1] : f2, b1 = t->hi[1] < f2 + fi->n2 ? t->hi[1] : f2 + fi->n2;
+  const int layers = fi->layers < p->r ? fi->layers : p->r;
+  const size_t nf = (size_t)fi->n1 * fi->n2;
+  for (int l = 1; l <= layers; ++l) {
+    const int gz = fi->side == 0 ? p->box.lo[2] - l : p->box.hi[2] - 1 + l;
+    const int mz = fi->side == 0 ? p->box.lo[2] + l - 1 : p->box.hi[2] - l;
+    const geom gg = ring_geom(p, xy, gz, 0), gm = ring_geom(p, xy, mz, 0);
+    for (int q = 0; q < ncomp; ++q)
+      for (int y = b0; y < b1; ++y)
+        for (int x = a0; x < a1; ++x) {
+          double v = bc->val[f][q * nf + (size_t)(y - f2) * fi->n1 + (x - f1)];
+          double mv = ld(prec, ring, at(&gm, q, x, y, mz));
+          st(prec, ring, at(&gg, q, x, y, gz), tsr_ghost_value(fi->type, v, mv, l, fi->h));
+        }
+    ring_copy(p, ring, gz, es);
+  }
+}
+
+/* The m steps of one 3D column t (the region's z range), streamed along z: each pass over the
+ * steps computes the next plane of every step whose inputs are there and whose ring has room
+ * (step l + 1 reads planes z - r .. z + r of step l's ring). */
+static inline __attribute__((always_inline)) void
+column(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, double dt,
+       const tsr_steps_bc *bc, const tsr_box *t, const tsr_field *in, const tsr_field *src,
+       tsr_field *out, char *buf) {
+  const size_t es = tsr_prec_size(in->prec);
+  const geom gf = {in->gbox, in->sy, in->sz, in->scomp};
+  const int m = p->m, r = p->r;
+  tsr_box tl[TSR_STEPS_MAX + 1];
+  int next[TSR_STEPS_MAX + 1];
+  for (int l = 1; l <= m; ++l) {
+    tl[l] = step_box(p, t, l);
+    next[l] = tl[l].lo[2];
+  }
+  /* a ring's planes: step 1's cells and the ghost layers beyond the x and y faces it meets */
+  geom xy;
+  xy.b = tl[1];
+  for (int d = 0; d < 2; ++d) {
+    if (p->face[2 * d] && tl[1].lo[d] == p->region.lo[d]) xy.b.lo[d] -= r;
+    if (p->face[2 * d + 1] && tl[1].hi[d] == p->region.hi[d]) xy.b.hi[d] += r;
+  }
+  xy.sy = tsr_box_len(&xy.b, 0);
+  xy.sc = xy.sy * tsr_box_len(&xy.b, 1);
+  xy.sz = (ptrdiff_t)p->slot;
+  int fz[2] = {-1, -1}; /* bc's z faces */
+  for (int f = 0; bc && f < bc->nface; ++f)
+    if (bc->face[f].axis == 2) fz[bc->face[f].side] = f;
+  const size_t ring_bytes = (size_t)(p->ring + 2 * r) * p->slot * es;
+  const void *ps = src ? src->data : NULL;
+  while (next[m] < tl[m].hi[2]) {
+    int moved = 0;
+    for (int l = 1; l <= m; ++l) {
+      const int z = next[l];
+      if (z >= tl[l].hi[2]) continue;
+      if (l > 1) { /* step l - 1 has the planes z reads (beyond its last, its ghost planes) */
+        int need = z + r < tl[l - 1].hi[2] - 1 ? z + r : tl[l - 1].hi[2] - 1;
+        if (next[l - 1] <= need) continue;
+      }
+      const int top = fz[1] >= 0 && z == p->box.hi[2] - 1; /* then its ghost planes too */
+      if (l < m && (top ? z + r : z) - p->ring >= next[l + 1] - r) continue; /* no room */
+      tsr_box pl = tl[l];
+      pl.lo[2] = z;
+      pl.hi[2] = z + 1;
+      const char *from = l == 1 ? (const char *)in->data : buf + (size_t)(l - 2) * ring_bytes;
+      const geom gi = l == 1 ? gf : ring_geom(p, &xy, z, 1);
+      if (l == m) {
+        step(model, ncomp, prec, k, dt, &pl, from, &gi, ps, &gf, out->data, &gf);
+      } else {
+        char *to = buf + (size_t)(l - 1) * ring_bytes;
+        const geom go = ring_geom(p, &xy, z, 0);
+        step(model, ncomp, prec, k, dt, &pl, from, &gi, ps, &gf, to, &go);
+        tsr_box nx = tl[l + 1];
+        nx.lo[2] = z;
+        nx.hi[2] = z + 1;
+        if (bc) refill(prec, ncomp, p, bc, 2, &nx, to, &go);
+        ring_copy(p, to, z, es);
+        if (fz[0] >= 0 && z == p->box.lo[2] + r - 1)
+          refill_z(prec, ncomp, p, bc, fz[0], &tl[l + 1], to, &xy, es);
+        if (top) refill_z(prec, ncomp, p, bc, fz[1], &tl[l + 1], to, &xy, es);
+      }
+      next[l]++;
+      moved = 1;
+    }
+    if (!moved) { /* cannot happen with p->ring >= 3 r + 1 */
+      fprintf(stderr, "tsr_steps_host: the z wavefront stalled (a bug)\n");
+      abort();
+    }
+  }
+}
+
+static inline __attribute__((always_inline)) void
+tiles(int model, int ncomp, int dim, int prec, const tsr_stage_desc *s, const plan *p,
+      const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src, tsr_field *out,
+      char *bufs, size_t per_thread) {
+  tsr_cell_coef k = s->coef;
+  k.dim = dim; /* a constant here, so the 3D terms of the stencil fold away in 2D */
+  const double dt = s->dt;
+  k.dt = dt;
+  void *buf = bufs + per_thread * (size_t)omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+  for (ptrdiff_t n = 0; n < p->ntile; ++n) {
+    tsr_box t = tile_box(p, n);
+    if (dim == 3) column(model, ncomp, prec, p, &k, dt, bc, &t, in, src, out, buf);
+    else tile(model, ncomp, prec, p, &k, dt, bc, &t, in, src, out, buf);
+  }
+}
+
+static inline __attribute__((always_inline)) void
+model_loop(int model, int ncomp, const tsr_stage_desc *s, const plan *p, const tsr_steps_bc *bc,
+           const tsr_field *in, const tsr_field *src, tsr_field *out, char *bufs, size_t pt) {
+  const int single = in->prec == TSR_PREC_SINGLE;
+  if (p->dim == 3) {
+    if (single) tiles(model, ncomp, 3, TSR_PREC_SINGLE, s, p, bc, in, src, out, bufs, pt);
+    else tiles(model, ncomp, 3, TSR_PREC_DOUBLE, s, p, bc, in, src, out, bufs, pt);
+  } else {
+    if (single) tiles(model, ncomp, 2, TSR_PREC_SINGLE, s, p, bc, in, src, out, bufs, pt);
+    else tiles(model, ncomp, 2, TSR_PREC_DOUBLE, s, p, bc, in, src, out, bufs, pt);
+  }
+}
+
+void tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
+                    const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
+                    tsr_field *out) {
+  if (tsr_box_empty(region) || m < 1) return;
+  if (m == 1) { /* nothing to fuse: the plain stage, without the buffers' copy */
+    tsr_stage_host(s, region, in, NULL, NULL, src, out);
+    return;
+  }
+  if (bc && bc->nface == 0) bc = NULL;
+  plan p;
+  plan_init(&p, m, radius, region, bc, in);
+  /* a cache line's padding between the threads' buffers */
+  size_t per_thread = (p.bufcells * tsr_prec_size(in->prec) + 127) & ~(size_t)63;
+  int nthreads = omp_get_max_threads();
+  if ((ptrdiff_t)nthreads > p.ntile) nthreads = (int)p.ntile;
+  char *bufs = malloc(per_thread * (size_t)nthreads);
+  if (!bufs) {
+    /* no error to return (steps.h); the scratch is a few cache's worth per thread */
+    fprintf(stderr, "tsr_steps_host: out of memory for %zu bytes of tile buffers\n",
+            per_thread * (size_t)nthreads);
+    abort();
+  }
+#pragma omp parallel num_threads(nthreads)
+  switch (s->model) {
+  case TSR_MODEL_HEAT: model_loop(TSR_MODEL_HEAT, 1, s, &p, bc, in, src, out, bufs, per_thread); break;
+  case TSR_MODEL_ADVECTION_DIFFUSION:
+    model_loop(TSR_MODEL_ADVECTION_DIFFUSION, 1, s, &p, bc, in, src, out, bufs, per_thread);
+    break;
+  case TSR_MODEL_WAVE: model_loop(TSR_MODEL_WAVE, 2, s, &p, bc, in, src, out, bufs, per_thread); break;
+  case TSR_MODEL_GRAY_SCOTT:
+    model_loop(TSR_MODEL_GRAY_SCOTT, 2, s, &p, bc, in, src, out, bufs, per_thread);
+    break;
+  case TSR_MODEL_ALLEN_CAHN:
+    model_loop(TSR_MODEL_ALLEN_CAHN, 1, s, &p, bc, in, src, out, bufs, per_thread);
+    break;
+  case TSR_MODEL_IGNITION:
+    model_loop(TSR_MODEL_IGNITION, 1, s, &p, bc, in, src, out, bufs, per_thread);
+    break;
+  default: break; /* no explicit stage: out is left as it was */
+  }
+  free(bufs);
+}
