@@ -62,9 +62,9 @@ tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, const tsr_box
                        const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
                        tsr_field *out, cudaStream_t stream);
 
-/* The most steps tsr_steps_cuda takes in one pass for this dimension and precision (fewer
- * than TSR_STEPS_MAX where the tiles would not fit on chip); 0 where it has no kernel (3D for
- * now: the driver then steps stage by stage). */
+/* The most steps tsr_steps_cuda takes in one pass for this dimension and precision; 0 where
+ * it has no kernel (3D for now: the driver then steps stage by stage). It takes the odd
+ * counts up to that (1, 3, 5), the only ones the driver asks for. */
 int tsr_steps_cuda_max(int dim, tsr_prec prec);
 #endif
 

@@ -55,6 +55,13 @@ typedef struct tsr_backend_ops {
   tsr_err (*stage)(struct tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *region,
                    const tsr_field *in, const tsr_field *base, tsr_field *acc,
                    const tsr_field *src, tsr_field *out);
+  /* Optional (NULL: none): m forward Euler steps in one pass over memory (kernels/steps.h)
+   * from in (valid over region grown by m radius on the exchanged faces, physical ghosts
+   * filled by the boundary call before it, whose face values it reuses) into out over
+   * region; steps_max: the most it takes for this run (0: none). */
+  tsr_err (*steps)(struct tsr_run_ctx *x, const tsr_stage_desc *d, int m, const tsr_box *region,
+                   const tsr_field *in, const tsr_field *src, tsr_field *out);
+  int (*steps_max)(struct tsr_run_ctx *x);
   /* Owned cells of component comp of f from / to a host array (x fastest, tsr_box_cells). */
   tsr_err (*upload)(struct tsr_run_ctx *x, tsr_field *f, int comp, const double *owned);
   tsr_err (*download)(struct tsr_run_ctx *x, const tsr_field *f, int comp, double *owned);

@@ -13,6 +13,7 @@
 #include "kernels/boundary.h"
 #include "kernels/cuda_util.h"
 #include "kernels/expr_cuda.h"
+#include "kernels/steps.h"
 #include "kernels/work.h"
 #include "io/case_expr.h"
 #include "solver/backend.h"
@@ -208,6 +209,26 @@ static tsr_err stage(tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *reg
                      const tsr_field *in, const tsr_field *base, tsr_field *acc,
                      const tsr_field *src, tsr_field *out) {
   return tsr_stage_cuda(d, region, in, base, acc, src, out, st(x)->compute);
+}
+
+/* Time tiles: the device face values of the boundary call before it. */
+static tsr_err steps(tsr_run_ctx *x, const tsr_stage_desc *d, int m, const tsr_box *region,
+                     const tsr_field *in, const tsr_field *src, tsr_field *out) {
+  cuda_state *s = st(x);
+  tsr_steps_bc bc = {0};
+  bc.nface = tsr_bc_nfaces(x->bc);
+  TSR_CHECK(bc.nface <= TSR_BC_MAX_FACES, TSR_ERR_INTERNAL, "%d boundary faces", bc.nface);
+  for (int i = 0; i < bc.nface; ++i) {
+    TSR_CHECK(s->face_valid[i], TSR_ERR_INTERNAL,
+              "a time tile ran before the boundary values were evaluated");
+    bc.face[i] = *tsr_bc_face_info(x->bc, i);
+    bc.val[i] = s->face[i];
+  }
+  return tsr_steps_cuda(d, m, x->radius, region, &bc, in, src, out, s->compute);
+}
+
+static int steps_max(tsr_run_ctx *x) {
+  return tsr_steps_cuda_max(x->c->dim, x->slot[TSR_SLOT_U]->prec);
 }
 
 /* Shell slabs read the ghosts the unpack wrote and the owned cells the interior's stage only
@@ -414,6 +435,7 @@ const tsr_backend_ops tsr_backend_cuda = {
     .prepare = prepare, .eval = eval, .boundary = boundary, .halo_begin = halo_begin,
     .halo_new = halo_new,
     .halo_end = halo_end, .stage = stage, .stage_shell = stage_shell, .join = join,
+    .steps = steps, .steps_max = steps_max,
     .upload = upload, .download = download, .norms = norms, .sync = sync,
     .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy,
     .time_mark = time_mark, .time_read = time_read, .work = work, .migrate = migrate,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/steps.h"
 #include "kernels/work.h"
 #include "solver/backend.h"
 #include "solver/run_internal.h"
@@ -65,6 +66,23 @@ static tsr_err stage(tsr_run_ctx *x, const tsr_stage_desc *d, const tsr_box *reg
   tsr_stage_host(d, region, in, base, acc, src, out);
   return TSR_OK;
 }
+
+/* Time tiles: the face values of the boundary call before it (the same t: they do not depend
+ * on it where tiles apply). */
+static tsr_err steps(tsr_run_ctx *x, const tsr_stage_desc *d, int m, const tsr_box *region,
+                     const tsr_field *in, const tsr_field *src, tsr_field *out) {
+  tsr_steps_bc bc = {0};
+  bc.nface = tsr_bc_nfaces(x->bc);
+  for (int i = 0; i < bc.nface; ++i) {
+    int fresh;
+    bc.face[i] = *tsr_bc_face_info(x->bc, i);
+    bc.val[i] = tsr_bc_values(x->bc, i, 0.0, &fresh);
+  }
+  tsr_steps_host(d, m, x->radius, region, &bc, in, src, out);
+  return TSR_OK;
+}
+
+static int steps_max(tsr_run_ctx *x) { return TSR_STEPS_MAX; }
 
 /* Single fields round each value once, as the GPU's conversion does (to nearest). */
 static tsr_err put_box(tsr_field *f, int comp, const tsr_box *b, const double *owned) {
@@ -183,7 +201,8 @@ static tsr_err relayout(tsr_run_ctx *x) {
 const tsr_backend_ops tsr_backend_host = {
     .name = "host", .mem = TSR_MEM_HOST, .setup = setup, .teardown = teardown,
     .prepare = prepare, .eval = eval, .boundary = boundary, .halo_begin = halo_begin,
-    .halo_end = halo_end, .halo_new = halo_new, .stage = stage, .upload = upload,
+    .halo_end = halo_end, .halo_new = halo_new, .stage = stage, .steps = steps,
+    .steps_max = steps_max, .upload = upload,
     .download = download,
     .norms = norms, .sync = sync,
     .stage_create = stage_create, .stage_copy = stage_copy, .stage_destroy = stage_destroy,

@@ -52,6 +52,7 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   tsr_json_int(&j, "fuse", x->fuse);
   tsr_json_int(&j, "ghost_width", x->ghost);
   tsr_run_fuse_auto_report(x, &j);
+  tsr_run_tiles_report(x, &j);
   tsr_json_int(&j, "ranks", x->size);
   tsr_json_int(&j, "dim", c->dim);
   tsr_json_array_begin(&j, "cells");

@@ -73,8 +73,7 @@ static void set_reach(tsr_run_ctx *x) {
     }
 }
 
-/* The box grown by g on its exchanged faces. */
-static tsr_box grown(const tsr_run_ctx *x, int g) {
+tsr_box tsr_run_grown(const tsr_run_ctx *x, int g) {
   tsr_box r = x->box;
   for (int f = 0; f < 6; ++f)
     if (x->exchanged[f]) {
@@ -91,7 +90,7 @@ static tsr_box grown(const tsr_run_ctx *x, int g) {
  * stencils are stars (no diagonal neighbours), so only the face-adjacent ghost slabs count. */
 void tsr_run_split_shell(tsr_run_ctx *x, int grow) {
   int dim = x->c->dim;
-  tsr_box in = x->box, region = grown(x, grow);
+  tsr_box in = x->box, region = tsr_run_grown(x, grow);
   for (int d = 0; d < dim; ++d) {
     if (x->exchanged[2 * d]) in.lo[d] += x->radius;
     if (x->exchanged[2 * d + 1]) in.hi[d] -= x->radius;
@@ -133,7 +132,7 @@ tsr_err tsr_run_source_eval(tsr_run_ctx *x, double t) {
 static tsr_err fused_stage(tsr_run_ctx *x, const tsr_stage_desc *d, int k, tsr_field *in,
                            tsr_field *out) {
   const int K = x->fuse_len * x->scheme.nstage;
-  const tsr_box r = grown(x, (K - 1 - k) * x->radius);
+  const tsr_box r = tsr_run_grown(x, (K - 1 - k) * x->radius);
   tsr_field *base = x->slot[TSR_SLOT_U];
   double t0 = MPI_Wtime();
   if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 0, 0, d, &r, in, base, x->src));
@@ -151,6 +150,8 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   x->stage = s;
   const int k = x->fuse_pos * sp->nstage + s; /* the stage's place in a fused block */
   const int fused_first = x->fuse > 1 && k == 0;
+  const int m = tsr_run_tiles_pass(x, x->fuse_pos); /* time tiles: steps this pass takes */
+  if (m == 0) return TSR_OK; /* a pass issued before took this step */
   double t0 = MPI_Wtime();
   /* a block's first stage fills the faces' cells beyond the box once the exchange has brought
    * the cells they mirror */
@@ -162,6 +163,7 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   x->phase[PH_BOUNDARY] += t1 - t0;
   tsr_stage_desc d = x->desc;
   d.kind = sp->stage[s].kind;
+  if (m > 1) return tsr_run_tiles_issue(x, &d, k, m, in, out);
   if (x->fuse > 1 && k > 0) return fused_stage(x, &d, k, in, out);
   if (fused_first) tsr_run_split_shell(x, (x->fuse_len * sp->nstage - 1) * x->radius);
   TSR_CALL(be->halo_begin(x, in));
@@ -494,6 +496,7 @@ static tsr_err setup(tsr_run_ctx *x) {
   TSR_CALL(tsr_run_setup(x));
   TSR_CALL(tsr_run_rebalance_create(x));
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_fuse_auto_create(x)));
+  tsr_run_tiles_setup(x);
   return tsr_graph_create(x, &x->graph);
 }
 
@@ -668,6 +671,12 @@ static tsr_err write_final(tsr_run_ctx *x, double t) {
   return TSR_OK;
 }
 
+int64_t tsr_run_monitor_every(const tsr_run_ctx *x) {
+  const tsr_case *c = x->c;
+  if (c->output.monitor_every > 0) return c->output.monitor_every;
+  return x->nsteps >= 20 ? x->nsteps / 20 : 1;
+}
+
 /* A block of time.fuse steps between two exchanges starts at step: fuse steps, fewer where the
  * run ends or the rebalancer decides (a migration changes the boxes, so a block ends there). */
 static void start_block(tsr_run_ctx *x, int64_t step) {
@@ -675,7 +684,7 @@ static void start_block(tsr_run_ctx *x, int64_t step) {
   if (left < len) len = left;
   if (x->rb && every > 0 && every - step % every < len) len = every - step % every;
   x->fuse_pos = 0;
-  x->fuse_len = (int)len;
+  x->fuse_len = tsr_run_tiles_block_len(x, step, (int)len);
 }
 
 static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
@@ -683,8 +692,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   tsr_progress pg;
   tsr_progress_init(&pg, x->opts.quiet || x->rank != 0 ? 3 : (int)c->output.progress, stdout,
                     x->nsteps);
-  int64_t every = c->output.monitor_every > 0 ? c->output.monitor_every
-                                                : (x->nsteps >= 20 ? x->nsteps / 20 : 1);
+  const int64_t every = tsr_run_monitor_every(x);
   double cells = (double)tsr_box_cells(&x->layout.global);
   char line[2048];
   norms nm;
@@ -708,8 +716,19 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   for (int64_t step = first; step < x->nsteps && !why; ++step) {
     x->step = step;
     if (x->fuse > 1 && x->fuse_pos == x->fuse_len) start_block(x, step);
-    if (tsr_run_rebalance_plain(x, step) || tsr_run_fuse_auto_busy(x)) TSR_CALL(run_step(x, t));
+    /* a step that a time tile's pass took issues nothing; the states inside a pass are never
+     * in memory, so nothing below reads them (blocks end where the run reads a state) */
+    const int pass = x->tile_left > 0 ? 0 : tsr_run_tiles_pass(x, x->fuse_pos);
+    if (!pass && x->tile_left > 0) x->tile_left--;
+    else if (tsr_run_rebalance_plain(x, step) || tsr_run_fuse_auto_busy(x))
+      TSR_CALL(run_step(x, t));
     else TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
+    if (pass > 1) { /* counted here: a CUDA graph's replay does not call run_step */
+      x->tile_left = pass - 1;
+      x->tile_passes++;
+      x->tile_steps += pass;
+    }
+    const int mid_pass = x->tile_left > 0;
     swap_result(x);
     if (x->fuse > 1) x->fuse_pos++;
     if (x->fa) {
@@ -752,7 +771,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     }
     if (fault_now) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
     tsr_fault_after_step(x->opts.fault, x->rank, step + 1, x->out_dir);
-    if (x->opts.write_output && step + 1 < x->nsteps) {
+    if (x->opts.write_output && step + 1 < x->nsteps && !mid_pass) {
       TSR_CALL(tsr_run_stop_poll(x, 0, &why));
       if (why) done = step + 1;
     }

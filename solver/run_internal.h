@@ -45,6 +45,10 @@ typedef struct tsr_run_ctx {
   int fuse_pos, fuse_len; /* the step being issued is step fuse_pos of a block of fuse_len
                              steps between two exchanges (fuse > 1) */
   struct tsr_fuse_auto *fa; /* time.fuse: auto while it measures (solver/run_fuse.c), else NULL */
+  int tile_max;         /* time tiles (solver/run_tiles.c): most steps a pass takes, 0: none */
+  const char *tile_why; /* why there are none (NULL: there are) */
+  int tile_left;        /* steps of the pass issued that are still to be counted off */
+  int64_t tile_passes, tile_steps; /* passes issued and the steps they took */
   tsr_halo_plan plan;
   tsr_box interior;     /* cells updated while the exchange runs */
   tsr_box shell[6];     /* cells updated after it: slabs along the exchanged faces */
@@ -207,6 +211,34 @@ tsr_err tsr_run_check_fuse(const tsr_case *c, const tsr_layout *L);
 /* time.fuse: auto: the largest fuse it tries on L (a power of two up to TSR_FUSE_AUTO_MAX
  * whose ghosts fit every box), 1 when none above 1 fits, 0 when L exchanges no face. */
 int tsr_run_fuse_auto_max(const tsr_case *c, const tsr_layout *L);
+
+/* The box grown by g on its exchanged faces. solver/run.c. */
+tsr_box tsr_run_grown(const tsr_run_ctx *x, int g);
+
+/* Steps between two monitor lines (output.monitor_every, or a twentieth of the run). */
+int64_t tsr_run_monitor_every(const tsr_run_ctx *x);
+
+/* ---- time tiles: several steps per pass over memory (solver/run_tiles.c) ---------------- */
+
+/* After set-up: x->tile_max (0 with the reason in x->tile_why where they do not apply). */
+void tsr_run_tiles_setup(tsr_run_ctx *x);
+
+/* At place pos of the current fused block: the steps of the pass that starts there (1: a
+ * plain step), or 0 when pos lies inside a pass already issued. The same on every rank and
+ * for every block of the same length. */
+int tsr_run_tiles_pass(const tsr_run_ctx *x, int pos);
+
+/* A fused block of len steps from step, shortened so that no pass ends past a step whose
+ * state the run reads (monitors, snapshots, checkpoints, an injected fault). */
+int tsr_run_tiles_block_len(const tsr_run_ctx *x, int64_t step, int len);
+
+/* Issues the pass of m steps at place pos of the block from in (the state, its physical
+ * ghosts filled) into out. */
+tsr_err tsr_run_tiles_issue(tsr_run_ctx *x, const tsr_stage_desc *d, int pos, int m,
+                            tsr_field *in, tsr_field *out);
+
+/* report.json's "time_tiles" member. */
+void tsr_run_tiles_report(const tsr_run_ctx *x, tsr_json *j);
 
 /* ---- time.fuse: auto (solver/run_fuse.c) ----------------------------------------------- */
 

@@ -41,7 +41,7 @@ check_case() {
     ref="$work/$name-$scheme"
     run_ok "$name $scheme np1" 1 "$case" --out "$ref" "$@" || continue
     fuses="2 3"
-    [ $scheme = euler ] && fuses=4
+    [ $scheme = euler ] && fuses="4 6"
     # the sanitizers' four cases: fuse 3 with forward Euler's shallower ghosts, so that it
     # meets several ranks there too
     [ -n "${TSR_SANITIZED:-}" ] && { fuses=2; [ $scheme = euler ] && fuses="3 4"; }
@@ -53,8 +53,9 @@ check_case() {
         lay=(--set decomposition.partition="$p")
         [ "$p" = grid ] && lay=(--set decomposition.ranks="$(grid_of "$np" $dim)")
         [ "$np" = 1 ] && lay=()
+        # no monitor inside a block, so that forward Euler's blocks run as time tiles
         log=$("$MPIEXEC" -n "$np" "$TESSERA_BIN" run "$case" --out "$out" "$@" \
-              --set time.fuse=$f "${lay[@]}" 2>&1)
+              --set time.fuse=$f --set output.monitor_every=1000 "${lay[@]}" 2>&1)
         rc=$?
         [ $rc = 2 ] && [ "$np" -gt 1 ] && grep -q "time.fuse: $f steps .* use time.fuse: [0-9]* or less" <<<"$log" &&
           { np=$((np - 1)); continue; }
@@ -69,6 +70,8 @@ check_case() {
       elif same_fields "$ref/final.h5" "$out/final.h5" 0 >/dev/null; then
         pass "$name $scheme fuse $f np$np ${p}: bitwise identical to an exchange every stage on 1 rank"
         [ "$np" -gt 1 ] && echo "$f" >>"$work/multi"
+        tiles=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["time_tiles"]["passes"])' "$out/report.json")
+        [ "${tiles:-0}" -gt 0 ] && echo "$f $np" >>"$work/tiles"
       else
         same_fields "$ref/final.h5" "$out/final.h5" 0
         failure "$name $scheme fuse $f np$np ${p}: final fields differ"
@@ -93,24 +96,37 @@ for f in 2 3 4; do
   if [ "${m:-0}" -ge $want ]; then pass "fuse $f: ${m:-0} comparisons on several ranks"
   else failure "fuse $f: only ${m:-0} comparisons on several ranks (want $want)"; fi
 done
-# outputs inside a block land on their steps: snapshots every 2 steps and checkpoints every 3
-# with fuse 4 on 2 ranks hold the bits of those of fuse 1 on 1 rank; a restart from the fused
+# time tiles (forward Euler, no time-dependent face value or source: several steps a pass
+# over memory) were among those compared, with fuse 4 (passes of 3) and 6 (passes of 5), on
+# one rank and on several
+want=4
+[ -n "${TSR_SANITIZED:-}" ] && want=2
+t1=$(grep -c " 1$" "$work/tiles" 2>/dev/null) tn=$(grep -vc " 1$" "$work/tiles" 2>/dev/null)
+[ "$maxnp" -lt 2 ] && tn=$want
+if [ "${t1:-0}" -ge 1 ] && [ "${tn:-0}" -ge 1 ] && [ $(( ${t1:-0} + ${tn:-0} )) -ge $want ]; then
+  pass "time tiles: ${t1:-0} runs on 1 rank and ${tn:-0} on several took passes of several steps"
+else failure "time tiles: ${t1:-0} runs on 1 rank and ${tn:-0} on several took passes (want $want)"; fi
+# outputs inside a block land on their steps: snapshots every 4 steps and checkpoints every 6
+# with fuse 5 on 2 ranks (forward Euler: blocks of time tiles that end at them) hold the bits of
+# those of fuse 1 on 1 rank; a restart from the fused
 # run's checkpoint at step 6 with fuse 3 ends with the same bits; a rebalancing run (a slowed
 # rank, decisions every 5 steps, so blocks end there) too
 case=$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml
 np=$((maxnp < 2 ? 1 : 2))
-io=(--backend "$backend" --set output.snapshot_every=2 --set output.checkpoint_every=3
-    --set output.keep=10)
+io=(--backend "$backend" --set output.snapshot_every=4 --set output.checkpoint_every=6
+    --set output.keep=10 --set output.monitor_every=1000)
 [ "$backend" = cuda ] && io+=(--set gpu.graphs=on)
 if run_ok "outputs fuse 1" 1 "$case" --out "$work/io1" "${io[@]}" &&
-   run_ok "outputs fuse 4" $np "$case" --out "$work/io4" "${io[@]}" --set time.fuse=4; then
+   run_ok "outputs fuse 5" $np "$case" --out "$work/io4" "${io[@]}" --set time.fuse=5; then
   ok=1 n=0
   for f in "$work"/io1/snapshot_*.h5 "$work"/io1/checkpoint_*.h5; do
     n=$((n + 1))
     same_fields "$f" "$work/io4/$(basename "$f")" 0 >/dev/null || { ok=0; echo "  differs: $(basename "$f")"; }
   done
-  [ $ok = 1 ] && [ $n -ge 5 ] && pass "outputs fuse 4 np$np: $n snapshots and checkpoints identical to fuse 1" ||
-    failure "outputs fuse 4 np$np: snapshots or checkpoints differ from fuse 1 ($n files)"
+  # (the GPU's time tiles are 2D only: there this 3D case steps stage by stage)
+  [ $ok = 1 ] && [ $n -ge 5 ] && grep -Eq '"(passes": *[1-9]|max_steps": 0)' "$work/io4/report.json" &&
+    pass "outputs fuse 5 np$np: $n snapshots and checkpoints identical to fuse 1, with time tiles" ||
+    failure "outputs fuse 5 np$np: snapshots or checkpoints differ from fuse 1 ($n files), or no time tile"
   ck=$(ls "$work"/io4/checkpoint_*6.h5 2>/dev/null | head -1)
   if [ -n "$ck" ] && run_ok "restart fuse 3" $np "$case" --out "$work/io3" --backend "$backend" \
        --restart "$ck" --set time.fuse=3; then

@@ -1,0 +1,284 @@
+/* bench/gpu_tiles: time tiles (tsr_steps_cuda, several forward Euler steps per pass over
+ * memory) against tessera's own single-step kernel (tsr_stage_cuda) and the copy bandwidth,
+ * all measured in the same run on one GPU.
+ *
+ * 2D heat, 5-point, forward Euler, on an n x n box whose four faces are Dirichlet (values that
+ * vary along the face, refilled on chip between the steps of a pass): fp64 and fp32, passes of
+ * 1 (the single-step kernel), 3 and 5 steps. Effective Gcells/s = cells x steps / time. The
+ * streaming limit is what the copy bandwidth allows one step at a time: copy GB/s over the
+ * 2 x (bytes per value) a step must move at least (read once, write once). Bytes per cell per
+ * step: 2 x bytes per value / steps per pass at best, what Nsight Compute reports in
+ * bench/profile_tiles.sh.
+ *
+ * Checked first, at every pass length: one pass on the GPU against tsr_steps_host (which is
+ * stage-by-stage steps, bit for bit) on a smaller box, every byte of the field.
+ *
+ *   usage: gpu_tiles [--n N] [--steps S] [--only 3|5] [--json PATH]
+ *                    [--precision double|single|both]
+ * Prints a table; exits non-zero when a result is wrong or a CUDA call fails. */
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/steps.h"
+#include "tsr_version.h"
+
+#define CUDA_OK(call)                                                                          \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      fprintf(stderr, "gpu_tiles: %s: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__,  \
+              __LINE__);                                                                       \
+      exit(1);                                                                                 \
+    }                                                                                          \
+  } while (0)
+
+#define TSR_OK_OR_DIE(call)                                                                    \
+  do {                                                                                         \
+    if ((call) != TSR_OK) {                                                                    \
+      fprintf(stderr, "gpu_tiles: %s: %s\n", #call, tsr_err_message());                        \
+      exit(1);                                                                                 \
+    }                                                                                          \
+  } while (0)
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *t, int n) {
+  qsort(t, (size_t)n, sizeof(double), cmp);
+  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static void fill(tsr_field *f) {
+  const int64_t n = (int64_t)f->ncomp * f->scomp;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 32;
+    tsr_field_set(f, i, 0.5 + (double)(x >> 11) * (1.0 / 9007199254740992.0));
+  }
+}
+
+/* Dirichlet on the four faces of box, values along each face, in host and device memory. */
+typedef struct {
+  tsr_steps_bc host, dev;
+} faces;
+
+static void faces_make(faces *fs, const tsr_box *box) {
+  memset(fs, 0, sizeof *fs);
+  for (int f = 0; f < 4; ++f) {
+    tsr_bc_face fc = {0};
+    fc.axis = f / 2;
+    fc.side = f % 2;
+    fc.type = TSR_GHOST_DIRICHLET;
+    fc.t1 = (fc.axis + 1) % 3;
+    fc.t2 = (fc.axis + 2) % 3;
+    const int t = fc.axis == 0 ? 1 : 0, len = tsr_box_len(box, t);
+    fc.n1 = fc.t1 == t ? len : 1;
+    fc.n2 = fc.t1 == t ? 1 : len;
+    fc.layers = 1;
+    fc.h = 1.0 / len;
+    double *v = malloc(sizeof(double) * (size_t)len), *d = NULL;
+    if (!v) exit(1);
+    for (int i = 0; i < len; ++i) v[i] = 0.5 + 0.25 * (double)i / len;
+    CUDA_OK(cudaMalloc((void **)&d, sizeof(double) * (size_t)len));
+    CUDA_OK(cudaMemcpy(d, v, sizeof(double) * (size_t)len, cudaMemcpyHostToDevice));
+    fs->host.face[f] = fs->dev.face[f] = fc;
+    fs->host.val[f] = v;
+    fs->dev.val[f] = d;
+  }
+  fs->host.nface = fs->dev.nface = 4;
+}
+
+static void faces_free(faces *fs) {
+  for (int f = 0; f < fs->host.nface; ++f) {
+    free((void *)fs->host.val[f]);
+    cudaFree((void *)fs->dev.val[f]);
+  }
+}
+
+static tsr_stage_desc heat(int n, const tsr_field *shape) {
+  double h[3] = {1.0 / n, 1.0 / n, 1.0 / n}, kappa = 1.0;
+  tsr_stage_desc d = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, 0.8 / (4.0 * n * (double)n), {0}};
+  tsr_stage_coef_init(&d.coef, TSR_MODEL_HEAT, &kappa, h, shape);
+  return d;
+}
+
+/* One pass of m steps (m = 1: the single-step kernel) from u into v. */
+static void pass(const tsr_stage_desc *d, int m, const tsr_box *box, const faces *fs,
+                 const tsr_field *u, tsr_field *v, cudaStream_t st) {
+  if (m == 1) TSR_OK_OR_DIE(tsr_stage_cuda(d, box, u, NULL, NULL, NULL, v, st));
+  else TSR_OK_OR_DIE(tsr_steps_cuda(d, m, 1, box, &fs->dev, u, NULL, v, st));
+}
+
+/* Whether one pass of m steps on the GPU gives tsr_steps_host's bytes, on an n x n box. */
+static int check(int n, int m, tsr_prec pr, cudaStream_t st) {
+  int cells[3] = {n, n, 1};
+  tsr_box box = tsr_box_make(2, cells);
+  tsr_field *hu, *hv, *got, *du, *dv;
+  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hu));
+  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hv));
+  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &got));
+  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &du));
+  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &dv));
+  const size_t bytes = tsr_field_bytes(hu);
+  fill(hu);
+  memcpy(hv->data, hu->data, bytes);
+  CUDA_OK(cudaMemcpy(du->data, hu->data, bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dv->data, hu->data, bytes, cudaMemcpyHostToDevice));
+  faces fs;
+  faces_make(&fs, &box);
+  tsr_stage_desc d = heat(n, hu);
+  tsr_steps_host(&d, m, 1, &box, &fs.host, hu, NULL, hv);
+  pass(&d, m, &box, &fs, du, dv, st);
+  CUDA_OK(cudaStreamSynchronize(st));
+  CUDA_OK(cudaMemcpy(got->data, dv->data, bytes, cudaMemcpyDeviceToHost));
+  int ok = memcmp(got->data, hv->data, bytes) == 0;
+  faces_free(&fs);
+  tsr_field *all[] = {hu, hv, got, du, dv};
+  for (int i = 0; i < 5; ++i) tsr_field_destroy(&all[i]);
+  return ok;
+}
+
+/* Median seconds per step: three timed runs of `steps` steps in passes of m, ping-ponging. */
+static double time_passes(const tsr_stage_desc *d, int m, const tsr_box *box, const faces *fs,
+                          tsr_field *u, tsr_field *v, int steps, cudaStream_t st) {
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  for (int w = 0; w < 3; ++w) pass(d, m, box, fs, u, v, st);
+  const int npass = steps / m;
+  double t[3];
+  for (int r = 0; r < 3; ++r) {
+    CUDA_OK(cudaEventRecord(e0, st));
+    for (int s = 0; s < npass; ++s) pass(d, m, box, fs, s % 2 ? v : u, s % 2 ? u : v, st);
+    CUDA_OK(cudaEventRecord(e1, st));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    t[r] = 1e-3 * ms / (npass * m);
+  }
+  CUDA_OK(cudaEventDestroy(e0));
+  CUDA_OK(cudaEventDestroy(e1));
+  return median(t, 3);
+}
+
+static double copy_time(void *dst, const void *src, size_t bytes, cudaStream_t st) {
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  double t[21];
+  for (int r = -2; r < 21; ++r) {
+    CUDA_OK(cudaEventRecord(e0, st));
+    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
+    CUDA_OK(cudaEventRecord(e1, st));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 0) t[r] = 1e-3 * ms;
+  }
+  CUDA_OK(cudaEventDestroy(e0));
+  CUDA_OK(cudaEventDestroy(e1));
+  return median(t, 21);
+}
+
+int main(int argc, char **argv) {
+  const char *json = NULL, *precision = "both";
+  int n = 20480, steps = 600, only = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    else if (!strcmp(argv[i], "--n") && i + 1 < argc) n = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--precision") && i + 1 < argc) precision = argv[++i];
+    else {
+      fprintf(stderr, "usage: gpu_tiles [--n N] [--steps S] [--only 1|3|5] [--json PATH] "
+                      "[--precision double|single|both]\n");
+      return 2;
+    }
+  }
+  if (n < 64 || steps < 15) {
+    fprintf(stderr, "gpu_tiles: --n %d --steps %d: expected n >= 64 and steps >= 15\n", n, steps);
+    return 2;
+  }
+  struct cudaDeviceProp prop;
+  int dev = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  CUDA_OK(cudaGetDeviceProperties(&prop, dev));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  printf("gpu_tiles: %s, %d SMs; 2D heat %d^2, forward Euler, Dirichlet faces, %d steps\n",
+         prop.name, prop.multiProcessorCount, n, steps);
+  FILE *fp = json ? fopen(json, "w") : NULL;
+  if (json && !fp) {
+    fprintf(stderr, "gpu_tiles: cannot write %s\n", json);
+    return 1;
+  }
+  if (fp)
+    fprintf(fp, "{\"bench\": \"gpu_tiles\", \"version\": \"%s\", \"machine\": \"%s\", \"n\": %d, "
+            "\"steps\": %d, \"cases\": [", TSR_VERSION, prop.name, n, steps);
+  int ok = 1, first = 1;
+  static const int ms[] = {1, 3, 5};
+  printf("\n  %-5s %5s %10s %9s %10s %10s %12s  %s\n", "prec", "steps", "ms/step", "Gcells/s",
+         "/1-step", "/stream", "B/cell/step", "check");
+  for (int p = 0; p < 2; ++p) {
+    const tsr_prec pr = p ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
+    if (strcmp(precision, "both") && strcmp(precision, p ? "single" : "double")) continue;
+    int cells[3] = {n, n, 1};
+    tsr_box box = tsr_box_make(2, cells);
+    tsr_field *hu, *du, *dv;
+    TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hu));
+    TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &du));
+    TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &dv));
+    const size_t bytes = tsr_field_bytes(hu), es = tsr_prec_size(pr);
+    fill(hu);
+    CUDA_OK(cudaMemcpy(du->data, hu->data, bytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dv->data, hu->data, bytes, cudaMemcpyHostToDevice));
+    faces fs;
+    faces_make(&fs, &box);
+    tsr_stage_desc d = heat(n, hu);
+    const double cells_n = (double)n * n;
+    const double copy_s = copy_time(dv->data, du->data, bytes, st);
+    const double copy_GBps = 2.0 * (double)bytes / copy_s / 1e9;
+    const double stream_gcells = copy_GBps / (2.0 * es); /* one step per pass over memory */
+    double one = 0.0;
+    for (int k = 0; k < 3; ++k) {
+      const int m = ms[k];
+      if (only && m != only && m != 1) continue; /* --only (profiling): that pass and 1 */
+      const int right = m == 1 || check(509, m, pr, st);
+      ok &= right;
+      const double s = time_passes(&d, m, &box, &fs, du, dv, steps - steps % (m == 1 ? 2 : 2 * m), st);
+      const double g = cells_n / s / 1e9;
+      if (m == 1) one = g;
+      printf("  %-5s %5d %10.4f %9.1f %10.2f %10.2f %12.2f  %s\n", p ? "fp32" : "fp64", m,
+             1e3 * s, g, g / one, g / stream_gcells, 2.0 * es / m,
+             m == 1 ? "(test_stage)" : right ? "bitwise == host" : "WRONG");
+      if (fp)
+        fprintf(fp, "%s{\"precision\": \"%s\", \"steps_per_pass\": %d, \"step_s\": %.6e, "
+                "\"gcells_per_s\": %.3f, \"vs_one_step\": %.4f, \"copy_GBps\": %.1f, "
+                "\"stream_limit_gcells\": %.2f, \"vs_stream_limit\": %.4f, \"correct\": %s}",
+                first ? "" : ", ", p ? "fp32" : "fp64", m, s, g, g / one, copy_GBps,
+                stream_gcells, g / stream_gcells, right ? "true" : "false");
+      first = 0;
+    }
+    printf("  %-5s copy %.1f GB/s: streaming limit %.1f Gcells/s\n", p ? "fp32" : "fp64",
+           copy_GBps, stream_gcells);
+    faces_free(&fs);
+    tsr_field_destroy(&hu);
+    tsr_field_destroy(&du);
+    tsr_field_destroy(&dv);
+  }
+  if (fp) {
+    fprintf(fp, "]}\n");
+    fclose(fp);
+  }
+  printf("  goal: >= 1.5x the single-step rate and >= 1.5x the streaming limit\n");
+  CUDA_OK(cudaStreamDestroy(st));
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,189 @@
+/* tsr_steps_cuda (time tiles) against tsr_steps_host, bit for bit: every model with an
+ * explicit stage, fp64 and fp32, 3 and 5 steps a pass, with and without a source, on 2D boxes
+ * at a non-zero offset that take several tiles and several row chunks, with their faces all
+ * exchanged, all physical (Dirichlet and Neumann, values that vary along the face), and
+ * mixed, over regions that are the box and the box grown into the exchanged ghosts. Cells of
+ * out outside the region must keep their poison. Also: a 3D field and an even step count are
+ * refused with TSR_ERR_STATE. tsr_steps_host is itself checked against stage-by-stage steps
+ * (tests/unit/test_steps.c), and tsr_stage_cuda against tsr_stage_host (test_stage.c).
+ *
+ * Every rank does the same work on device rank % device count. Exits non-zero on the first
+ * failure (MPI_Abort). */
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/steps.h"
+
+static int g_rank;
+
+#include "tests/check.h"
+
+#define CUDA_OK(call)                                                                          \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                         \
+  } while (0)
+
+static uint64_t g_rng = 0x243f6a8885a308d3ull;
+static double uniform(void) {
+  g_rng ^= g_rng >> 12;
+  g_rng ^= g_rng << 25;
+  g_rng ^= g_rng >> 27;
+  return (double)((g_rng * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static const uint64_t poison64 = 0x7ff8dead0000beefull;
+static const uint32_t poison32 = 0x7fc0beefu;
+
+static void params(int model, double *p) {
+  const tsr_model_info *mi = &tsr_models[model];
+  for (int i = 0; i < mi->nparam; ++i) p[i] = mi->param[i].def;
+  if (model == TSR_MODEL_ADVECTION_DIFFUSION) {
+    p[0] = 0.3;
+    p[1] = 1.25;
+    p[2] = -0.7;
+  }
+  if (model == TSR_MODEL_GRAY_SCOTT) {
+    p[0] = 0.2;
+    p[1] = 0.1;
+  }
+}
+
+/* Face configurations: bit f set = face f (x lo, x hi, y lo, y hi) on the physical boundary. */
+static const int g_faces[] = {0x0, 0xf, 0x3, 0x4, 0x9};
+
+/* One case; returns 1 when it ran. */
+static void check_case(int model, tsr_prec prec, int m, int has_src, int faces, int grow) {
+  const int ncomp = tsr_models[model].ncomp, ghost = 7;
+  const tsr_box box = {{-5, 9, 0}, {-5 + 509, 9 + 301, 1}}; /* 3 tiles, 2 row chunks */
+  tsr_field *hin, *hsrc, *hout, *got, *din, *dsrc, *dout;
+  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hin) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hsrc) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hout) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_HOST, prec, &got) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_DEVICE, prec, &din) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_DEVICE, prec, &dsrc) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_DEVICE, prec, &dout) == TSR_OK, "f");
+  const size_t n = (size_t)ncomp * (size_t)hin->scomp, es = tsr_prec_size(prec);
+  for (size_t i = 0; i < n; ++i) {
+    tsr_field_set(hin, (ptrdiff_t)i, 0.5 + uniform());
+    tsr_field_set(hsrc, (ptrdiff_t)i, 0.1 * (uniform() - 0.5));
+    memcpy((char *)hout->data + i * es, prec == TSR_PREC_SINGLE ? (const void *)&poison32
+                                                                 : (const void *)&poison64, es);
+  }
+  /* the region: the box grown by `grow` on its exchanged faces */
+  tsr_box rg = box;
+  for (int f = 0; f < 4; ++f)
+    if (!(faces >> f & 1)) {
+      if (f % 2 == 0) rg.lo[f / 2] -= grow;
+      else rg.hi[f / 2] += grow;
+    }
+  /* the physical faces, over the tangential cells the ghosts reach */
+  tsr_steps_bc hbc = {0}, dbc = {0};
+  double *dval[4] = {0};
+  for (int f = 0; f < 4; ++f) {
+    if (!(faces >> f & 1)) continue;
+    tsr_bc_face *fc = &hbc.face[hbc.nface];
+    fc->axis = f / 2;
+    fc->side = f % 2;
+    fc->type = (f == 1 || f == 3) ? TSR_GHOST_NEUMANN : TSR_GHOST_DIRICHLET;
+    fc->t1 = (fc->axis + 1) % 3;
+    fc->t2 = (fc->axis + 2) % 3;
+    const int t = fc->axis == 0 ? 1 : 0; /* the tangential axis in 2D */
+    int lo = box.lo[t], hi = box.hi[t];
+    if (!(faces >> (2 * t) & 1)) lo -= ghost - 1;
+    if (!(faces >> (2 * t + 1) & 1)) hi += ghost - 1;
+    int *o_t = fc->t1 == t ? &fc->o1 : &fc->o2, *n_t = fc->t1 == t ? &fc->n1 : &fc->n2;
+    fc->o1 = fc->o2 = 0;
+    fc->n1 = fc->n2 = 1;
+    *o_t = lo - box.lo[t];
+    *n_t = hi - lo;
+    fc->layers = 1;
+    fc->h = 0.05 + 0.01 * f;
+    const size_t nv = (size_t)ncomp * (size_t)(hi - lo);
+    double *v = malloc(nv * sizeof *v);
+    CHECK(v, "values");
+    for (size_t i = 0; i < nv; ++i) v[i] = uniform() - 0.25;
+    CUDA_OK(cudaMalloc((void **)&dval[f], nv * sizeof *v));
+    CUDA_OK(cudaMemcpy(dval[f], v, nv * sizeof *v, cudaMemcpyHostToDevice));
+    hbc.val[hbc.nface] = v;
+    dbc.face[hbc.nface] = *fc;
+    dbc.val[hbc.nface] = dval[f];
+    hbc.nface++;
+  }
+  dbc.nface = hbc.nface;
+  double p[TSR_MAX_MODEL_PARAMS];
+  params(model, p);
+  const double h[3] = {0.11, 0.13, 0.17};
+  tsr_stage_desc d = {model, ncomp, TSR_STAGE_EULER, 0.0017, {0}};
+  tsr_stage_coef_init(&d.coef, model, p, h, hin);
+  const size_t bytes = tsr_field_bytes(hin);
+  CUDA_OK(cudaMemcpy(din->data, hin->data, bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dsrc->data, hsrc->data, bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dout->data, hout->data, bytes, cudaMemcpyHostToDevice));
+  /* the host's ghost fill for the first step is the caller's: the same layers on both sides */
+  tsr_steps_host(&d, m, 1, &rg, &hbc, hin, has_src ? hsrc : NULL, hout);
+  CHECK(tsr_steps_cuda(&d, m, 1, &rg, &dbc, din, has_src ? dsrc : NULL, dout, 0) == TSR_OK,
+        "tsr_steps_cuda: %s", tsr_err_message());
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(got->data, dout->data, bytes, cudaMemcpyDeviceToHost));
+  if (memcmp(got->data, hout->data, bytes)) {
+    int64_t nb = 0, first = -1;
+    for (int64_t i = 0; i < (int64_t)(bytes / es); ++i)
+      if (memcmp((char *)got->data + i * es, (char *)hout->data + i * es, es)) {
+        if (first < 0) first = i;
+        nb++;
+      }
+    CHECK(0, "%s %s m %d src %d faces 0x%x grow %d: %lld values differ (first offset %lld: "
+          "GPU %.17g, host %.17g)", tsr_models[model].name,
+          prec == TSR_PREC_SINGLE ? "fp32" : "fp64", m, has_src, faces, grow, (long long)nb,
+          (long long)first, tsr_field_get(got, first), tsr_field_get(hout, first));
+  }
+  for (int f = 0; f < 4; ++f)
+    if (dval[f]) cudaFree(dval[f]);
+  for (int i = 0; i < hbc.nface; ++i) free((void *)hbc.val[i]);
+  tsr_field *all[] = {hin, hsrc, hout, got, din, dsrc, dout};
+  for (int i = 0; i < 7; ++i) tsr_field_destroy(&all[i]);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  int ndev = 0;
+  CUDA_OK(cudaGetDeviceCount(&ndev));
+  CHECK(ndev > 0, "no GPU");
+  CUDA_OK(cudaSetDevice(g_rank % ndev));
+  int cases = 0;
+  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
+    if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT)) continue;
+    for (int pr = 0; pr < 2; ++pr)
+      for (int m = 3; m <= 5; m += 2)
+        for (int fc = 0; fc < (int)(sizeof g_faces / sizeof *g_faces); ++fc) {
+          const int grow = fc % 2 ? 0 : 2, src = (fc + m + pr) % 2;
+          check_case(model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m, src, g_faces[fc], grow);
+          cases++;
+        }
+  }
+  /* refusals */
+  const tsr_box b3 = {{0, 0, 0}, {8, 8, 8}};
+  tsr_field *a = NULL, *b = NULL;
+  CHECK(tsr_field_create_as(3, &b3, 5, 1, TSR_MEM_DEVICE, TSR_PREC_DOUBLE, &a) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(3, &b3, 5, 1, TSR_MEM_DEVICE, TSR_PREC_DOUBLE, &b) == TSR_OK, "f");
+  double p[TSR_MAX_MODEL_PARAMS];
+  params(TSR_MODEL_HEAT, p);
+  const double h[3] = {0.1, 0.1, 0.1};
+  tsr_stage_desc d = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, 0.001, {0}};
+  tsr_stage_coef_init(&d.coef, TSR_MODEL_HEAT, p, h, a);
+  CHECK(tsr_steps_cuda(&d, 3, 1, &b3, NULL, a, NULL, b, 0) == TSR_ERR_STATE, "3D accepted");
+  CHECK(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE) == 0 && tsr_steps_cuda_max(2, TSR_PREC_DOUBLE) >= 3,
+        "tsr_steps_cuda_max");
+  tsr_field_destroy(&a);
+  tsr_field_destroy(&b);
+  printf("rank %d: tsr_steps_cuda == tsr_steps_host bit for bit in %d cases\n", g_rank, cases);
+  MPI_Finalize();
+  return 0;
+}
