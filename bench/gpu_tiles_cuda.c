@@ -135,7 +135,7 @@ static int check(int n, int m, tsr_prec pr, cudaStream_t st) {
   faces fs;
   faces_make(&fs, &box);
   tsr_stage_desc d = heat(n, hu);
-  tsr_steps_host(&d, m, 1, &box, &fs.host, hu, NULL, hv);
+  TSR_OK_OR_DIE(tsr_steps_host(&d, m, 1, &box, &fs.host, hu, NULL, hv));
   pass(&d, m, &box, &fs, du, dv, st);
   CUDA_OK(cudaStreamSynchronize(st));
   CUDA_OK(cudaMemcpy(got->data, dv->data, bytes, cudaMemcpyDeviceToHost));

@@ -22,7 +22,6 @@
 #include "kernels/models.h"
 #include "kernels/stage.h"
 #include "kernels/steps.h"
-#include "kernels/steps_host.h"
 #include "tsr_version.h"
 
 static double now(void) {

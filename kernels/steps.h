@@ -49,10 +49,22 @@ typedef struct {
  * exchange filled) and valid ghost layers beyond bc's faces (the boundary's fill for the
  * first step). src (NULL: none) is added at every step, the same values each step, and must
  * cover the cells of every step. in and out share geometry and precision and must not alias;
- * only region's cells of out are written. Host memory; OpenMP threads inside. */
-void tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
-                    const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
-                    tsr_field *out);
+ * only region's cells of out are written. Host memory; OpenMP threads inside. Errors:
+ * TSR_ERR_STATE (a kind other than forward Euler, m out of range, in == out),
+ * TSR_ERR_MEMORY (the tiles' buffers: a few cache's worth a thread). The region's sides on
+ * bc's faces lie on the box's faces, and each face's values cover the tangential cells of the
+ * first step's cells. */
+tsr_err tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
+                       const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
+                       tsr_field *out);
+
+/* Tile shape of tsr_steps_host, for the tests and benchmarks that tune it: cells per tile
+ * along x, y, z for later calls in this process (NULL or a 0 entry: the default along that
+ * axis, kernels/steps_host.c says which). A tile is what one thread advances the m steps at
+ * once, before each step's halo of m * radius cells; an axis is split into equal tiles at most
+ * this long. 3D tiles are columns of the whole z range (z is ignored). Not thread-safe: call
+ * it between steps. */
+void tsr_steps_host_set_tile(const int tile[3]);
 
 #ifdef TSR_HAVE_CUDA
 /* As tsr_steps_host, for device fields, launched on stream (asynchronous). Errors:

@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/steps_host.h"
 
 /* The default tiles: 2D blocks of TILE_Y rows, as long along x as one of a thread's two buffers
  * holding BUF_BYTES allows (whole rows where they fit: the hardware prefetchers follow a row,
@@ -431,13 +430,16 @@ model_loop(int model, int ncomp, const tsr_stage_desc *s, const plan *p, const t
   }
 }
 
-void tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
-                    const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
-                    tsr_field *out) {
-  if (tsr_box_empty(region) || m < 1) return;
+tsr_err tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
+                       const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
+                       tsr_field *out) {
+  TSR_CHECK(s->kind == TSR_STAGE_EULER && m >= 1 && m <= TSR_STEPS_MAX && in != out,
+            TSR_ERR_STATE, "tsr_steps_host: %d steps of stage kind %d (forward Euler, 1 to %d, "
+            "distinct fields)", m, (int)s->kind, TSR_STEPS_MAX);
+  if (tsr_box_empty(region)) return TSR_OK;
   if (m == 1) { /* nothing to fuse: the plain stage, without the buffers' copy */
     tsr_stage_host(s, region, in, NULL, NULL, src, out);
-    return;
+    return TSR_OK;
   }
   if (bc && bc->nface == 0) bc = NULL;
   plan p;
@@ -447,12 +449,8 @@ void tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *r
   int nthreads = omp_get_max_threads();
   if ((ptrdiff_t)nthreads > p.ntile) nthreads = (int)p.ntile;
   char *bufs = malloc(per_thread * (size_t)nthreads);
-  if (!bufs) {
-    /* no error to return (steps.h); the scratch is a few cache's worth per thread */
-    fprintf(stderr, "tsr_steps_host: out of memory for %zu bytes of tile buffers\n",
+  TSR_CHECK(bufs, TSR_ERR_MEMORY, "out of memory for %zu bytes of time-tile buffers",
             per_thread * (size_t)nthreads);
-    abort();
-  }
 #pragma omp parallel num_threads(nthreads)
   switch (s->model) {
   case TSR_MODEL_HEAT: model_loop(TSR_MODEL_HEAT, 1, s, &p, bc, in, src, out, bufs, per_thread); break;
@@ -472,4 +470,5 @@ void tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *r
   default: break; /* no explicit stage: out is left as it was */
   }
   free(bufs);
+  return TSR_OK;
 }

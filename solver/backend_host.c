@@ -78,8 +78,7 @@ static tsr_err steps(tsr_run_ctx *x, const tsr_stage_desc *d, int m, const tsr_b
     bc.face[i] = *tsr_bc_face_info(x->bc, i);
     bc.val[i] = tsr_bc_values(x->bc, i, 0.0, &fresh);
   }
-  tsr_steps_host(d, m, x->radius, region, &bc, in, src, out);
-  return TSR_OK;
+  return tsr_steps_host(d, m, x->radius, region, &bc, in, src, out);
 }
 
 static int steps_max(tsr_run_ctx *x) { return TSR_STEPS_MAX; }

@@ -15,7 +15,6 @@
 #include <cmocka.h>
 
 #include "kernels/steps.h"
-#include "kernels/steps_host.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double urand(void) { /* xorshift64*, [0, 1) */
@@ -147,7 +146,7 @@ static void run_case(const tcase *c) {
   memcpy(before->data, out->data, tsr_field_bytes(out));
   memcpy(in0->data, in->data, tsr_field_bytes(in));
   tsr_steps_host_set_tile(c->tile);
-  tsr_steps_host(&s, m, 1, &region, bc.nface ? &bc : NULL, in, src, out);
+  assert_int_equal(tsr_steps_host(&s, m, 1, &region, bc.nface ? &bc : NULL, in, src, out), TSR_OK);
   tsr_steps_host_set_tile(NULL);
 
   int ok = same(out, a, &region);
@@ -182,10 +181,10 @@ static void matches_stages(int dim) {
   for (int mi = 0; mi < 6; ++mi)
     for (int single = 0; single < 2; ++single)
       for (int m = 1; m <= 5; ++m)
-        for (int rep = 0; rep < 2; ++rep, ++n) {
+        for (int rep = 0; rep < 4; ++rep, ++n) {
           tcase c = {.dim = dim, .model = models[mi], .single = single, .m = m};
-          c.with_src = (n + rep) % 2;
-          c.grow = (n / 2) % 3;
+          c.with_src = (n / 2) % 2;
+          c.grow = n % 3;
           /* z from -5 to 5: 3D columns keep z planes in rings of 8, and some copies of the
            * ghost planes (slots 0 and 1) happen only for some of these */
           int lo[3] = {3, -4, n % 11 - 5}, len[3] = {dim == 3 ? 9 : 13, dim == 3 ? 8 : 11, 7};
@@ -196,7 +195,7 @@ static void matches_stages(int dim) {
           /* all exchanged, all physical, and mixtures */
           for (int f = 0; f < 2 * dim; ++f)
             c.side[f] = n % 7 == 0 ? 0 : n % 7 == 1 ? 1 + f % 2 : (int)(3 * urand());
-          if (rep) { /* several tiles along every axis, with uneven lengths */
+          if (rep % 2) { /* several tiles along every axis, with uneven lengths */
             c.tile[0] = 2 + n % 4;
             c.tile[1] = 3 + n % 3;
             c.tile[2] = dim == 3 ? 2 + n % 2 : 0;
@@ -208,7 +207,8 @@ static void matches_stages_2d(void **st) { matches_stages(2); }
 static void matches_stages_3d(void **st) { matches_stages(3); }
 
 /* A larger 2D box with the default tiles and tiles of odd lengths that leave remainders, the
- * largest m, and tiles thinner than the halo. */
+ * largest m, and tiles thinner than the halo; 3D columns of uneven sizes, and a box thinner
+ * along z than the steps' reach. */
 static void tiles_and_remainders(void **st) {
   const int tiles[4][3] = {{0, 0, 0}, {7, 5, 0}, {1, 3, 0}, {64, 1, 0}};
   for (int t = 0; t < 4; ++t)
@@ -221,6 +221,13 @@ static void tiles_and_remainders(void **st) {
   tcase c3 = {.dim = 3, .model = TSR_MODEL_WAVE, .m = 4, .box = {{0, 0, 0}, {21, 17, 13}},
               .side = {2, 0, 0, 1, 1, 0}, .grow = 0, .tile = {5, 4, 3}};
   run_case(&c3);
+  /* a 3D box two planes thick between two z faces, in columns one cell wide */
+  for (int m = 2; m <= 5; m += 3) {
+    tcase c4 = {.dim = 3, .model = TSR_MODEL_GRAY_SCOTT, .single = m == 5, .m = m,
+                .with_src = 1, .box = {{-3, 1, 9}, {4, 6, 11}}, .side = {0, 1, 2, 0, 1, 2},
+                .grow = 1, .tile = {1, 2, 0}};
+    run_case(&c4);
+  }
 }
 
 /* An empty region writes nothing. */

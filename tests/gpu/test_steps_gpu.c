@@ -126,7 +126,8 @@ static void check_case(int model, tsr_prec prec, int m, int has_src, int faces, 
   CUDA_OK(cudaMemcpy(dsrc->data, hsrc->data, bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dout->data, hout->data, bytes, cudaMemcpyHostToDevice));
   /* the host's ghost fill for the first step is the caller's: the same layers on both sides */
-  tsr_steps_host(&d, m, 1, &rg, &hbc, hin, has_src ? hsrc : NULL, hout);
+  CHECK(tsr_steps_host(&d, m, 1, &rg, &hbc, hin, has_src ? hsrc : NULL, hout) == TSR_OK,
+        "tsr_steps_host: %s", tsr_err_message());
   CHECK(tsr_steps_cuda(&d, m, 1, &rg, &dbc, din, has_src ? dsrc : NULL, dout, 0) == TSR_OK,
         "tsr_steps_cuda: %s", tsr_err_message());
   CUDA_OK(cudaDeviceSynchronize());
