@@ -3,7 +3,7 @@
  * Determinism: every rank runs this on the same bits (integer cost sums, allgathered times)
  * in the same order of operations, built with -ffp-contract=off like partition.c, so all
  * ranks get the same boxes without talking. */
-#include "decomp/rebalance.h"
+#include "decomp/rebalance_impl.h"
 
 #include <limits.h>
 #include <math.h>
@@ -59,41 +59,15 @@ void tsr_rebalance_costmap_clear(tsr_rebalance_costmap *map) {
   if (map->cost) memset(map->cost, 0, (size_t)map->nblock * sizeof *map->cost);
 }
 
-/* Block (ib, jb, kb) as a box of cells, clipped to the grid. */
-static tsr_box block_box(const tsr_rebalance_costmap *m, int ib, int jb, int kb) {
-  int idx[3] = {ib, jb, kb};
-  tsr_box b;
-  for (int d = 0; d < 3; ++d) {
-    b.lo[d] = idx[d] * m->bs[d];
-    b.hi[d] = b.lo[d] + m->bs[d] < m->cells[d] ? b.lo[d] + m->bs[d] : m->cells[d];
-  }
-  return b;
-}
-
-/* The range of blocks [blo, bhi) that box covers (box clipped to the grid; empty: blo = bhi). */
-static void block_range(const tsr_rebalance_costmap *m, const tsr_box *box, int blo[3],
-                        int bhi[3]) {
-  for (int d = 0; d < 3; ++d) {
-    int lo = box->lo[d] < 0 ? 0 : box->lo[d];
-    int hi = box->hi[d] > m->cells[d] ? m->cells[d] : box->hi[d];
-    blo[d] = lo / m->bs[d];
-    bhi[d] = hi > lo ? (hi - 1) / m->bs[d] + 1 : blo[d];
-  }
-}
-
-static int64_t block_index(const tsr_rebalance_costmap *m, int ib, int jb, int kb) {
-  return ((int64_t)kb * m->nb[1] + jb) * m->nb[0] + ib;
-}
-
 void tsr_rebalance_costmap_add_uniform(tsr_rebalance_costmap *map, const tsr_box *region,
                                        int64_t per_cell) {
   int blo[3], bhi[3];
-  block_range(map, region, blo, bhi);
+  tsr_rb_block_range(map, region, blo, bhi);
   for (int kb = blo[2]; kb < bhi[2]; ++kb)
     for (int jb = blo[1]; jb < bhi[1]; ++jb)
       for (int ib = blo[0]; ib < bhi[0]; ++ib) {
-        tsr_box bb = block_box(map, ib, jb, kb), o = tsr_box_intersect(&bb, region);
-        map->cost[block_index(map, ib, jb, kb)] += tsr_box_cells(&o) * per_cell;
+        tsr_box bb = tsr_rb_block_box(map, ib, jb, kb), o = tsr_box_intersect(&bb, region);
+        map->cost[tsr_rb_block_index(map, ib, jb, kb)] += tsr_box_cells(&o) * per_cell;
       }
 }
 
@@ -103,34 +77,19 @@ void tsr_rebalance_costmap_add_cells(tsr_rebalance_costmap *map, const tsr_box *
   for (int k = box->lo[2]; k < box->hi[2]; ++k)
     for (int j = box->lo[1]; j < box->hi[1]; ++j) {
       const uint32_t *row = work + ((int64_t)(k - box->lo[2]) * ny + (j - box->lo[1])) * nx;
-      int64_t base = block_index(map, 0, j / map->bs[1], k / map->bs[2]);
+      int64_t base = tsr_rb_block_index(map, 0, j / map->bs[1], k / map->bs[2]);
       for (int i = box->lo[0]; i < box->hi[0]; ++i)
         map->cost[base + i / map->bs[0]] += row[i - box->lo[0]];
     }
 }
 
-/* A block's cost inside box, in proportion to the block's cells there. */
-static double part_cost(const tsr_rebalance_costmap *m, int ib, int jb, int kb,
-                        const tsr_box *box) {
-  tsr_box bb = block_box(m, ib, jb, kb), o = tsr_box_intersect(&bb, box);
-  int64_t in = tsr_box_cells(&o), all = tsr_box_cells(&bb);
-  int64_t c = m->cost[block_index(m, ib, jb, kb)];
-  if (in == all) return (double)c;
-  return (double)c * (double)in / (double)all;
-}
-
 double tsr_rebalance_costmap_box_cost(const tsr_rebalance_costmap *map, const tsr_box *box) {
-  int blo[3], bhi[3];
-  block_range(map, box, blo, bhi);
-  double s = 0.0;
-  for (int kb = blo[2]; kb < bhi[2]; ++kb)
-    for (int jb = blo[1]; jb < bhi[1]; ++jb)
-      for (int ib = blo[0]; ib < bhi[0]; ++ib) s += part_cost(map, ib, jb, kb, box);
-  return s;
+  return tsr_rb_box_sum(map, NULL, box);
 }
 
 typedef struct {
   const tsr_rebalance_costmap *map;
+  const double *val; /* the cost of each block (NULL: the map's counts) */
   double *slab;    /* scratch: cost of each block-thick slab along the cut axis */
 } cost_cutter;
 
@@ -144,14 +103,14 @@ static int cost_cut(void *ctx, const tsr_box *b, int axis, double part, double t
   const tsr_rebalance_costmap *m = cc->map;
   const int len = tsr_box_len(b, axis), bs = m->bs[axis];
   int blo[3], bhi[3];
-  block_range(m, b, blo, bhi);
+  tsr_rb_block_range(m, b, blo, bhi);
   int ns = bhi[axis] - blo[axis];
   for (int s = 0; s < ns; ++s) cc->slab[s] = 0.0;
   for (int kb = blo[2]; kb < bhi[2]; ++kb)
     for (int jb = blo[1]; jb < bhi[1]; ++jb)
       for (int ib = blo[0]; ib < bhi[0]; ++ib) {
         int idx[3] = {ib, jb, kb};
-        cc->slab[idx[axis] - blo[axis]] += part_cost(m, ib, jb, kb, b);
+        cc->slab[idx[axis] - blo[axis]] += tsr_rb_part(m, cc->val, ib, jb, kb, b);
       }
   /* cost per cell of depth in each slab; all equal means a uniform box */
   double sum = 0.0, first = -1.0;
@@ -184,9 +143,10 @@ static int cost_cut(void *ctx, const tsr_box *b, int axis, double part, double t
   return (int)c;
 }
 
-tsr_err tsr_rebalance_partition(const tsr_rebalance_costmap *map, const int periodic[3],
-                                int nranks, const double *rate, int min_width,
-                                tsr_layout *out) {
+/* tsr_rebalance_partition over the block costs val (NULL: the map's counts). */
+static tsr_err partition(const tsr_rebalance_costmap *map, const double *val,
+                         const int periodic[3], int nranks, const double *rate, int min_width,
+                         tsr_layout *out) {
   memset(out, 0, sizeof *out);
   TSR_CHECK(map && map->cost, TSR_ERR_INTERNAL, "tsr_rebalance_partition without a cost map");
   TSR_CHECK(nranks >= 1, TSR_ERR_INPUT, "cannot rebalance over %d ranks", nranks);
@@ -196,7 +156,7 @@ tsr_err tsr_rebalance_partition(const tsr_rebalance_costmap *map, const int peri
   int w = min_width > 0 ? min_width : 1;
   int most = map->nb[0] > map->nb[1] ? map->nb[0] : map->nb[1];
   if (map->nb[2] > most) most = map->nb[2];
-  cost_cutter cc = {map, malloc((size_t)most * sizeof(double))};
+  cost_cutter cc = {map, val, malloc((size_t)most * sizeof(double))};
   TSR_CHECK(cc.slab, TSR_ERR_MEMORY, "out of memory for the rebalancer's %d slabs", most);
   tsr_box *boxes = malloc((size_t)nranks * sizeof *boxes);
   int *owner = malloc((size_t)nranks * sizeof *owner);
@@ -226,6 +186,12 @@ tsr_err tsr_rebalance_partition(const tsr_rebalance_costmap *map, const int peri
   out->boxes = boxes;
   out->owner = owner;
   return TSR_OK;
+}
+
+tsr_err tsr_rebalance_partition(const tsr_rebalance_costmap *map, const int periodic[3],
+                                int nranks, const double *rate, int min_width,
+                                tsr_layout *out) {
+  return partition(map, NULL, periodic, nranks, rate, min_width, out);
 }
 
 static const tsr_box *box_of(const tsr_layout *L, int rank) {
@@ -288,21 +254,6 @@ static double imbalance_of(const double *x, int n, double *most) {
   return s > 0.0 ? mx * n / s - 1.0 : 0.0;
 }
 
-/* Each rank's rate (work per second), into rate[]. Returns 1 when every rank measured both;
- * else all rates are the ranks' common rate, total work over total time. */
-static int rates_of(const tsr_rebalance_measure *m, double *rate) {
-  double tw = 0.0, tt = 0.0;
-  int all = 1;
-  for (int r = 0; r < m->nranks; ++r) {
-    tw += (double)m->work[r];
-    tt += m->time[r];
-    all &= m->time[r] > 0.0 && m->work[r] > 0;
-  }
-  for (int r = 0; r < m->nranks; ++r)
-    rate[r] = all ? (double)m->work[r] / m->time[r] : (tt > 0.0 && tw > 0.0 ? tw / tt : 1.0);
-  return all;
-}
-
 /* The busiest rank's cells sent plus received between cur and next. */
 static int64_t busiest_cells(const tsr_layout *cur, const tsr_layout *next, int n) {
   int64_t most = 0;
@@ -314,6 +265,62 @@ static int64_t busiest_cells(const tsr_layout *cur, const tsr_layout *next, int 
   return most;
 }
 
+/* The migration's cost: from the last migration, else the bytes at the estimated bandwidth. */
+static void migration_cost(const tsr_rebalance_opts *o, const tsr_rebalance_state *state,
+                           tsr_rebalance_decision *d) {
+  double bw = o->bandwidth > 0.0 ? o->bandwidth : TSR_REBALANCE_BANDWIDTH;
+  if (state && state->migrations > 0 && state->last_bytes > 0 && state->last_seconds > 0.0) {
+    /* a migration costs a fixed part (rebuilding the exchange, the graphs) and its bytes: the
+     * last one's time, scaled down for fewer bytes, or plus the extra bytes at its rate (at
+     * least the estimate's) for more */
+    double b = (double)d->bytes_moved, b1 = (double)state->last_bytes, t1 = state->last_seconds;
+    if (b1 / t1 > bw) bw = b1 / t1;
+    d->migration_cost = b <= b1 ? t1 * (b / b1) : t1 + (b - b1) / bw;
+    d->migration_measured = 1;
+  } else {
+    d->migration_cost = (double)d->bytes_moved / bw;
+  }
+}
+
+/* The figures a decision works from, per rank (n each) and per block (nb each). */
+typedef struct {
+  double *t, *cells, *extra, *work, *rate, *pred;
+  double *past, *ahead, *cost;
+} figures;
+
+static tsr_err figures_alloc(int n, int64_t nb, figures *f) {
+  double *p = malloc((6 * (size_t)n + 3 * (size_t)nb) * sizeof *p);
+  TSR_CHECK(p, TSR_ERR_MEMORY, "out of memory for the rebalancer's figures of %d ranks", n);
+  f->t = p, f->cells = p + n, f->extra = p + 2 * n, f->work = p + 3 * n, f->rate = p + 4 * n;
+  f->pred = p + 5 * n;
+  f->past = p + 6 * n, f->ahead = f->past + nb, f->cost = f->ahead + nb;
+  return TSR_OK;
+}
+
+/* Each rank's speed (modelled work per second of m->time) into f->rate; returns 1 when they
+ * differ by half the threshold or more, else sets them all to the ranks' common speed (total
+ * work over total time) and returns 0. */
+static int speeds(const tsr_rebalance_measure *m, double threshold, figures *f) {
+  const int n = m->nranks;
+  double tw = 0.0, tt = 0.0;
+  int all = 1;
+  for (int r = 0; r < n; ++r) {
+    tw += f->work[r];
+    tt += m->time[r];
+    all &= m->time[r] > 0.0 && f->work[r] > 0.0;
+  }
+  double rmin = INFINITY, rmax = 0.0;
+  for (int r = 0; all && r < n; ++r) {
+    f->rate[r] = f->work[r] / m->time[r];
+    rmin = fmin(rmin, f->rate[r]);
+    rmax = fmax(rmax, f->rate[r]);
+  }
+  /* speeds closer than half the threshold are noise: cut as for equal ranks */
+  if (all && rmax / rmin - 1.0 >= 0.5 * threshold) return 1;
+  for (int r = 0; r < n; ++r) f->rate[r] = tt > 0.0 && tw > 0.0 ? tw / tt : 1.0;
+  return 0;
+}
+
 tsr_err tsr_rebalance_decide(const tsr_layout *cur, const tsr_rebalance_measure *m,
                              const tsr_rebalance_opts *o, const tsr_rebalance_state *state,
                              tsr_layout *next, tsr_rebalance_decision *d) {
@@ -321,58 +328,73 @@ tsr_err tsr_rebalance_decide(const tsr_layout *cur, const tsr_rebalance_measure 
   memset(next, 0, sizeof *next);
   TSR_CALL(check_measure(cur, m));
   const int n = m->nranks;
-  double *buf = malloc(3 * (size_t)n * sizeof *buf);
-  TSR_CHECK(buf, TSR_ERR_MEMORY, "out of memory for the rebalancer's figures of %d ranks", n);
-  double *t = buf, *rate = buf + n, *pred = buf + 2 * n;
-  for (int r = 0; r < n; ++r) t[r] = m->time[r] / m->nsteps;
-  d->imbalance = imbalance_of(t, n, &d->step_time);
+  const tsr_rebalance_costmap *map = m->map;
+  figures f = {0};
+  TSR_CALL(figures_alloc(n, map->nblock, &f));
+  for (int r = 0; r < n; ++r) f.t[r] = m->time[r] / m->nsteps;
+  d->imbalance = imbalance_of(f.t, n, &d->step_time);
   if (!(d->step_time > 0.0)) {
     d->reason = TSR_REBALANCE_NO_DATA;
-    free(buf);
+    free(f.t);
     return TSR_OK;
   }
-  int measured = rates_of(m, rate);
-  double rmin = rate[0], rmax = rate[0];
-  for (int r = 1; r < n; ++r) {
-    if (rate[r] < rmin) rmin = rate[r];
-    if (rate[r] > rmax) rmax = rate[r];
-  }
-  /* speeds closer than half the threshold are noise: cut as for equal ranks */
-  int equal = !measured || rmax / rmin - 1.0 < 0.5 * o->threshold;
-  tsr_layout L;
-  tsr_err e = tsr_rebalance_partition(m->map, cur->periodic, n, equal ? NULL : rate,
-                                      o->min_width, &L);
+  /* the costly cells over the window just timed and over the next o->window steps */
+  const tsr_rebalance_costmap *start = m->start && m->span > 0 ? m->start : NULL;
+  tsr_err e = tsr_rb_motion(map, start, start ? (double)o->window / m->span : 1.0, f.past,
+                            f.ahead);
   if (e) {
-    free(buf);
+    free(f.t);
+    return e;
+  }
+  for (int r = 0; r < n; ++r) {
+    const tsr_box *b = box_of(cur, r);
+    f.cells[r] = (double)tsr_box_cells(b);
+    /* the rank's own count at the end, moved to the window's mean as the map says */
+    f.extra[r] = (double)m->work[r] - f.cells[r] + tsr_rb_box_sum(map, f.past, b) -
+                 (tsr_rb_box_sum(map, NULL, b) - f.cells[r]);
+  }
+  if (m->model) tsr_rb_model_update(m->model, f.cells, f.extra, f.t);
+  const double beta = m->model ? m->model->beta : 1.0;
+  d->beta = beta;
+  for (int r = 0; r < n; ++r) f.work[r] = f.cells[r] + beta * f.extra[r];
+  int uneven = speeds(m, o->threshold, &f);
+  for (int64_t i = 0; i < map->nblock; ++i)
+    f.cost[i] = (double)tsr_rb_block_cells(map, i) + beta * f.ahead[i];
+  for (int r = 0; r < n; ++r)
+    f.pred[r] = tsr_rb_box_sum(map, f.cost, box_of(cur, r)) / m->nsteps / f.rate[r];
+  d->expected = imbalance_of(f.pred, n, &d->expected_step_time);
+  tsr_rebalance_model *mo = m->model;
+  if (mo && mo->last >= 0.0) {
+    /* what the last prediction missed, so that the boxes are left before the imbalance
+     * measured reaches the threshold, not after */
+    double miss = d->imbalance - mo->last, decayed = mo->margin * TSR_REBALANCE_MARGIN_DECAY;
+    mo->margin = fmin(fmax(miss, decayed), 0.5 * o->threshold);
+  }
+  d->margin = mo ? mo->margin : 0.0;
+  tsr_layout L;
+  e = partition(map, f.cost, cur->periodic, n, uneven ? f.rate : NULL, o->min_width, &L);
+  if (e) {
+    free(f.t);
     return e;
   }
   for (int r = 0; r < n; ++r)
-    pred[r] = tsr_rebalance_costmap_box_cost(m->map, box_of(&L, r)) / m->nsteps / rate[r];
-  d->predicted = imbalance_of(pred, n, &d->predicted_step_time);
+    f.pred[r] = tsr_rb_box_sum(map, f.cost, box_of(&L, r)) / m->nsteps / f.rate[r];
+  d->predicted = imbalance_of(f.pred, n, &d->predicted_step_time);
+  free(f.t);
   d->cells_moved = tsr_rebalance_cells_moved(cur, &L);
   d->bytes_moved = busiest_cells(cur, &L, n) * o->bytes_per_cell;
-  if (state && state->migrations > 0 && state->last_bytes > 0 && state->last_seconds > 0.0) {
-    /* a migration costs a fixed part (rebuilding the exchange, the graphs) and its bytes: the
-     * last one's time, scaled down for fewer bytes, or plus the extra bytes at its rate (at
-     * least the estimate's) for more */
-    double b = (double)d->bytes_moved, b1 = (double)state->last_bytes, t1 = state->last_seconds;
-    double bw = o->bandwidth > 0.0 ? o->bandwidth : TSR_REBALANCE_BANDWIDTH;
-    if (b1 / t1 > bw) bw = b1 / t1;
-    d->migration_cost = b <= b1 ? t1 * (b / b1) : t1 + (b - b1) / bw;
-    d->migration_measured = 1;
-  } else {
-    double bw = o->bandwidth > 0.0 ? o->bandwidth : TSR_REBALANCE_BANDWIDTH;
-    d->migration_cost = (double)d->bytes_moved / bw;
-  }
-  d->saving = (d->step_time - d->predicted_step_time) * o->window;
-  if (d->imbalance <= o->threshold) d->reason = TSR_REBALANCE_BALANCED;
+  migration_cost(o, state, d);
+  d->saving = (d->expected_step_time - d->predicted_step_time) * o->window *
+              (m->wall_ratio > 0.0 ? m->wall_ratio : 1.0);
+  if (fmax(d->imbalance, d->expected + d->margin) <= o->threshold)
+    d->reason = TSR_REBALANCE_BALANCED;
   else if (d->cells_moved == 0) d->reason = TSR_REBALANCE_SAME_BOXES;
   else if (!(d->saving > d->migration_cost)) d->reason = TSR_REBALANCE_NO_GAIN;
   else d->reason = TSR_REBALANCE_YES;
   d->rebalance = d->reason == TSR_REBALANCE_YES;
+  if (mo) mo->last = d->rebalance ? d->predicted : d->expected;
   if (d->rebalance) *next = L;
   else tsr_layout_free(&L);
-  free(buf);
   return TSR_OK;
 }
 
@@ -392,8 +414,8 @@ const char *tsr_rebalance_describe(const tsr_rebalance_decision *d, char *buf, s
     snprintf(buf, size, "rebalance: not rebalanced: %s", tsr_rebalance_reason_text(d->reason));
     return buf;
   }
-  int w = snprintf(buf, size, "rebalance: imbalance %.3f, predicted %.3f after; ", d->imbalance,
-                   d->predicted);
+  int w = snprintf(buf, size, "rebalance: imbalance %.3f (%.3f ahead on these boxes), predicted "
+                   "%.3f after; ", d->imbalance, d->expected, d->predicted);
   if (w < 0 || (size_t)w >= size) return buf;
   if (d->rebalance)
     snprintf(buf + w, size - (size_t)w,
@@ -418,13 +440,18 @@ static tsr_err mpi_fail(int rc, const char *call) {
                      text);
 }
 
+tsr_err tsr_rebalance_costmap_sum(MPI_Comm comm, tsr_rebalance_costmap *map) {
+  TSR_CHECK(map->nblock <= INT_MAX, TSR_ERR_UNSUPPORTED,
+            "a cost map of %lld blocks is more than one MPI reduction takes",
+            (long long)map->nblock);
+  int rc = MPI_Allreduce(MPI_IN_PLACE, map->cost, (int)map->nblock, MPI_INT64_T, MPI_SUM, comm);
+  return rc == MPI_SUCCESS ? TSR_OK : mpi_fail(rc, "MPI_Allreduce");
+}
+
 tsr_err tsr_rebalance_gather(MPI_Comm comm, double my_time, int64_t my_work,
                              tsr_rebalance_costmap *map, double *time, int64_t *work) {
   int n = 0;
   MPI_Comm_size(comm, &n);
-  TSR_CHECK(map->nblock <= INT_MAX, TSR_ERR_UNSUPPORTED,
-            "a cost map of %lld blocks is more than one MPI reduction takes",
-            (long long)map->nblock);
   /* time and work travel as bytes in one message: the times arrive bit for bit */
   unsigned char mine[16], *all = malloc((size_t)n * sizeof mine);
   TSR_CHECK(all, TSR_ERR_MEMORY, "out of memory gathering the figures of %d ranks", n);
@@ -440,7 +467,5 @@ tsr_err tsr_rebalance_gather(MPI_Comm comm, double my_time, int64_t my_work,
     memcpy(&work[r], all + 16 * (size_t)r + 8, 8);
   }
   free(all);
-  rc = MPI_Allreduce(MPI_IN_PLACE, map->cost, (int)map->nblock, MPI_INT64_T, MPI_SUM, comm);
-  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allreduce");
-  return TSR_OK;
+  return tsr_rebalance_costmap_sum(comm, map);
 }

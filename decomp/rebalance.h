@@ -4,16 +4,23 @@
  *
  * Two causes of imbalance are told apart. Costly cells: the kernels count each cell's work
  * (1 per cell update, or the sub-steps a stiff cell takes), and the counts are summed onto
- * coarse blocks of the global grid (the cost map). Slow ranks: a rank's rate is its counted
- * work over its measured compute time. The new partition is weighted RCB (the recursion of
- * decomp/partition.c, x counted at half) where each cut puts the share of the cost map that
- * the two sides' summed rates ask for on each side, so every rank's predicted time, cost of
- * its box over its rate, is equal. Cuts fall at cell granularity: inside a block the cost is
- * taken as uniform.
+ * coarse blocks of the global grid (the cost map). Slow ranks: a rank's speed is its modelled
+ * work over its measured compute time. The work model (tsr_rebalance_model) prices a rank's
+ * step as cells + beta * extra, in cell updates: extra is the counts beyond one per cell (a
+ * stiff cell's further sub-steps, which cost beta times a cell's update: 2.5-3 on CPU cores);
+ * beta is fitted over the run's windows. Costly cells that move (a reaction front) are
+ * followed: the map at the window's start and at its end give each costly block's
+ * displacement, so that a rank's extra is the mean over the window it was timed in, and the
+ * partition is cut for where the cost will be over the next steps (tsr_rebalance_decide).
+ * The new partition is weighted RCB (the recursion of decomp/partition.c, x counted at half)
+ * where each cut puts the share of the predicted cost that the two sides' summed speeds ask
+ * for on each side, so every rank's predicted time is equal. Cuts fall at cell granularity:
+ * inside a block the cost is taken as uniform.
  *
- * Everything except tsr_rebalance_gather is pure and deterministic: work counts are integers
- * (exact sums), times are shared bit for bit by an allgather, and the arithmetic is fixed, so
- * every rank computes the same decision and the same boxes from the same figures. */
+ * Everything except tsr_rebalance_gather and tsr_rebalance_costmap_sum is pure and
+ * deterministic: work counts are integers (exact sums), times are shared bit for bit by an
+ * allgather, and the arithmetic is fixed, so every rank computes the same model, decision and
+ * boxes from the same figures. */
 #ifndef TSR_REBALANCE_H
 #define TSR_REBALANCE_H
 
@@ -90,6 +97,45 @@ typedef struct {
 #define TSR_REBALANCE_BANDWIDTH 1e9
 #define TSR_REBALANCE_BANDWIDTH_GPU 1e10
 
+/* The work model: rank r's compute per step is (cells_r + beta * extra_r) / speed_r, with
+ * extra_r the counts beyond one per cell in its box (the map's cost less its cells). beta is
+ * the same on every rank (one code on one kind of core); it is fitted, with a speed for each
+ * rank, by least squares over the last TSR_REBALANCE_MODEL_WINDOWS windows (each decision
+ * multiplies an older window's weight by TSR_REBALANCE_MODEL_DECAY): a rank whose cells and
+ * extra changed between windows (a migration, the front's motion) tells beta apart from its
+ * speed. Where the windows cannot tell (every rank's mix the same, or never changing), weak
+ * priors decide: the ranks equally fast, then beta 1; a slowed rank's windows outweigh the
+ * first at once, and a rank whose speed changed by more than half keeps only its new windows.
+ * beta is kept in [0, TSR_REBALANCE_MODEL_BETA_MAX]. A rank's fixed costs per step (its
+ * calls, launches) are not modelled: fitted, they took up the change of a cell's cost between
+ * windows (ranks sharing cores and caches) and misjudged a slowed rank. Owned by the caller;
+ * tsr_rebalance_decide updates it. */
+typedef struct {
+  int nranks;
+  double beta;        /* the cost of an extra count, in cell updates (prior 1) */
+  int windows;        /* windows entered so far */
+  int len, head;      /* the windows held, and where the next goes */
+  double *hist;       /* TSR_REBALANCE_MODEL_WINDOWS x (weight, then cells, extra, seconds
+                         per step of each rank) */
+  double *inv;        /* per rank: the fit's 1 / speed */
+  double last;        /* the imbalance the last decision predicted for its boxes (< 0: none) */
+  double margin;      /* how far the measured imbalance came out above the predicted one:
+                         the largest shortfall, each decision multiplying the older by
+                         TSR_REBALANCE_MARGIN_DECAY, at most half the threshold */
+} tsr_rebalance_model;
+
+#define TSR_REBALANCE_MODEL_WINDOWS 16
+#define TSR_REBALANCE_MODEL_DECAY 0.8
+#define TSR_REBALANCE_MODEL_BETA_MAX 1e4
+#define TSR_REBALANCE_MARGIN_DECAY 0.9
+
+/* Sets up a model at its prior for nranks ranks. Free with tsr_rebalance_model_free.
+ * Errors: TSR_ERR_MEMORY. */
+tsr_err tsr_rebalance_model_init(int nranks, tsr_rebalance_model *model);
+
+/* Releases the model's array; safe on a zeroed model. */
+void tsr_rebalance_model_free(tsr_rebalance_model *model);
+
 /* What the ranks measured over the window (tsr_rebalance_gather collects it). */
 typedef struct {
   int nranks;
@@ -97,6 +143,16 @@ typedef struct {
   const double *time;               /* per rank: compute seconds over the steps */
   const int64_t *work;              /* per rank: work counted over the steps */
   const tsr_rebalance_costmap *map; /* the work of the same steps on the global grid */
+  /* Optional (zero: not given). start: the same map counted at the start of the window, span
+   * steps before map, so that the costly cells' motion is followed; model: the work model,
+   * updated from these figures (NULL: beta 1, nothing learnt). wall_ratio: the ranks' wall time
+ * over their measured time in the window (> 1 where ranks time CPU time on shared cores): the
+ * saving is weighed against the migration, timed by the wall clock, in wall seconds (<= 0:
+ * 1). */
+  const tsr_rebalance_costmap *start;
+  int span;
+  tsr_rebalance_model *model;
+  double wall_ratio;
 } tsr_rebalance_measure;
 
 /* What the rebalancer remembers between decisions (checkpoints keep it). */
@@ -120,10 +176,16 @@ typedef struct {
   int rebalance;             /* 1: adopt *next */
   tsr_rebalance_reason reason;
   double imbalance;          /* measured: max/mean - 1 of the ranks' compute times */
+  double expected;           /* the same, predicted for the current boxes over the next
+                                window (differs from imbalance where costly cells move) */
   double predicted;          /* the same, predicted for the new boxes */
   double step_time;          /* measured: the slowest rank's compute time per step */
+  double expected_step_time; /* predicted for the current boxes over the next window */
   double predicted_step_time;/* predicted for the new boxes */
-  double saving;             /* (step_time - predicted_step_time) * window, seconds */
+  double saving;             /* (expected_step_time - predicted_step_time) * window, in wall
+                                seconds (m->wall_ratio) */
+  double beta;               /* the work model's beta the decision used */
+  double margin;             /* the model's margin the decision added to expected */
   double migration_cost;     /* seconds: from the last migration (its time scaled down for
                                 fewer bytes, plus the extra bytes at its rate or at least
                                 opts.bandwidth for more), else bytes over opts.bandwidth */
@@ -132,11 +194,16 @@ typedef struct {
   int64_t bytes_moved;       /* the busiest rank's bytes sent + received */
 } tsr_rebalance_decision;
 
-/* Decides from the measurements whether to leave cur for a new partition. On return *d is
+/* Decides from the measurements whether to leave cur for a new partition. A rebalance is
+ * considered when the imbalance measured, or the one expected on the current boxes over the
+ * next opts->window steps (costly cells that move) plus the model's margin (how far its
+ * predictions fell short of the measurements before), is above the threshold, and taken when
+ * the predicted saving over those steps exceeds the migration's cost. On return *d is
  * filled; when d->rebalance is 1, *next holds the new layout (free with tsr_layout_free),
- * else *next is zeroed. Rates that differ by less than half the threshold are taken as
+ * else *next is zeroed. Speeds that differ by less than half the threshold are taken as
  * equal, so measurement noise moves no cell and a partition returns to its plain RCB boxes
- * once a slowdown ends. Pure: the same inputs give the same *d and *next on every rank.
+ * once a slowdown ends. m->model, when given, is updated (the same on every rank). Pure: the
+ * same inputs give the same *d, *next and model on every rank.
  * Errors: TSR_ERR_INPUT (measurements that do not fit the layout), TSR_ERR_MEMORY. */
 tsr_err tsr_rebalance_decide(const tsr_layout *cur, const tsr_rebalance_measure *m,
                              const tsr_rebalance_opts *opts, const tsr_rebalance_state *state,
@@ -170,6 +237,11 @@ const char *tsr_rebalance_describe(const tsr_rebalance_decision *d, char *buf, s
  * same figures, bit for bit. Errors: TSR_ERR_MPI, TSR_ERR_MEMORY. */
 tsr_err tsr_rebalance_gather(MPI_Comm comm, double my_time, int64_t my_work,
                              tsr_rebalance_costmap *map, double *time, int64_t *work);
+
+/* Collective over comm: sums the ranks' cost maps in place (one MPI_Allreduce), as
+ * tsr_rebalance_gather does, for a map counted without times (the window's start).
+ * Errors: TSR_ERR_MPI. */
+tsr_err tsr_rebalance_costmap_sum(MPI_Comm comm, tsr_rebalance_costmap *map);
 
 /* Whether a run rebalances: the case's rebalance.enabled (-1: not given, then on with
  * several ranks, off on one). */

@@ -9,7 +9,10 @@
  * steps are issued plainly, not as CUDA graph replays, so that the events are theirs. At the
  * decision each rank counts the work of its cells in the state reached (kernels/work.h; 1 per
  * cell for models whose cost never varies) onto the shared cost map, the figures are shared
- * (tsr_rebalance_gather) and every rank takes the same decision. A migration moves U to the
+ * (tsr_rebalance_gather) and every rank takes the same decision. Where the work varies, the
+ * map is also counted at the window's start (the last decision's map when the window is all
+ * of `every`), so that the decision follows the costly cells' motion, and the work model
+ * (beta) is fitted over the run's windows (decomp/rebalance.h). A migration moves U to the
  * new boxes and rebuilds everything that depends on the box: the other fields (their values
  * are a step's scratch), the boundary's faces, the halo plan and exchange, the interior/shell
  * split, the checkpoint staging and the CUDA graphs. The per-cell arithmetic never depends on
@@ -36,6 +39,9 @@
 static const char *const phase_names[MIGRATION_PHASES] = {
     "fields", "move_cells", "plan", "device_wait", "backend", "graphs"};
 
+/* The columns of report.json's rebalance.history (tsr_run_rebalance_report). */
+#define HIST 9
+
 /* One decision that migrated, for report.json. */
 typedef struct {
   int64_t step;
@@ -53,16 +59,20 @@ struct tsr_run_rebal {
   tsr_rebalance_opts opts;
   tsr_rebalance_state state;
   tsr_rebalance_costmap map;
+  tsr_rebalance_costmap start; /* the map at the window's start (varying models) */
+  int64_t start_step;      /* the step it was counted at; -1: none */
+  tsr_rebalance_model model;
   uint32_t *work;          /* host: the work count of each cell of the box (varying models) */
   int varies;
   int cpu_clock;           /* CPU ranks: 1 times by the thread's CPU time (rebalance.clock) */
   double host_t0;          /* that clock at the open mark (CPU ranks) */
   double time;             /* this rank's compute seconds over the timed steps (CPU ranks) */
+  double window_t0;        /* MPI_Wtime at the window's first timed stage; < 0: none yet */
   int timed;               /* timed steps since the last decision */
   double *gtime;           /* per rank: the last decision's compute seconds per step */
   int64_t *gwork;
   int decisions;
-  double (*hist)[6];       /* per decision: the columns tsr_run_rebalance_report names */
+  double (*hist)[HIST];    /* per decision: the columns tsr_run_rebalance_report names */
   int caphist;
   record *rec;
   int nrec, caprec;
@@ -120,6 +130,7 @@ tsr_err tsr_run_rebalance_create(tsr_run_ctx *x) {
                                                                           : rb->every;
   rb->varies = tsr_models[c->model].varies;
   rb->cpu_clock = c->rebalance.clock == TSR_CLOCK_CPU;
+  rb->window_t0 = -1.0;
   if (!on) return TSR_OK;
   rb->opts.threshold = c->rebalance.threshold;
   /* the new boxes are kept until the next decision: that is what a migration must repay */
@@ -130,6 +141,9 @@ tsr_err tsr_run_rebalance_create(tsr_run_ctx *x) {
   rb->opts.bytes_per_cell =
       (int64_t)c->ncomp * (c->precision == TSR_PRECISION_SINGLE ? 4 : 8);
   TSR_CALL(tsr_rebalance_costmap_init(c->dim, c->cells, 0, &rb->map));
+  rb->start_step = -1;
+  if (rb->varies) TSR_CALL(tsr_rebalance_costmap_init(c->dim, c->cells, 0, &rb->start));
+  TSR_CALL(tsr_rebalance_model_init(x->size, &rb->model));
   TSR_ALLOC(rb->gtime, x->size, "the rebalancer's figures");
   TSR_ALLOC(rb->gwork, x->size, "the rebalancer's figures");
   return reserve_fields(x);
@@ -148,6 +162,8 @@ void tsr_run_rebalance_free(tsr_run_ctx *x) {
   struct tsr_run_rebal *rb = x->rb;
   if (!rb) return;
   tsr_rebalance_costmap_free(&rb->map);
+  tsr_rebalance_costmap_free(&rb->start);
+  tsr_rebalance_model_free(&rb->model);
   free(rb->work);
   free(rb->gtime);
   free(rb->gwork);
@@ -232,16 +248,18 @@ tsr_err tsr_run_rebalance_mark(tsr_run_ctx *x, int shell, int end, const tsr_sta
   double now = host_clock(rb->cpu_clock);
   if (!end) rb->host_t0 = now;
   else rb->time += now - rb->host_t0;
+  if (rb->window_t0 < 0.0) rb->window_t0 = MPI_Wtime();
   return TSR_OK;
 }
 
-/* This rank's work per step in the state U, onto the cost map. */
-static tsr_err count_work(tsr_run_ctx *x, double t, int64_t *total) {
+/* This rank's work per step in the state U, onto map (cleared first). */
+static tsr_err count_work(tsr_run_ctx *x, double t, tsr_rebalance_costmap *map,
+                          int64_t *total) {
   struct tsr_run_rebal *rb = x->rb;
-  tsr_rebalance_costmap_clear(&rb->map);
+  tsr_rebalance_costmap_clear(map);
   int64_t n = tsr_box_cells(&x->box);
   if (!rb->varies) {
-    tsr_rebalance_costmap_add_uniform(&rb->map, &x->box, 1);
+    tsr_rebalance_costmap_add_uniform(map, &x->box, 1);
     *total = n;
     return TSR_OK;
   }
@@ -255,7 +273,7 @@ static tsr_err count_work(tsr_run_ctx *x, double t, int64_t *total) {
   TSR_CALL(x->be->work(x, u, rb->work));
   int64_t sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += rb->work[i];
-  tsr_rebalance_costmap_add_cells(&rb->map, &x->box, rb->work);
+  tsr_rebalance_costmap_add_cells(map, &x->box, rb->work);
   *total = sum;
   return TSR_OK;
 }
@@ -360,33 +378,63 @@ tsr_err tsr_run_rebalance_after_step(tsr_run_ctx *x, int64_t step, char *line, s
   if (!rb->enabled) return TSR_OK;
   if (timed_step(x, step)) rb->timed++;
   int64_t n = step + 1;
+  /* the decision this step's window leads to, and where that window began */
+  int64_t dec = ((n - 1) / rb->every + 1) * rb->every, begins = dec - rb->window;
+  if (rb->varies && rb->start_step < begins &&
+      ((n == begins && timed_step(x, step + 1)) || (timed_step(x, step) && n < dec))) {
+    /* the window starts, or started without a map (the run's first, a restart): where the
+     * costly cells are now */
+    int64_t w;
+    TSR_CALL(tsr_run_agree(x->comm, count_work(x, (double)n * x->dt, &rb->start, &w)));
+    TSR_CALL(tsr_rebalance_costmap_sum(x->comm, &rb->start));
+    rb->start_step = n;
+  }
   if (n % rb->every != 0 || n >= x->nsteps) return TSR_OK;
   double seconds = rb->time;
   if (x->be->time_read) TSR_CALL(tsr_run_agree(x->comm, x->be->time_read(x, &seconds)));
   int timed = rb->timed;
+  /* with the CPU clock, the window's wall time over the slowest rank's CPU time: what a CPU
+   * second of compute cost in wall seconds where ranks share cores (2 for 4 ranks on 2 idle
+   * cores, 4-8 on loaded ones), so that a saving is weighed in the units of a migration,
+   * which the wall clock times */
+  double ratio[2] = {rb->window_t0 >= 0.0 ? MPI_Wtime() - rb->window_t0 : 0.0, rb->time};
+  if (rb->cpu_clock && !x->be->time_read)
+    MPI_Allreduce(MPI_IN_PLACE, ratio, 2, MPI_DOUBLE, MPI_MAX, x->comm);
   rb->time = 0.0;
+  rb->window_t0 = -1.0;
   rb->timed = 0;
   int64_t work = 0;
-  TSR_CALL(tsr_run_agree(x->comm, count_work(x, (double)n * x->dt, &work)));
+  TSR_CALL(tsr_run_agree(x->comm, count_work(x, (double)n * x->dt, &rb->map, &work)));
   TSR_CALL(tsr_rebalance_gather(x->comm, timed ? seconds / timed : 0.0, work, &rb->map,
                                 rb->gtime, rb->gwork));
   rb->decisions++;
   if (rb->nrec && isnan(rb->rec[rb->nrec - 1].after[0]))
     for (int k = 0; k < x->size; ++k) rb->rec[rb->nrec - 1].after[k] = rb->gtime[k];
-  tsr_rebalance_measure m = {x->size, 1, rb->gtime, rb->gwork, &rb->map};
+  /* the map at the window's start (or a few steps into it), when it is this window's */
+  int64_t span = n - rb->start_step;
+  tsr_rebalance_measure m = {
+      .nranks = x->size, .nsteps = 1, .time = rb->gtime, .work = rb->gwork, .map = &rb->map,
+      .start = span >= 1 && span <= rb->window ? &rb->start : NULL, .span = (int)span,
+      .model = &rb->model,
+      .wall_ratio = rb->cpu_clock && ratio[1] > 0.0 ? ratio[0] / ratio[1] : 1.0};
   tsr_layout next;
   tsr_rebalance_decision d;
   TSR_CALL(tsr_rebalance_decide(&x->layout, &m, &rb->opts, &rb->state, &next, &d));
+  if (rb->varies && rb->window == rb->every) {
+    /* the next window starts from this state */
+    memcpy(rb->start.cost, rb->map.cost, (size_t)rb->map.nblock * sizeof *rb->map.cost);
+    rb->start_step = n;
+  }
   if (rb->decisions > rb->caphist) {
     int cap = rb->caphist ? 2 * rb->caphist : 64;
-    double(*h)[6] = realloc(rb->hist, (size_t)cap * sizeof *h);
+    double(*h)[HIST] = realloc(rb->hist, (size_t)cap * sizeof *h);
     TSR_CHECK(h, TSR_ERR_MEMORY, "out of memory for the rebalancer's history");
     rb->hist = h;
     rb->caphist = cap;
   }
   double *h = rb->hist[rb->decisions - 1];
   h[0] = (double)n, h[1] = d.imbalance, h[2] = d.predicted, h[3] = d.rebalance;
-  h[4] = d.saving, h[5] = d.migration_cost;
+  h[4] = d.saving, h[5] = d.migration_cost, h[6] = d.expected, h[7] = d.margin, h[8] = d.beta;
   char what[1024];
   tsr_rebalance_describe(&d, what, sizeof what);
   if (!d.rebalance) {
@@ -487,14 +535,21 @@ void tsr_run_rebalance_report(const tsr_run_ctx *x, tsr_json *j) {
   /* rank 0's: the ranks start on boxes of about one size */
   tsr_json_int(j, "field_reserve_bytes", (int64_t)rb->reserved);
   if (rb->decisions) json_times(j, "last_compute_per_step", rb->gtime, x->size);
+  /* the work model at the last decision (decomp/rebalance.h) */
+  tsr_json_object_begin(j, "work_model");
+  tsr_json_number(j, "beta", rb->model.beta);
+  tsr_json_int(j, "windows", rb->model.windows);
+  tsr_json_object_end(j);
   /* every decision: [step, imbalance measured over the window before it, predicted for the
    * boxes it chose, 1 when it migrated, the predicted saving over the next window and the
-   * migration's cost it was weighed against (seconds)]: what a user needs to see why a
-   * measured imbalance did or did not move cells */
+   * migration's cost it was weighed against (seconds), the imbalance expected on the current
+   * boxes over the next window, the margin added to it, the work model's beta]: what a user
+   * needs to see why a measured imbalance did or did not move cells */
   tsr_json_array_begin(j, "history_columns");
-  static const char *const cols[] = {"step",     "imbalance", "predicted",
-                                     "migrated", "saving_s",  "migration_cost_s"};
-  for (int k = 0; k < 6; ++k) tsr_json_string(j, NULL, cols[k]);
+  static const char *const cols[HIST] = {"step",     "imbalance", "predicted",
+                                         "migrated", "saving_s",  "migration_cost_s",
+                                         "expected", "margin",    "beta"};
+  for (int k = 0; k < HIST; ++k) tsr_json_string(j, NULL, cols[k]);
   tsr_json_array_end(j);
   tsr_json_array_begin(j, "history");
   for (int i = 0; i < rb->decisions; ++i) {
@@ -503,8 +558,7 @@ void tsr_run_rebalance_report(const tsr_run_ctx *x, tsr_json *j) {
     tsr_json_number(j, NULL, rb->hist[i][1]);
     tsr_json_number(j, NULL, rb->hist[i][2]);
     tsr_json_int(j, NULL, (int64_t)rb->hist[i][3]);
-    tsr_json_number(j, NULL, rb->hist[i][4]);
-    tsr_json_number(j, NULL, rb->hist[i][5]);
+    for (int k = 4; k < HIST; ++k) tsr_json_number(j, NULL, rb->hist[i][k]);
     tsr_json_array_end(j);
   }
   tsr_json_array_end(j);

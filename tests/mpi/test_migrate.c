@@ -218,7 +218,8 @@ static void round_trip(void) {
   CHECK(tsr_rebalance_costmap_box_cost(&m, &g) == (double)total &&
             total == 48 * 40 + 2 * 12 * 10, "the summed cost map holds %g, the ranks %lld",
         tsr_rebalance_costmap_box_cost(&m, &g), (long long)total);
-  tsr_rebalance_measure me = {g_size, 1, time, works, &m};
+  tsr_rebalance_measure me = {.nranks = g_size, .nsteps = 1, .time = time, .work = works,
+                              .map = &m};
   tsr_rebalance_opts o = {0.05, 100, 1, 0.0, 8};
   tsr_rebalance_decision d;
   CHECK(tsr_rebalance_decide(&L, &me, &o, NULL, &N, &d) == TSR_OK, "decide");

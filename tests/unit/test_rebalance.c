@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "decomp/rebalance.h"
+#include "decomp/rebalance_impl.h"
 
 static const int shapes[][4] = {
     {2, 64, 64, 1}, {2, 60, 60, 1}, {2, 17, 23, 1}, {2, 100, 7, 1}, {2, 31, 97, 1},
@@ -146,7 +147,7 @@ static void test_slow_rank(void **state) {
   double rate[4] = {1e6, 0.5e6, 1e6, 1e6}, time[4];
   int64_t work[4];
   measure(&L, &m, rate, time, work);
-  tsr_rebalance_measure me = {4, 10, time, work, &m};
+  tsr_rebalance_measure me = {.nranks = 4, .nsteps = 10, .time = time, .work = work, .map = &m};
   tsr_rebalance_decision d;
   assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_OK);
   assert_int_equal(d.rebalance, 1);
@@ -218,7 +219,7 @@ static void test_decision_reasons(void **state) {
   double rate[2] = {1e6, 0.96e6}, time[2];
   int64_t work[2];
   measure(&L, &m, rate, time, work);
-  tsr_rebalance_measure me = {2, 5, time, work, &m};
+  tsr_rebalance_measure me = {.nranks = 2, .nsteps = 5, .time = time, .work = work, .map = &m};
   tsr_rebalance_decision d;
   assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_OK);
   assert_int_equal(d.rebalance, 0);
@@ -289,7 +290,7 @@ static void test_deterministic(void **state) {
   double rate[7] = {1.0, 0.7, 1.3, 1.0, 0.9, 2.0, 1.1}, time[7];
   int64_t work[7];
   measure(&L, &m, rate, time, work);
-  tsr_rebalance_measure me = {7, 3, time, work, &m};
+  tsr_rebalance_measure me = {.nranks = 7, .nsteps = 3, .time = time, .work = work, .map = &m};
   tsr_rebalance_decision da, db;
   assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &A, &da), TSR_OK);
   assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &B, &db), TSR_OK);
@@ -328,7 +329,7 @@ static void test_cells_moved(void **state) {
   double rate[2] = {1.0, 3.0}, time[2];
   int64_t work[2];
   measure(&L, &m, rate, time, work);
-  tsr_rebalance_measure me = {2, 1, time, work, &m};
+  tsr_rebalance_measure me = {.nranks = 2, .nsteps = 1, .time = time, .work = work, .map = &m};
   tsr_rebalance_decision d;
   assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_OK);
   assert_int_equal(d.rebalance, 1);
@@ -354,7 +355,7 @@ static void test_goes_back(void **state) {
   double slow[4] = {1e6, 1e6, 1e6, 0.4e6}, even[4] = {1e6, 1e6, 1e6, 1e6}, time[4];
   int64_t work[4];
   measure(&P, &m, slow, time, work);
-  tsr_rebalance_measure me = {4, 20, time, work, &m};
+  tsr_rebalance_measure me = {.nranks = 4, .nsteps = 20, .time = time, .work = work, .map = &m};
   tsr_rebalance_decision d;
   assert_int_equal(tsr_rebalance_decide(&P, &me, &opts, NULL, &S, &d), TSR_OK);
   assert_int_equal(d.rebalance, 1);
@@ -374,6 +375,170 @@ static void test_goes_back(void **state) {
   tsr_rebalance_costmap_free(&m);
 }
 
+/* A band of costly cells 2 columns wide that moved 4 columns in the window: the window's mean
+ * lies along its path, the next window's ahead of it, and the cells' own count stays. */
+static void band_map(const int cells[3], int x0, int64_t extra, tsr_rebalance_costmap *m) {
+  uniform_map(2, cells, 0, 1, m);
+  tsr_box band = {{x0, 0, 0}, {x0 + 2, cells[1], 1}};
+  tsr_rebalance_costmap_add_uniform(m, &band, extra);
+}
+
+static double columns(const tsr_rebalance_costmap *m, const double *v, int x0, int x1) {
+  tsr_box b = {{x0, 0, 0}, {x1, m->cells[1], 1}};
+  return tsr_rb_box_sum(m, v, &b);
+}
+
+static void test_motion(void **state) {
+  (void)state;
+  int cells[3] = {64, 16, 1};
+  tsr_rebalance_costmap s, e;
+  band_map(cells, 20, 100, &s);
+  band_map(cells, 24, 100, &e);
+  double *past = malloc(2 * (size_t)e.nblock * sizeof *past), *next = past + e.nblock;
+  const double all = 100.0 * 2 * 16;
+  /* no start: both are the end's extra where it is */
+  assert_int_equal(tsr_rb_motion(&e, NULL, 1.0, past, next), TSR_OK);
+  assert_true(columns(&e, past, 24, 26) == all && columns(&e, next, 24, 26) == all);
+  assert_int_equal(tsr_rb_motion(&e, &s, 1.0, past, next), TSR_OK);
+  /* over the window: spread from 20 to 26, the same total, none left behind or ahead */
+  assert_true(fabs(columns(&e, past, 0, 64) - all) < 1e-9 * all);
+  assert_true(columns(&e, past, 20, 26) == columns(&e, past, 0, 64));
+  assert_true(columns(&e, past, 20, 23) > 0.3 * all && columns(&e, past, 23, 26) > 0.3 * all);
+  /* ahead: from 24 on to 30 over the next window of the same length, none behind */
+  assert_true(fabs(columns(&e, next, 24, 30) - all) < 1e-9 * all);
+  assert_true(columns(&e, next, 27, 30) > 0.4 * all);
+  /* twice as long ahead: twice as far */
+  assert_int_equal(tsr_rb_motion(&e, &s, 2.0, past, next), TSR_OK);
+  assert_true(columns(&e, next, 30, 34) > 0.3 * all);
+  /* carried out of the grid: dropped */
+  tsr_rebalance_costmap_free(&s);
+  tsr_rebalance_costmap_free(&e);
+  band_map(cells, 56, 100, &s);
+  band_map(cells, 60, 100, &e);
+  assert_int_equal(tsr_rb_motion(&e, &s, 1.0, past, next), TSR_OK);
+  assert_true(columns(&e, next, 0, 64) < 0.75 * all && columns(&e, next, 60, 64) > 0.5 * all);
+  free(past);
+  tsr_rebalance_costmap_free(&s);
+  tsr_rebalance_costmap_free(&e);
+}
+
+/* Two ranks and a costly band moving along x: the decision that knows where the band was
+ * cuts for where it will be over the next window, the one that does not for where it is. */
+static void test_moving_cut(void **state) {
+  (void)state;
+  int cells[3] = {64, 16, 1};
+  tsr_rebalance_costmap s, e, ahead;
+  band_map(cells, 20, 100, &s);
+  band_map(cells, 24, 100, &e);
+  band_map(cells, 24, 20, &ahead); /* the next window: the band from 24 on to 28 */
+  for (int x = 25; x <= 28; ++x) {
+    tsr_box b = {{x, 0, 0}, {x + 2, cells[1], 1}};
+    tsr_rebalance_costmap_add_uniform(&ahead, &b, 20);
+  }
+  tsr_layout L, N;
+  assert_int_equal(tsr_partition(2, cells, NULL, 2, NULL, &L), TSR_OK);
+  assert_int_equal(L.boxes[0].hi[0], 32); /* x counts at half: the cut is across x */
+  double rate[2] = {1e6, 1e6}, time[2];
+  int64_t work[2];
+  measure(&L, &e, rate, time, work);
+  tsr_rebalance_measure me = {.nranks = 2, .nsteps = 1, .time = time, .work = work, .map = &e};
+  tsr_rebalance_decision d;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &opts, NULL, &N, &d), TSR_OK);
+  assert_int_equal(d.rebalance, 1);
+  int still = N.boxes[0].hi[0];
+  tsr_layout_free(&N);
+  me.start = &s;
+  me.span = 10;
+  tsr_rebalance_opts o = opts;
+  o.window = 10;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &o, NULL, &N, &d), TSR_OK);
+  assert_int_equal(d.rebalance, 1);
+  int moving = N.boxes[0].hi[0];
+  /* the halves of the cost ahead: the moving cut leaves them far closer to equal */
+  double lo = columns(&ahead, NULL, 0, moving), hi = columns(&ahead, NULL, moving, 64);
+  double lo0 = columns(&ahead, NULL, 0, still), hi0 = columns(&ahead, NULL, still, 64);
+  assert_true(moving > still);
+  assert_true(fabs(lo - hi) < 0.25 * fabs(lo0 - hi0));
+  tsr_layout_free(&N);
+  tsr_layout_free(&L);
+  tsr_rebalance_costmap_free(&s);
+  tsr_rebalance_costmap_free(&e);
+  tsr_rebalance_costmap_free(&ahead);
+}
+
+/* The work model: windows of 4 ranks whose cells and extra vary, each extra count costing 3
+ * cell updates. Equally fast ranks: beta comes out 3 and the speeds equal; rank 2 three times
+ * slower: beta still 3 and rank 2 three times slower; the speed changing mid-way: rank 2's
+ * old windows are dropped and beta stays. */
+static void model_windows(tsr_rebalance_model *m, const double *speed, int from, int to) {
+  for (int k = from; k < to; ++k) {
+    double c[4], x[4], t[4];
+    for (int r = 0; r < 4; ++r) {
+      c[r] = 1000.0 + 700.0 * ((r + k) % 4);
+      x[r] = 5000.0 * ((r * 3 + k * 5) % 7);
+      t[r] = (c[r] + 3.0 * x[r]) / speed[r] * (1.0 + 0.02 * (((r + 2 * k) % 5) - 2));
+    }
+    tsr_rb_model_update(m, c, x, t);
+  }
+}
+
+static void test_model(void **state) {
+  (void)state;
+  tsr_rebalance_model m;
+  double even[4] = {1e8, 1e8, 1e8, 1e8}, slow[4] = {1e8, 1e8, 1e8 / 3, 1e8};
+  assert_int_equal(tsr_rebalance_model_init(4, &m), TSR_OK);
+  assert_true(m.beta == 1.0);
+  model_windows(&m, even, 0, 1);
+  assert_true(m.beta == 1.0); /* one window cannot tell */
+  model_windows(&m, even, 1, 8);
+  assert_true(fabs(m.beta - 3.0) < 0.15);
+  for (int r = 1; r < 4; ++r) assert_true(fabs(m.inv[r] / m.inv[0] - 1.0) < 0.05);
+  tsr_rebalance_model_free(&m);
+  assert_int_equal(tsr_rebalance_model_init(4, &m), TSR_OK);
+  model_windows(&m, slow, 0, 8);
+  assert_true(fabs(m.beta - 3.0) < 0.15);
+  assert_true(fabs(m.inv[2] / m.inv[0] - 3.0) < 0.25); /* the prior pulls it a little */
+  model_windows(&m, even, 8, 12);
+  assert_true(fabs(m.beta - 3.0) < 0.15);
+  assert_true(fabs(m.inv[2] / m.inv[0] - 1.0) < 0.1);
+  assert_int_equal(m.windows, 12);
+  tsr_rebalance_model_free(&m);
+  tsr_rebalance_model_free(&m); /* safe twice */
+}
+
+/* The margin: a decision whose prediction fell short by 0.1 considers rebalancing once the
+ * imbalance expected plus that margin passes the threshold, though the one measured has not. */
+static void test_margin(void **state) {
+  (void)state;
+  int cells[3] = {64, 64, 1};
+  tsr_rebalance_costmap m;
+  uniform_map(2, cells, 0, 1, &m);
+  tsr_layout L, N;
+  assert_int_equal(tsr_partition(2, cells, NULL, 2, NULL, &L), TSR_OK);
+  double rate[2] = {1e6, 0.8e6}, time[2]; /* imbalance 1 / 0.9 - 1 = 0.11 */
+  int64_t work[2];
+  measure(&L, &m, rate, time, work);
+  tsr_rebalance_model mo;
+  assert_int_equal(tsr_rebalance_model_init(2, &mo), TSR_OK);
+  tsr_rebalance_measure me = {.nranks = 2, .nsteps = 1, .time = time, .work = work, .map = &m,
+                              .model = &mo};
+  tsr_rebalance_opts o = opts;
+  o.threshold = 0.2;
+  tsr_rebalance_decision d;
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &o, NULL, &N, &d), TSR_OK);
+  assert_int_equal(d.reason, TSR_REBALANCE_BALANCED);
+  assert_true(fabs(mo.last - d.expected) == 0.0 && fabs(d.expected - 0.111) < 0.001);
+  mo.last = 0.0; /* as if the last decision had predicted an even window */
+  assert_int_equal(tsr_rebalance_decide(&L, &me, &o, NULL, &N, &d), TSR_OK);
+  assert_true(fabs(d.margin - 0.1) < 0.001); /* at most half the threshold */
+  assert_int_equal(d.reason, TSR_REBALANCE_YES);
+  assert_true(mo.last == d.predicted);
+  tsr_layout_free(&N);
+  tsr_rebalance_model_free(&mo);
+  tsr_layout_free(&L);
+  tsr_rebalance_costmap_free(&m);
+}
+
 static void test_enabled_default(void **state) {
   (void)state;
   assert_int_equal(tsr_rebalance_enabled(-1, 1), 0);
@@ -388,7 +553,9 @@ int main(void) {
       cmocka_unit_test(test_uniform_is_plain_rcb), cmocka_unit_test(test_slow_rank),
       cmocka_unit_test(test_hot_band),           cmocka_unit_test(test_decision_reasons),
       cmocka_unit_test(test_deterministic),      cmocka_unit_test(test_cells_moved),
-      cmocka_unit_test(test_goes_back),          cmocka_unit_test(test_enabled_default),
+      cmocka_unit_test(test_goes_back),          cmocka_unit_test(test_motion),
+      cmocka_unit_test(test_moving_cut),         cmocka_unit_test(test_model),
+      cmocka_unit_test(test_margin),             cmocka_unit_test(test_enabled_default),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
