@@ -1,6 +1,7 @@
 #include <math.h>
 
 #include "kernels/stage.h"
+#include "kernels/stage_cell_host.h"
 
 void tsr_stage_coef_init(tsr_cell_coef *k, int model, const double *p, const double h[3],
                          const tsr_field *f) {
@@ -22,59 +23,26 @@ static inline int uses_base(int kind) {
 }
 static inline int uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
 
-/* Loads value i of a row of precision prec (a constant where it is called), as double. */
-static inline __attribute__((always_inline)) double ld(int prec, const void *p, ptrdiff_t i) {
-  return prec == TSR_PREC_SINGLE ? (double)((const float *)p)[i] : ((const double *)p)[i];
-}
-static inline __attribute__((always_inline)) void st(int prec, void *p, ptrdiff_t i, double v) {
-  if (prec == TSR_PREC_SINGLE) ((float *)p)[i] = (float)v;
-  else ((double *)p)[i] = v;
-}
-
 /* One row of cells. Inlined with constant model, kind, precision and source flag so that
- * every branch folds and the x loop vectorises; out never aliases the arrays it reads. Double
- * fields hand the per-cell code a pointer into the field; single ones first gather the stencil
- * into a small double array shaped like a 3x3(x3) field (strides 1, 3, 9), as the GPU kernel
- * does, so both run the same per-cell arithmetic on the same values. */
+ * every branch folds and the x loop vectorises; out never aliases the arrays it reads. The
+ * right-hand side is kernels/stage_cell_host.h's, shared with kernels/steps_host.c. */
 static inline __attribute__((always_inline)) void
 row(int model, int ncomp, int kind, int prec, int has_src, double dt, const tsr_cell_coef *k,
     ptrdiff_t o, int n, const void *restrict in, const void *restrict base, void *restrict acc,
     const void *restrict src, void *restrict out) {
   const ptrdiff_t sc = k->scomp;
-  tsr_cell_coef kw = *k;
-  kw.sy = 3;
-  kw.sz = 9;
-  kw.scomp = k->dim == 3 ? 27 : 9;
-  const ptrdiff_t wo = k->dim == 3 ? 13 : 4;
+  const tsr_cell_coef kw = tsr_cell_window_coef(k);
   for (int i = 0; i < n; ++i) {
     ptrdiff_t at = o + i;
     double r[TSR_MAX_COMP] = {0};
-    if (prec == TSR_PREC_DOUBLE) {
-      tsr_model_rhs(model, (const double *)in + at, k, r);
-    } else {
-      double w[TSR_MAX_COMP * 27];
-      for (int c = 0; c < ncomp; ++c) {
-        const ptrdiff_t p = at + c * sc;
-        double *wp = w + c * kw.scomp + wo;
-        wp[0] = ld(prec, in, p);
-        wp[-1] = ld(prec, in, p - 1);
-        wp[1] = ld(prec, in, p + 1);
-        wp[-3] = ld(prec, in, p - k->sy);
-        wp[3] = ld(prec, in, p + k->sy);
-        if (k->dim == 3) {
-          wp[-9] = ld(prec, in, p - k->sz);
-          wp[9] = ld(prec, in, p + k->sz);
-        }
-      }
-      tsr_model_rhs(model, w + wo, &kw, r);
-    }
+    tsr_cell_rhs_at(model, ncomp, prec, in, at, k, &kw, r);
     for (int c = 0; c < ncomp; ++c) {
       ptrdiff_t ac = at + c * sc;
-      double rc = has_src ? r[c] + ld(prec, src, ac) : r[c];
-      double b = uses_base(kind) ? ld(prec, base, ac) : 0.0;
-      double a = uses_acc(kind) ? ld(prec, acc, ac) : 0.0;
-      st(prec, out, ac, tsr_stage_update(kind, dt, b, ld(prec, in, ac), rc, &a));
-      if (uses_acc(kind) && kind != TSR_STAGE_RK4_4) st(prec, acc, ac, a);
+      double rc = has_src ? r[c] + tsr_cell_ld(prec, src, ac) : r[c];
+      double b = uses_base(kind) ? tsr_cell_ld(prec, base, ac) : 0.0;
+      double a = uses_acc(kind) ? tsr_cell_ld(prec, acc, ac) : 0.0;
+      tsr_cell_st(prec, out, ac, tsr_stage_update(kind, dt, b, tsr_cell_ld(prec, in, ac), rc, &a));
+      if (uses_acc(kind) && kind != TSR_STAGE_RK4_4) tsr_cell_st(prec, acc, ac, a);
     }
   }
 }

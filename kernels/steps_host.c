@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/stage_cell_host.h"
 
 /* The default tiles: 2D blocks of TILE_Y rows, as long along x as one of a thread's two buffers
  * holding BUF_BYTES allows (whole rows where they fit: the hardware prefetchers follow a row,
@@ -54,14 +55,6 @@ typedef struct {
 static inline ptrdiff_t at(const geom *g, int c, int i, int j, int k) {
   return (ptrdiff_t)c * g->sc + (ptrdiff_t)(k - g->b.lo[2]) * g->sz +
          (ptrdiff_t)(j - g->b.lo[1]) * g->sy + (ptrdiff_t)(i - g->b.lo[0]);
-}
-
-static inline __attribute__((always_inline)) double ld(int prec, const void *p, ptrdiff_t i) {
-  return prec == TSR_PREC_SINGLE ? (double)((const float *)p)[i] : ((const double *)p)[i];
-}
-static inline __attribute__((always_inline)) void st(int prec, void *p, ptrdiff_t i, double v) {
-  if (prec == TSR_PREC_SINGLE) ((float *)p)[i] = (float)v;
-  else ((double *)p)[i] = v;
 }
 
 /* The geometry shared by every tile of a call. */
@@ -158,38 +151,16 @@ row(int model, int ncomp, int prec, int has_src, double dt, const tsr_cell_coef 
     const void *restrict in, ptrdiff_t oi, const void *restrict src, ptrdiff_t os,
     ptrdiff_t ssc, void *restrict out, ptrdiff_t oo, ptrdiff_t osc) {
   const ptrdiff_t sc = k->scomp;
-  tsr_cell_coef kw = *k;
-  kw.sy = 3;
-  kw.sz = 9;
-  kw.scomp = k->dim == 3 ? 27 : 9;
-  const ptrdiff_t wo = k->dim == 3 ? 13 : 4;
+  const tsr_cell_coef kw = tsr_cell_window_coef(k);
   for (int i = 0; i < n; ++i) {
     ptrdiff_t ai = oi + i;
     double r[TSR_MAX_COMP] = {0};
-    if (prec == TSR_PREC_DOUBLE) {
-      tsr_model_rhs(model, (const double *)in + ai, k, r);
-    } else {
-      double w[TSR_MAX_COMP * 27];
-      for (int c = 0; c < ncomp; ++c) {
-        const ptrdiff_t p = ai + c * sc;
-        double *wp = w + c * kw.scomp + wo;
-        wp[0] = ld(prec, in, p);
-        wp[-1] = ld(prec, in, p - 1);
-        wp[1] = ld(prec, in, p + 1);
-        wp[-3] = ld(prec, in, p - k->sy);
-        wp[3] = ld(prec, in, p + k->sy);
-        if (k->dim == 3) {
-          wp[-9] = ld(prec, in, p - k->sz);
-          wp[9] = ld(prec, in, p + k->sz);
-        }
-      }
-      tsr_model_rhs(model, w + wo, &kw, r);
-    }
+    tsr_cell_rhs_at(model, ncomp, prec, in, ai, k, &kw, r);
     for (int c = 0; c < ncomp; ++c) {
-      double rc = has_src ? r[c] + ld(prec, src, os + i + c * ssc) : r[c];
+      double rc = has_src ? r[c] + tsr_cell_ld(prec, src, os + i + c * ssc) : r[c];
       double a = 0.0;
-      st(prec, out, oo + i + c * osc,
-         tsr_stage_update(TSR_STAGE_EULER, dt, 0.0, ld(prec, in, ai + c * sc), rc, &a));
+      tsr_cell_st(prec, out, oo + i + c * osc,
+         tsr_stage_update(TSR_STAGE_EULER, dt, 0.0, tsr_cell_ld(prec, in, ai + c * sc), rc, &a));
     }
   }
 }
@@ -239,8 +210,8 @@ static void refill(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc, i
             gi[t2] = mi[t2] = b;
             gi[d] = fi->side == 0 ? p->box.lo[d] - l : p->box.hi[d] - 1 + l;
             mi[d] = fi->side == 0 ? p->box.lo[d] + l - 1 : p->box.hi[d] - l;
-            double mv = ld(prec, buf, at(g, q, mi[0], mi[1], mi[2]));
-            st(prec, buf, at(g, q, gi[0], gi[1], gi[2]), tsr_ghost_value(fi->type, v, mv, l, fi->h));
+            double mv = tsr_cell_ld(prec, buf, at(g, q, mi[0], mi[1], mi[2]));
+            tsr_cell_st(prec, buf, at(g, q, gi[0], gi[1], gi[2]), tsr_ghost_value(fi->type, v, mv, l, fi->h));
           }
         }
   }
@@ -321,8 +292,8 @@ static void refill_z(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc,
       for (int y = b0; y < b1; ++y)
         for (int x = a0; x < a1; ++x) {
           double v = bc->val[f][q * nf + (size_t)(y - f2) * fi->n1 + (x - f1)];
-          double mv = ld(prec, ring, at(&gm, q, x, y, mz));
-          st(prec, ring, at(&gg, q, x, y, gz), tsr_ghost_value(fi->type, v, mv, l, fi->h));
+          double mv = tsr_cell_ld(prec, ring, at(&gm, q, x, y, mz));
+          tsr_cell_st(prec, ring, at(&gg, q, x, y, gz), tsr_ghost_value(fi->type, v, mv, l, fi->h));
         }
     ring_copy(p, ring, gz, es);
   }
