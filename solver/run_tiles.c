@@ -103,7 +103,7 @@ void tsr_run_tiles_report(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_object_begin(j, "time_tiles");
   tsr_json_int(j, "max_steps", x->tile_max);
   tsr_json_int(j, "passes", x->tile_passes);
-  tsr_json_int(j, "steps", x->tile_steps);
+  tsr_json_int(j, "tiled_steps", x->tile_steps);
   if (x->tile_why) tsr_json_string(j, "off_because", x->tile_why);
   else if (x->fuse <= 1) tsr_json_string(j, "off_because", "time.fuse is 1");
   tsr_json_object_end(j);
