@@ -20,8 +20,11 @@
 # TESSERA (default build-gpu/tessera, with BACKEND=host build-host/tessera), MPIEXEC (default
 # mpiexec; every run goes through it, -n 1 or -n 2), MPIEXEC_FLAGS (more launcher options),
 # PYTHON, PS_PARTS (weak, tta or all: the default), and the sizes below (PS_*). Prints a table
-# and the ratios last; OUTDIR gets each run's directory and log and summary.json. Exits
-# non-zero when a run fails or its figures are missing or not finite.
+# and the ratios last; OUTDIR gets each run's directory and log, summary.json, and from it
+# (bench/pinn_scaling_plot.py) pinn_scaling_weak.csv, .md and .png (and _tta.* for part 2): the
+# CSV, table and plot that bench/scaling.py writes for the classical method; the PNGs only
+# where python has matplotlib. Exits non-zero when a run fails or its figures are missing or
+# not finite.
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-/tmp/pinn_scaling}
@@ -80,7 +83,7 @@ run() {
 if [ "$parts" = all ] || [ "$parts" = weak ]; then
   heat=$root/cases/pinn_heat2d.yaml
   # per rank: n x n cells x `times` levels, 4 x bnd boundary points (the faces' shares), ini
-  # initial points; no L-BFGS (refused on several ranks); profile: TSR_PINN_PROFILE after
+  # initial points; Adam only (a fixed count of equal iterations); profile: TSR_PINN_PROFILE after
   common=(--set pinn.network.width="$width" --set pinn.network.depth="$depth"
           --set pinn.points.times="$times" --set pinn.adam.iterations="$iters"
           --set pinn.lbfgs.iterations=0 --set pinn.log_every="$logev")
@@ -296,4 +299,13 @@ for b in bad:
 sys.exit(1 if bad else 0)
 EOF
 echo "summary: $out/summary.json"
+# the CSV, markdown tables and PNGs (as bench/scaling.py writes them for the classical method):
+# $out/pinn_scaling_weak.{csv,md,png} and _tta.*; a python with matplotlib where there is one
+plot_py=$py
+"$plot_py" -c "import matplotlib" 2>/dev/null || { [ -x /usr/bin/python3 ] && plot_py=/usr/bin/python3; }
+if [ -f "$out/summary.json" ]; then
+  "$plot_py" "$root/bench/pinn_scaling_plot.py" "$out/summary.json" --out "$out/pinn_scaling" >/dev/null ||
+    { echo "pinn_scaling: the tables and plots could not be written" >&2; fail=1; }
+  ls "$out"/pinn_scaling_* 2>/dev/null | sed 's/^/  /'
+fi
 exit $fail

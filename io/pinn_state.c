@@ -18,11 +18,17 @@ void tsr_pinn_state_free(tsr_pinn_state *st) {
   free(st->m);
   free(st->v);
   free(st->hist);
+  free(st->lbfgs_count);
+  free(st->lbfgs_s);
+  free(st->lbfgs_y);
+  free(st->lbfgs_rho);
   int nr = st->nranks;
   const int64_t *boxes = st->boxes;
-  int64_t slabs[3] = {st->slabs[0], st->slabs[1], st->slabs[2]};
-  int attempt = st->attempt;
+  int64_t slabs[3] = {st->slabs[0], st->slabs[1], st->slabs[2]}, sl = st->slab_lbfgs;
+  int attempt = st->attempt, m = st->lbfgs_m;
   memset(st, 0, sizeof *st);
+  st->slab_lbfgs = sl;
+  st->lbfgs_m = m; /* the history asked for stays */
   st->nranks = nr; /* the decomposition asked for stays */
   st->boxes = boxes;
   st->attempt = attempt;
@@ -88,6 +94,17 @@ static tsr_err write_file(const tsr_case *c, const char *tmp, const tsr_pinn_sta
     err = h5_fail("write the decomposition", tmp);
   if (!err && st->slabs[0] > 1 && !attr_ints(f, "slabs", st->slabs, 3))
     err = h5_fail("write the time slabs", tmp);
+  if (!err && st->slab_lbfgs > 0 && !attr_ints(f, "slab_lbfgs", &st->slab_lbfgs, 1))
+    err = h5_fail("write the time slabs", tmp);
+  if (!err && st->lbfgs_m > 0) {
+    int64_t head[2] = {st->lbfgs_start, st->lbfgs_m};
+    hsize_t sd[2] = {(hsize_t)nr * (hsize_t)st->lbfgs_m, st->nparam}, rd = sd[0];
+    if (!(attr_ints(f, "lbfgs", head, 2) && attr_ints(f, "lbfgs_count", st->lbfgs_count, nr)))
+      err = h5_fail("write L-BFGS's state", tmp);
+    if (!err) err = write_set(g, "lbfgs_s", 2, sd, st->lbfgs_s, tmp);
+    if (!err) err = write_set(g, "lbfgs_y", 2, sd, st->lbfgs_y, tmp);
+    if (!err) err = write_set(g, "lbfgs_rho", 1, &rd, st->lbfgs_rho, tmp);
+  }
   if (!err) err = write_set(g, "history", 2, hd, st->hist, tmp);
   char hash[17];
   snprintf(hash, sizeof hash, "%016" PRIx64, tsr_case_restart_hash(c));
@@ -197,6 +214,14 @@ static tsr_err check_decomposition(hid_t f, const char *path, const tsr_pinn_sta
             (long long)(st->slabs[0] > 1 ? st->slabs[0] : 1),
             st->slabs[0] > 1 ? (st->slabs[1] ? "causal" : "all") : "none",
             (long long)st->slabs[2]);
+  int64_t sll = 0;
+  if (H5Aexists(f, "slab_lbfgs") > 0 && !read_ints(f, "slab_lbfgs", &sll, 1))
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (its "
+                       "attribute slab_lbfgs does not read)", path);
+  TSR_CHECK(sll == st->slab_lbfgs, TSR_ERR_INPUT, "'%s' was written with %lld L-BFGS iterations "
+            "a causal slab and this run has %lld: they say where each slab begins; restart with "
+            "the pinn.lbfgs.iterations it was written with", path, (long long)sll,
+            (long long)st->slab_lbfgs);
   if (want == 1) return TSR_OK;
   int64_t *boxes = malloc((size_t)want * 6 * sizeof *boxes);
   TSR_CHECK(boxes, TSR_ERR_MEMORY, "out of memory");
@@ -221,6 +246,38 @@ static tsr_err check_decomposition(hid_t f, const char *path, const tsr_pinn_sta
                       (long long)st->boxes[6 * bad + 2], (long long)st->boxes[6 * bad + 5]);
   free(boxes);
   return err;
+}
+
+/* The head of L-BFGS's state, where the checkpoint has it: st->lbfgs_m (the run's history) must
+ * be the file's; *has: the file has the state. A refusal (another history) or a damaged head. */
+static tsr_err lbfgs_head(hid_t f, const char *path, const tsr_pinn_state *st, int64_t head[2],
+                          int *has) {
+  *has = H5Aexists(f, "lbfgs") > 0;
+  if (!*has) return TSR_OK;
+  TSR_CHECK(read_ints(f, "lbfgs", head, 2) && head[1] >= 1, TSR_ERR_INPUT, "'%s' is not a valid "
+            "checkpoint (its attribute lbfgs does not read)", path);
+  TSR_CHECK(head[1] == st->lbfgs_m, TSR_ERR_INPUT, "'%s' was written during L-BFGS with %lld "
+            "pairs kept and this run keeps %d; restart with the pinn.lbfgs.history it was written "
+            "with", path, (long long)head[1], st->lbfgs_m);
+  return TSR_OK;
+}
+
+/* L-BFGS's arrays (the head read: lbfgs_head). */
+static tsr_err read_lbfgs(hid_t f, const char *path, tsr_pinn_state *st) {
+  int nr = st->nranks > 1 ? st->nranks : 1, m = st->lbfgs_m;
+  size_t n = (size_t)nr * (size_t)m;
+  st->lbfgs_count = malloc((size_t)nr * sizeof *st->lbfgs_count);
+  int ok = st->lbfgs_count && read_ints(f, "lbfgs_count", st->lbfgs_count, nr);
+  H5E_BEGIN_TRY {
+    ok = ok && (st->lbfgs_s = read_set(f, "pinn/lbfgs_s", n * st->nparam, NULL, NULL)) &&
+         (st->lbfgs_y = read_set(f, "pinn/lbfgs_y", n * st->nparam, NULL, NULL)) &&
+         (st->lbfgs_rho = read_set(f, "pinn/lbfgs_rho", n, NULL, NULL));
+  }
+  H5E_END_TRY;
+  for (int r = 0; ok && r < nr; ++r) ok = st->lbfgs_count[r] >= -1 && st->lbfgs_count[r] <= m;
+  TSR_CHECK(ok, TSR_ERR_INPUT, "'%s' is not a valid checkpoint (L-BFGS's state is missing, of "
+            "the wrong size or fails its checksum)", path);
+  return TSR_OK;
 }
 
 static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[4],
@@ -250,6 +307,9 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (no "
                       "iteration)", path);
   if (!err) err = check_decomposition(f, path, st);
+  int64_t lhead[2] = {0, 0};
+  int has_lbfgs = 0;
+  if (!err) err = lbfgs_head(f, path, st, lhead, &has_lbfgs);
   /* a file that reads but belongs to another run: an older one will not do either */
   *refused = err != TSR_OK;
   size_t nwant = st->nparam * (size_t)(st->nranks > 1 ? st->nranks : 1);
@@ -262,6 +322,8 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
                         "dataset is missing, of the wrong size or fails its checksum)", path);
   }
   H5E_END_TRY;
+  if (!err && has_lbfgs) err = read_lbfgs(f, path, st);
+  if (!err) st->lbfgs_start = has_lbfgs ? lhead[0] : -1;
   free(method);
   free(hash);
   H5Fclose(f);

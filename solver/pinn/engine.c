@@ -235,9 +235,8 @@ static tsr_err host_loss_grad(tsr_pinn_engine *e, double *loss, int exchange) {
 }
 
 tsr_err tsr_pinn_engine_set_interface(tsr_pinn_engine *e, const int *F, tsr_pinn_iface *x) {
-  TSR_CHECK(!x || tsr_pinn_iface_device(x) == e->o.device, TSR_ERR_INPUT,
-            "the PINN engine is on the %s and its interface exchange moves %s arrays",
-            e->o.device ? "GPU" : "host", x && tsr_pinn_iface_device(x) ? "device" : "host");
+  TSR_CHECK(!x || !tsr_pinn_iface_device(x) || e->o.device, TSR_ERR_INPUT,
+            "the PINN engine is on the host and its interface exchange moves device arrays");
   if (e->nif && F) memcpy(e->Fh, F, (size_t)e->nif * sizeof *F);
   e->xch = x;
 #ifdef TSR_HAVE_CUDA
@@ -305,13 +304,21 @@ const char *tsr_pinn_engine_graph_mode(const tsr_pinn_engine *e, int64_t *replay
   return "off";
 }
 
-tsr_err tsr_pinn_engine_loss_grad(tsr_pinn_engine *e, double *loss, double *grad) {
+static tsr_err loss_grad(tsr_pinn_engine *e, double *loss, double *grad, int exchange) {
 #ifdef TSR_HAVE_CUDA
-  if (e->o.device) return tsr_pinn_engine_cuda_loss_grad(e, loss, grad);
+  if (e->o.device) return tsr_pinn_engine_cuda_loss_grad(e, loss, grad, exchange);
 #endif
-  TSR_CALL(host_loss_grad(e, loss, 0));
+  TSR_CALL(host_loss_grad(e, loss, exchange));
   tsr_pinn_from_prec(e->o.single, e->grad, e->nparam, grad);
   return TSR_OK;
+}
+
+tsr_err tsr_pinn_engine_loss_grad(tsr_pinn_engine *e, double *loss, double *grad) {
+  return loss_grad(e, loss, grad, 0);
+}
+
+tsr_err tsr_pinn_engine_loss_grad_exchange(tsr_pinn_engine *e, double *loss, double *grad) {
+  return loss_grad(e, loss, grad, 1);
 }
 
 tsr_err tsr_pinn_engine_eval(tsr_pinn_engine *e, const double *X, int npts, double *u) {

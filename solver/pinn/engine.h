@@ -54,10 +54,12 @@ size_t tsr_pinn_engine_bytes(const tsr_pinn_engine_opts *o);
 tsr_err tsr_pinn_engine_set_batch(tsr_pinn_engine *e, const double *X, const double *T);
 
 /* The interface points' faces (loss.if_count ints: 2 axis + side; host) and the exchange
- * with the neighbours (borrowed, NULL: none; its memory space must be the engine's: MPI for
- * the host, NCCL for the device). Without an exchange the neighbours' values stay those of
- * tsr_pinn_engine_set_neighbours (zeros at first). Errors: TSR_ERR_INPUT (memory spaces
- * differ), TSR_ERR_CUDA. */
+ * with the neighbours (borrowed, NULL: none): MPI for the host; NCCL for the device, or MPI
+ * there too where ranks share a GPU (NCCL takes one rank per GPU): the values then go through
+ * host memory, the host waiting for them each iteration, and the iteration is not captured
+ * into a CUDA graph. Without an exchange the neighbours' values stay those of
+ * tsr_pinn_engine_set_neighbours (zeros at first). Errors: TSR_ERR_INPUT (an NCCL exchange on
+ * the host), TSR_ERR_CUDA. */
 tsr_err tsr_pinn_engine_set_interface(tsr_pinn_engine *e, const int *F, tsr_pinn_iface *x);
 
 /* The neighbours' values at the interface points (if_count x TSR_PINN_IFACE_NV x ncomp host
@@ -113,8 +115,14 @@ tsr_err tsr_pinn_engine_profile(tsr_pinn_engine *e, int n, double *phase);
 double tsr_pinn_engine_gemm_flops(const tsr_pinn_engine *e);
 
 /* The loss terms and the gradient at the current parameters, without an update and without an
- * exchange (the neighbours' values held: L-BFGS on one rank, tests). */
+ * exchange (the neighbours' values held: L-BFGS's line search, tests). */
 tsr_err tsr_pinn_engine_loss_grad(tsr_pinn_engine *e, double *loss, double *grad);
+
+/* The same with the interface exchange at the current parameters first (beside the forward
+ * pass, as in an iteration): the neighbours' values are theirs now, and stay held after it
+ * (L-BFGS on several ranks). Collective with the neighbours. Without an exchange as
+ * tsr_pinn_engine_loss_grad. */
+tsr_err tsr_pinn_engine_loss_grad_exchange(tsr_pinn_engine *e, double *loss, double *grad);
 
 /* The solution at npts <= eval_cap points X (nin x npts): u (ncomp x npts, host). */
 tsr_err tsr_pinn_engine_eval(tsr_pinn_engine *e, const double *X, int npts, double *u);

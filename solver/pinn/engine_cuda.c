@@ -169,9 +169,42 @@ tsr_err tsr_pinn_engine_cuda_set_neighbours(tsr_pinn_engine *e) {
   return upload(e, e->Nh, (size_t)e->nif * (size_t)e->nv, 0, g->N);
 }
 
+/* An exchange over MPI on a GPU (ranks sharing a GPU; solver/pinn/engine.h): its values go
+ * through host memory. One with no neighbours is no exchange. */
+static int staged(const tsr_pinn_engine *e) {
+  return e->xch && !tsr_pinn_iface_device(e->xch) && tsr_pinn_iface_npeer(e->xch) > 0;
+}
+
+/* The exchange of S into N posted: NCCL on its own stream after the compute stream's work so
+ * far; MPI (staged) from the host copy of S, which the host waits for. */
+static tsr_err xbegin(tsr_pinn_engine *e) {
+  cuda_engine *g = e->dev;
+  if (tsr_pinn_iface_device(e->xch)) return tsr_pinn_iface_begin(e->xch, g->S, g->N, g->stream);
+  if (!staged(e)) return TSR_OK;
+  size_t n = (size_t)e->nif * (size_t)e->nv * 8;
+  TSR_CUDA(cudaMemcpyAsync(g->stage, g->S, n, cudaMemcpyDeviceToHost, g->stream));
+  TSR_CUDA(cudaStreamSynchronize(g->stream));
+  memcpy(e->Sh, g->stage, n);
+  return tsr_pinn_iface_begin(e->xch, e->Sh, e->Nh, NULL);
+}
+
+/* Its end: NCCL: the compute stream waits for it; MPI: the host waits (the forward pass goes
+ * on on the GPU meanwhile), then N is copied up on the compute stream. Ended also after a
+ * failure before it (the neighbours' messages are matched). */
+static tsr_err xend(tsr_pinn_engine *e) {
+  cuda_engine *g = e->dev;
+  if (tsr_pinn_iface_device(e->xch)) return tsr_pinn_iface_end(e->xch, g->stream);
+  if (!staged(e)) return TSR_OK;
+  TSR_CALL(tsr_pinn_iface_end(e->xch, NULL));
+  /* from pageable memory: the call returns once it has read Nh */
+  TSR_CUDA(cudaMemcpyAsync(g->N, e->Nh, (size_t)e->nif * (size_t)e->nv * 8,
+                           cudaMemcpyHostToDevice, g->stream));
+  return TSR_OK;
+}
+
 /* The interface points' values from the network into S (what is sent) and the exchange
  * posted after them: the NCCL group runs on the exchange's stream beside the batch's forward
- * pass. */
+ * pass (over MPI, the host's wait for the neighbours does). */
 static tsr_err issue_iface_begin(tsr_pinn_engine *e) {
   cuda_engine *g = e->dev;
   if (!e->nif) return TSR_OK;
@@ -179,7 +212,7 @@ static tsr_err issue_iface_begin(tsr_pinn_engine *e) {
   TSR_CALL(tsr_net_forward(e->xnet, g->theta, Xi, e->nif, g->Ui));
   TSR_CALL(tsr_pinn_iface_values_cuda(&e->xd, g->Ui, g->T + (size_t)e->ncomp * e->o.loss.if_start,
                                       g->F, g->S, g->stream));
-  if (e->xch) TSR_CALL(tsr_pinn_iface_begin(e->xch, g->S, g->N, g->stream));
+  if (e->xch) TSR_CALL(xbegin(e));
   return TSR_OK;
 }
 
@@ -190,7 +223,7 @@ static tsr_err issue_loss_grad(tsr_pinn_engine *e, int hist, int exchange) {
   if (exchange) TSR_CALL(issue_iface_begin(e));
   tsr_err err = tsr_net_forward(e->net, g->theta, g->X, e->o.loss.npts, g->U);
   if (exchange && e->nif && e->xch) {
-    tsr_err e2 = tsr_pinn_iface_end(e->xch, g->stream);
+    tsr_err e2 = xend(e);
     if (!err) err = e2;
   }
   TSR_CALL(err);
@@ -200,10 +233,9 @@ static tsr_err issue_loss_grad(tsr_pinn_engine *e, int hist, int exchange) {
 }
 
 tsr_err tsr_pinn_engine_cuda_exchange(tsr_pinn_engine *e) {
-  cuda_engine *g = e->dev;
   if (!e->nif) return TSR_OK;
   TSR_CALL(issue_iface_begin(e));
-  if (e->xch) TSR_CALL(tsr_pinn_iface_end(e->xch, g->stream));
+  if (e->xch) TSR_CALL(xend(e));
   return tsr_pinn_engine_cuda_get_iface(e);
 }
 
@@ -262,7 +294,9 @@ static tsr_err capture(tsr_pinn_engine *e) {
 static tsr_err ready_graph(tsr_pinn_engine *e, int *use) {
   cuda_engine *g = e->dev;
   *use = g->graph != NULL;
-  if (*use || !e->o.graphs || g->fallback || (e->xch && !g->plain_done)) return TSR_OK;
+  /* an exchange over MPI (ranks sharing a GPU) has the host in the iteration: plain launches */
+  if (*use || !e->o.graphs || g->fallback || staged(e) || (e->xch && !g->plain_done))
+    return TSR_OK;
   tsr_err err = capture(e);
   if (e->xch && e->o.comm != MPI_COMM_NULL) err = tsr_run_agree(e->o.comm, err);
   if (err) {
@@ -315,9 +349,10 @@ tsr_err tsr_pinn_engine_cuda_run(tsr_pinn_engine *e, int n, double *hist) {
   return TSR_OK;
 }
 
-tsr_err tsr_pinn_engine_cuda_loss_grad(tsr_pinn_engine *e, double *loss, double *grad) {
+tsr_err tsr_pinn_engine_cuda_loss_grad(tsr_pinn_engine *e, double *loss, double *grad,
+                                       int exchange) {
   cuda_engine *g = e->dev;
-  TSR_CALL(issue_loss_grad(e, 0, 0));
+  TSR_CALL(issue_loss_grad(e, 0, exchange));
   TSR_CUDA(cudaMemcpyAsync(loss, g->loss, (size_t)e->o.loss.nterm * 8, cudaMemcpyDeviceToHost,
                            g->stream));
   return download(e, g->grad, e->nparam, grad);
@@ -355,8 +390,8 @@ tsr_err tsr_pinn_engine_cuda_profile(tsr_pinn_engine *e, int n, double *phase) {
                                          g->F, g->S, g->stream);
       cudaEventRecord(ev[6], g->stream);
       /* exchanged also after a failure: the neighbours' calls are matched */
-      tsr_err e2 = tsr_pinn_iface_begin(e->xch, g->S, g->N, g->stream);
-      if (!e2) e2 = tsr_pinn_iface_end(e->xch, g->stream);
+      tsr_err e2 = xbegin(e);
+      if (!e2) e2 = xend(e);
       if (!err) err = e2;
       if (err) break;
     }

@@ -48,7 +48,8 @@ tsr_err tsr_pinn_engine_cuda_get_state(struct tsr_pinn_engine *e, double *theta,
 tsr_err tsr_pinn_engine_cuda_profile(struct tsr_pinn_engine *e, int n, double *phase);
 tsr_err tsr_pinn_engine_cuda_run(struct tsr_pinn_engine *e, int n, double *hist);
 const char *tsr_pinn_engine_cuda_graph_mode(const struct tsr_pinn_engine *e, int64_t *replays);
-tsr_err tsr_pinn_engine_cuda_loss_grad(struct tsr_pinn_engine *e, double *loss, double *grad);
+tsr_err tsr_pinn_engine_cuda_loss_grad(struct tsr_pinn_engine *e, double *loss, double *grad,
+                                       int exchange);
 tsr_err tsr_pinn_engine_cuda_eval(struct tsr_pinn_engine *e, const double *X, int npts,
                                   double *u);
 /* Faces and neighbours' values into the device arrays. */

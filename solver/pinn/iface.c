@@ -25,6 +25,8 @@ tsr_err tsr_pinn_iface_init(tsr_pinn_iface *x, const tsr_pinn_peers *peers, int 
 
 int tsr_pinn_iface_device(const tsr_pinn_iface *x) { return x->ops->device; }
 
+int tsr_pinn_iface_npeer(const tsr_pinn_iface *x) { return x->npeer; }
+
 tsr_err tsr_pinn_iface_begin(tsr_pinn_iface *x, const double *send, double *recv, void *stream) {
   TSR_CHECK(!x->in_flight, TSR_ERR_STATE, "tsr_pinn_iface_begin: an interface exchange is "
             "already in flight; end it (tsr_pinn_iface_end) first");

@@ -41,6 +41,9 @@ tsr_err tsr_pinn_iface_create_nccl(ncclComm_t nccl, const tsr_pinn_peers *peers,
 /* 1 when the exchange moves device arrays (NCCL), 0 for host arrays (MPI). */
 int tsr_pinn_iface_device(const tsr_pinn_iface *x);
 
+/* The neighbours it exchanges with (0: begin and end do nothing). */
+int tsr_pinn_iface_npeer(const tsr_pinn_iface *x);
+
 /* Posts the exchange: each neighbour's run of send (npoints x nv doubles, in the exchange's
  * memory space) goes out and its run of recv is to be filled. Neither array may be touched
  * until tsr_pinn_iface_end. stream: the caller's cudaStream_t that produces send (NCCL; NULL

@@ -1,7 +1,15 @@
 /* L-BFGS after Adam (pinn.lbfgs): the two-loop recursion over the last `history` pairs of
  * steps and gradient changes, a backtracking line search on the Armijo condition, in double
  * on the host (the parameters are tens of thousands at most; each evaluation of the loss and
- * its gradient runs on the engine's backend). Deterministic: the same bits every run. */
+ * its gradient runs on the engine's backend). Deterministic: the same bits every run.
+ *
+ * On several ranks (exchange) each rank runs its own L-BFGS on its own network: an iteration
+ * begins with the interface exchange at the current parameters, and the line search and the
+ * pair (s, y) of that iteration see the neighbours' values frozen there, so each iteration
+ * minimises one fixed objective (this rank's loss, its neighbours' values constant, as in
+ * every gradient of the XPINN/cPINN terms) and its curvature pair is of that objective. The
+ * ranks step in lockstep (one exchange an iteration) but search their lines alone: no
+ * collective beyond the exchange. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +39,13 @@ struct tsr_pinn_lbfgs {
   double *theta, *g, *d, *t2, *g2, *alpha, *rho;
   double *s, *y; /* m x n each, a ring */
   double f;
-  int started;
+  double ft[TSR_PINN_MAX_TERMS]; /* the terms at theta */
+  int started;   /* f and g are theta's */
+  int have;      /* theta holds the parameters (else the first step reads the engine's) */
+  int exchange;
 };
 
-tsr_err tsr_pinn_lbfgs_create(tsr_pinn_engine *e, size_t n, int m, int nterm,
+tsr_err tsr_pinn_lbfgs_create(tsr_pinn_engine *e, size_t n, int m, int nterm, int exchange,
                               tsr_pinn_lbfgs **out) {
   *out = NULL;
   tsr_pinn_lbfgs *l = calloc(1, sizeof *l);
@@ -43,6 +54,7 @@ tsr_err tsr_pinn_lbfgs_create(tsr_pinn_engine *e, size_t n, int m, int nterm,
   l->n = n;
   l->m = m;
   l->nterm = nterm;
+  l->exchange = exchange;
   size_t need = (5 + 2 * (size_t)m) * n + 2 * (size_t)m;
   double *a = calloc(need, sizeof *a);
   if (!a) {
@@ -100,9 +112,19 @@ tsr_err tsr_pinn_lbfgs_step(tsr_pinn_lbfgs *l, double *terms, double *step, int 
   size_t n = l->n;
   double tt[TSR_PINN_MAX_TERMS];
   *done = 0;
-  if (!l->started) {
+  if (!l->have) {
     TSR_CALL(tsr_pinn_engine_get_state(l->e, l->theta, NULL, NULL));
-    TSR_CALL(eval(l->e, l->theta, l->nterm, tt, &l->f, l->g));
+    l->have = 1;
+  }
+  if (l->exchange) {
+    /* this iteration's objective: the neighbours' values at their current parameters */
+    TSR_CALL(tsr_pinn_engine_set_theta(l->e, l->theta));
+    TSR_CALL(tsr_pinn_engine_loss_grad_exchange(l->e, l->ft, l->g));
+    l->f = 0.0;
+    for (int k = 0; k < l->nterm; ++k) l->f += l->ft[k];
+    l->started = 1;
+  } else if (!l->started) {
+    TSR_CALL(eval(l->e, l->theta, l->nterm, l->ft, &l->f, l->g));
     l->started = 1;
   }
   direction(l);
@@ -124,8 +146,11 @@ tsr_err tsr_pinn_lbfgs_step(tsr_pinn_lbfgs *l, double *terms, double *step, int 
   }
   if (!ok) { /* no decrease along the direction: converged as far as this precision goes */
     TSR_CALL(tsr_pinn_engine_set_theta(l->e, l->theta));
+    l->count = 0;
+    l->head = 0;
     *done = 1;
     *step = 0.0;
+    memcpy(terms, l->ft, (size_t)l->nterm * sizeof *terms);
     return TSR_OK;
   }
   double *s = l->s + (size_t)l->head * n, *y = l->y + (size_t)l->head * n;
@@ -142,7 +167,40 @@ tsr_err tsr_pinn_lbfgs_step(tsr_pinn_lbfgs *l, double *terms, double *step, int 
   memcpy(l->theta, l->t2, n * sizeof *l->theta);
   memcpy(l->g, l->g2, n * sizeof *l->g);
   l->f = f2;
+  memcpy(l->ft, tt, (size_t)l->nterm * sizeof *tt);
   memcpy(terms, tt, (size_t)l->nterm * sizeof *terms);
   *step = t;
+  return TSR_OK;
+}
+
+void tsr_pinn_lbfgs_get(const tsr_pinn_lbfgs *l, double *theta, double *s, double *y,
+                        double *rho, int *count) {
+  size_t n = l->n;
+  memcpy(theta, l->theta, n * sizeof *theta);
+  memset(s, 0, (size_t)l->m * n * sizeof *s);
+  memset(y, 0, (size_t)l->m * n * sizeof *y);
+  memset(rho, 0, (size_t)l->m * sizeof *rho);
+  for (int k = 0; k < l->count; ++k) { /* oldest first */
+    int j = (l->head - l->count + k + l->m) % l->m;
+    memcpy(s + (size_t)k * n, l->s + (size_t)j * n, n * sizeof *s);
+    memcpy(y + (size_t)k * n, l->y + (size_t)j * n, n * sizeof *y);
+    rho[k] = l->rho[j];
+  }
+  *count = l->count;
+}
+
+tsr_err tsr_pinn_lbfgs_set(tsr_pinn_lbfgs *l, const double *theta, const double *s,
+                           const double *y, const double *rho, int count) {
+  TSR_CHECK(count >= 0 && count <= l->m, TSR_ERR_INPUT, "L-BFGS state with %d pairs, at most %d "
+            "(pinn.lbfgs.history)", count, l->m);
+  size_t n = l->n;
+  memcpy(l->theta, theta, n * sizeof *theta);
+  memcpy(l->s, s, (size_t)count * n * sizeof *s);
+  memcpy(l->y, y, (size_t)count * n * sizeof *y);
+  memcpy(l->rho, rho, (size_t)count * sizeof *rho);
+  l->count = count;
+  l->head = count % l->m;
+  l->have = 1;
+  l->started = 0;
   return TSR_OK;
 }

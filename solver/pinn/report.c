@@ -167,6 +167,8 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
     int64_t replays = 0;
     tsr_json_string(j, "gpu_graphs", tsr_pinn_engine_graph_mode(x->eng, &replays));
     tsr_json_int(j, "gpu_graph_iterations", replays);
+    /* more ranks than GPUs on a node: ranks share GPUs, the exchange over MPI */
+    tsr_json_int(j, "ranks_per_gpu", x->shared ? x->per_gpu : 1);
   }
   tsr_json_number(j, "setup_seconds", x->setup_s);
   tsr_json_number(j, "error_eval_seconds", x->eval_s);
@@ -207,6 +209,7 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
     if (x->nslab > 1) {
       tsr_json_string(j, "slabs", x->causal ? "causal" : "all");
       tsr_json_int(j, "slab_iterations", c->pinn.iterations);
+      if (x->causal) tsr_json_int(j, "slab_lbfgs_iterations", c->pinn.lbfgs);
     }
     /* each rank's network at the last iteration: its box, its terms, its mismatch */
     tsr_json_array_begin(j, "subdomains");
@@ -337,19 +340,18 @@ tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out) {
   fprintf(out, "training: %ld Adam iterations, lr %g x %g^(it/%ld)", c->pinn.iterations,
           c->pinn.lr, c->pinn.decay, c->pinn.decay_every);
   if (c->pinn.lbfgs > 0)
-    fprintf(out, ", then %ld L-BFGS iterations (history %d)", c->pinn.lbfgs,
-            c->pinn.lbfgs_history);
+    fprintf(out, ", then %ld L-BFGS iterations (history %d%s)", c->pinn.lbfgs,
+            c->pinn.lbfgs_history,
+            nranks > 1 ? "; each rank its own, the interface values exchanged once an iteration "
+                         "and frozen in its line search" : "");
   if (nslab > 1)
     fprintf(out, "; %d time slabs, %s", nslab,
-            c->pinn.causal ? "causal: each slab's iterations in turn, from the slab before's "
-                             "values at its face and weights"
+            c->pinn.causal ? "causal: each slab's iterations (Adam's, then L-BFGS's) in turn, "
+                             "from the slab before's values at its face and weights"
                            : "all at once, the slab faces exchanged every iteration");
   fputc('\n', out);
   fprintf(out, "memory: %.1f MiB for the network's workspace%s\n",
           (double)tsr_net_workspace_bytes(&no) / 1048576.0, nranks > 1 ? " (rank 0)" : "");
   tsr_layout_free(&L);
-  TSR_CHECK(nranks == 1 || c->pinn.lbfgs == 0, TSR_ERR_INPUT,
-            "%s: pinn.lbfgs.iterations: L-BFGS of a PINN decomposed over ranks is not in this "
-            "version; set pinn.lbfgs.iterations: 0 or check with --ranks 1", c->path);
   return TSR_OK;
 }

@@ -7,10 +7,12 @@
  * engine, and the ranks agree once per chunk (one MPI_Allgather of a few numbers per rank:
  * losses, error sums, mismatch, a non-finite flag), so every rank leaves the loop, checkpoints
  * and stops at the same iteration. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "io/pinn_state.h"
 #include "io/case_expr.h"
@@ -30,12 +32,42 @@ const char *const tsr_pinn_hist_names[H_NCOL] = {
 /* The history column of each loss group. */
 static const int group_col[TSR_PINN_NGROUP] = {H_PDE, H_BOUNDARY, H_INITIAL, H_INTERFACE};
 
+#ifdef TSR_HAVE_CUDA
+tsr_err tsr_device_set_cuda(int device); /* solver/device_cuda.c */
+#endif
+
+/* The backend, and on GPUs this rank's GPU. With at most one rank per GPU on every node, local
+ * rank r drives GPU r (tsr_device_select, as the explicit method does). With more ranks than
+ * GPUs on a node, the ranks share the GPUs: local rank r takes GPU r mod (the node's GPUs), so
+ * four subdomains run on two GPUs as two ranks a GPU (each network is small and each rank's
+ * box is the decomposition); NCCL takes one rank per GPU, so such a run exchanges its interface
+ * values over MPI through host memory (x->shared; solver/pinn/engine.h). Collective. */
 static tsr_err choose_device(tsr_pinn_ctx *x, MPI_Comm comm) {
   tsr_backend want = x->opts.backend != TSR_BACKEND_AUTO ? x->opts.backend : x->c->backend;
   TSR_CALL(tsr_run_use_cuda(comm, want, &x->device));
+  if (!x->device) return TSR_OK;
   int dev;
-  if (x->device) TSR_CALL(tsr_device_select(comm, &dev));
-  return TSR_OK;
+#ifdef TSR_HAVE_CUDA
+  MPI_Comm node;
+  int lr = 0, ls = 1, ngpu = 0;
+  tsr_err err = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, x->rank, MPI_INFO_NULL, &node) ==
+                        MPI_SUCCESS
+                    ? TSR_OK
+                    : tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Comm_split_type(SHARED) "
+                                  "failed: cannot tell which ranks share a node");
+  if (!err) {
+    MPI_Comm_rank(node, &lr);
+    MPI_Comm_size(node, &ls);
+    MPI_Comm_free(&node);
+    err = tsr_device_count(&ngpu);
+  }
+  TSR_CALL(tsr_run_agree(comm, err));
+  int per = ngpu > 0 ? (ls + ngpu - 1) / ngpu : ls;
+  MPI_Allreduce(&per, &x->per_gpu, 1, MPI_INT, MPI_MAX, comm);
+  x->shared = x->per_gpu > 1;
+  if (x->shared) return tsr_run_agree(comm, tsr_device_set_cuda(lr % ngpu));
+#endif
+  return tsr_device_select(comm, &dev);
 }
 
 /* The error's points: the grid's cell centres at `times` levels (cell centres of [0, end]), or
@@ -157,10 +189,38 @@ static double lr_at(const tsr_case *c, int64_t it) {
 }
 
 static int active_slab(const tsr_pinn_ctx *x, int64_t it);
+static int trains(const tsr_pinn_ctx *x, int64_t it);
+
+/* A phase of training: Adam's iterations, or L-BFGS's after them; [start, end) of the run's
+ * iterations; with causal slabs each slab has both, in turn. */
+typedef struct {
+  int lbfgs;
+  int64_t start, end;
+} tsr_pinn_phase;
+
+/* The phase iteration it (the next to run, < x->total) is in. */
+static tsr_pinn_phase phase_at(const tsr_pinn_ctx *x, int64_t it) {
+  int64_t I = x->c->pinn.iterations, base = 0;
+  if (x->causal) {
+    int64_t k = it / x->slab_len;
+    base = (k < x->nslab ? k : x->nslab - 1) * x->slab_len;
+  }
+  if (it - base < I) return (tsr_pinn_phase){0, base, base + I};
+  return (tsr_pinn_phase){1, base + I, base + x->slab_len};
+}
+
+/* The draw of random interior points at iteration it: L-BFGS keeps its phase's first (its line
+ * search needs one objective). */
+static uint64_t draw_at(const tsr_pinn_ctx *x, int64_t it) {
+  int64_t re = x->c->pinn.resample_every;
+  if (!re) return 0;
+  tsr_pinn_phase p = phase_at(x, it < x->total ? it : x->total - 1);
+  return (uint64_t)((p.lbfgs ? p.start : it) / re);
+}
 
 /* What each rank contributes at the end of a chunk (gather_row). */
 enum { A_GROUP = 0, A_TOTAL = A_GROUP + TSR_PINN_NGROUP, A_BAD, A_SE, A_SX, A_MISMATCH,
-       A_SECONDS, A_N };
+       A_SECONDS, A_DONE, A_STEP, A_N };
 
 /* A term whose loss is not finite in any of the n rows: the stop's message. */
 static tsr_err check_finite(const tsr_pinn_ctx *x, const double *rows, int n, int64_t it) {
@@ -179,6 +239,22 @@ static tsr_err check_finite(const tsr_pinn_ctx *x, const double *rows, int n, in
                          (long long)(it + i), x->batch.name[k],
                          tsr_pinn_group_names[x->batch.group[k]], last);
     }
+  return TSR_OK;
+}
+
+/* Every rank's n figures into v (an MPI_Allgather): the ranks that do not train now (a causal
+ * run's other slabs, which wait here whole chunks) poll it asleep instead of spinning on the
+ * cores that the training ranks need (8 slabs on 2 CPU cores: the one that trains got a sixth of
+ * a core). Collective. */
+static tsr_err allgather(const double *mine, double *v, int n, MPI_Comm comm, int idle) {
+  MPI_Request rq;
+  int rc = MPI_Iallgather(mine, n, MPI_DOUBLE, v, n, MPI_DOUBLE, comm, &rq), done = 0;
+  while (rc == MPI_SUCCESS && !done) {
+    rc = MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+    if (!done && idle) nanosleep(&(struct timespec){0, 50000}, NULL);
+  }
+  TSR_CHECK(rc == MPI_SUCCESS, TSR_ERR_MPI, "MPI_Iallgather of the PINN's figures failed (MPI "
+            "error %d)", rc);
   return TSR_OK;
 }
 
@@ -204,6 +280,8 @@ static tsr_err gather_row(tsr_pinn_ctx *x, const double *terms, int64_t it, int 
     memcpy(x->last_terms, terms, (size_t)x->batch.nterm * sizeof *terms);
   mine[A_TOTAL] = all;
   mine[A_SECONDS] = x->train_s;
+  mine[A_DONE] = x->lb_done;
+  mine[A_STEP] = x->lb_phase >= 0 ? x->lb_step : NAN;
   if (is_log && !local) {
     double te = MPI_Wtime();
     local = tsr_pinn_error_sums(x, &mine[A_SE], &mine[A_SX]);
@@ -214,10 +292,18 @@ static tsr_err gather_row(tsr_pinn_ctx *x, const double *terms, int64_t it, int 
   double *v = malloc((size_t)x->size * A_N * sizeof *v);
   TSR_CHECK(v, TSR_ERR_MEMORY, "out of memory");
   tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
-  MPI_Allgather(mine, A_N, MPI_DOUBLE, v, A_N, MPI_DOUBLE, x->comm);
+  tsr_err ge = allgather(mine, v, A_N, x->comm, x->causal && !trains(x, it - 1));
   tsr_watchdog_waiting(0);
+  if (ge) {
+    free(v);
+    return ge;
+  }
   int bad = 0;
-  for (int r = 0; r < x->size; ++r) bad |= v[(size_t)r * A_N + A_BAD] != 0.0;
+  x->all_done = 1;
+  for (int r = 0; r < x->size; ++r) {
+    bad |= v[(size_t)r * A_N + A_BAD] != 0.0;
+    x->all_done &= v[(size_t)r * A_N + A_DONE] != 0.0;
+  }
   if (bad) {
     free(v);
     return tsr_run_agree(x->comm, local);
@@ -254,7 +340,13 @@ static tsr_err gather_row(tsr_pinn_ctx *x, const double *terms, int64_t it, int 
     if (x->size > 1) row[H_MISMATCH] = x->mismatch = mm;
   }
   int a = active_slab(x, it - 1);
-  row[H_LR] = lr_at(x->c, a < 0 ? it - 1 : it - 1 - (int64_t)a * x->c->pinn.iterations);
+  row[H_LR] = lr_at(x->c, a < 0 ? it - 1 : it - 1 - (int64_t)a * x->slab_len);
+  /* during L-BFGS: the line search's step of the lowest rank that trains */
+  for (int r = 0; x->lb_phase >= 0 && r < x->size; ++r)
+    if (!isnan(v[(size_t)r * A_N + A_STEP])) {
+      row[H_LR] = v[(size_t)r * A_N + A_STEP];
+      break;
+    }
   row[H_SECONDS] = x->prior_s + x->run_s;
   free(v);
   return TSR_OK;
@@ -308,58 +400,97 @@ static tsr_pinn_state state_of(const tsr_pinn_ctx *x) {
     s.slabs[0] = x->nslab;
     s.slabs[1] = x->causal;
     s.slabs[2] = x->causal ? x->c->pinn.iterations : 0;
+    s.slab_lbfgs = x->causal ? x->c->pinn.lbfgs : 0;
   }
   return s;
 }
 
-/* The iterations this rank's network has done at the run's iteration it: it, or in a causal
- * run its slab's share of it (0 before its slab, pinn.adam.iterations after). */
+/* The Adam iterations this rank's network has done at the run's iteration it: it (at most
+ * pinn.adam.iterations, I), or in a causal run its slab's share of it (0 before its slab, I
+ * after its Adam phase). */
 static int64_t local_it(const tsr_pinn_ctx *x, int64_t it) {
-  if (!x->causal) return it;
-  int64_t I = x->c->pinn.iterations, l = it - (int64_t)x->sub.slab * I;
+  int64_t I = x->c->pinn.iterations, l = x->causal ? it - (int64_t)x->sub.slab * x->slab_len : it;
   return l < 0 ? 0 : l > I ? I : l;
 }
 
-/* The slab training at iteration it of a causal run (it < adam), -1 without. */
+/* The slab training at iteration it of a causal run (it < total), -1 without. */
 static int active_slab(const tsr_pinn_ctx *x, int64_t it) {
   if (!x->causal) return -1;
-  int64_t k = it / x->c->pinn.iterations;
+  int64_t k = it / x->slab_len;
   return (int)(k < x->nslab ? k : x->nslab - 1);
 }
 
-/* The checkpoint of iteration it: every rank's parameters and moments gathered on rank 0,
- * which writes the file. Collective. */
+/* Whether this rank trains at iteration it: every rank, or in a causal run the slab's. */
+static int trains(const tsr_pinn_ctx *x, int64_t it) {
+  return !x->causal || active_slab(x, it) == x->sub.slab;
+}
+
+/* The checkpoint of iteration it: every rank's parameters and moments (and during L-BFGS its
+ * state) gathered on rank 0, which writes the file. Collective. */
 static tsr_err checkpoint(tsr_pinn_ctx *x, int64_t it) {
   double t0 = MPI_Wtime();
   size_t np = x->nparam, nr = (size_t)x->size;
+  int inl = x->lb_phase >= 0, hm = x->c->pinn.lbfgs_history;
+  /* each rank's blob: theta, m, v [, pairs held, s (m x np), y (m x np), rho (m)] */
+  size_t nl = inl ? 1 + 2 * (size_t)hm * np + (size_t)hm : 0, nb = 3 * np + nl;
   tsr_pinn_state st = state_of(x);
   st.iteration = it;
   st.hist_rows = x->nrow;
   st.hist_cols = H_NCOL;
   st.hist = x->hist;
-  double *mine = malloc(3 * np * sizeof *mine);
-  double *all = x->rank == 0 ? malloc(3 * np * nr * sizeof *all) : NULL;
-  double *sorted = x->rank == 0 ? malloc(3 * np * nr * sizeof *sorted) : NULL;
+  double *mine = calloc(nb, sizeof *mine);
+  double *all = x->rank == 0 ? malloc(nb * nr * sizeof *all) : NULL;
+  double *sorted = x->rank == 0 ? malloc(nb * nr * sizeof *sorted) : NULL;
+  int64_t *counts = x->rank == 0 && inl ? malloc(nr * sizeof *counts) : NULL;
   int64_t *boxes = boxes_of(x);
-  tsr_err err = mine && (x->rank || (all && sorted)) && (nr == 1 || boxes)
+  tsr_err err = mine && (x->rank || (all && sorted && (!inl || counts))) && (nr == 1 || boxes)
                     ? TSR_OK
                     : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
                                   "out of memory for a checkpoint");
   if (!err) err = tsr_pinn_engine_get_state(x->eng, mine, mine + np, mine + 2 * np);
+  if (!err && inl) {
+    double *q = mine + 3 * np;
+    q[0] = -1.0;
+    if (x->lb) {
+      int cnt;
+      /* L-BFGS's own parameters, in double: the engine holds them rounded to its precision */
+      tsr_pinn_lbfgs_get(x->lb, mine, q + 1, q + 1 + (size_t)hm * np, q + 1 + 2 * (size_t)hm * np,
+                         &cnt);
+      q[0] = cnt;
+    }
+  }
   err = tsr_run_agree(x->comm, err);
   if (!err) {
     tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
-    MPI_Gather(mine, (int)(3 * np), MPI_DOUBLE, all, (int)(3 * np), MPI_DOUBLE, 0, x->comm);
+    MPI_Gather(mine, (int)nb, MPI_DOUBLE, all, (int)nb, MPI_DOUBLE, 0, x->comm);
     tsr_watchdog_waiting(0);
     if (x->rank == 0) {
-      /* rank-major [theta m v] -> theta of every rank, then m, then v */
-      for (size_t r = 0; r < nr; ++r)
+      /* rank-major blobs -> theta of every rank, then m, then v, then s, y, rho */
+      for (size_t r = 0; r < nr; ++r) {
+        const double *b = all + r * nb;
         for (int k = 0; k < 3; ++k)
-          memcpy(sorted + (k * nr + r) * np, all + (3 * r + k) * np, np * sizeof *all);
+          memcpy(sorted + (k * nr + r) * np, b + k * np, np * sizeof *all);
+        if (!inl) continue;
+        size_t pm = (size_t)hm * np;
+        counts[r] = (int64_t)b[3 * np];
+        memcpy(sorted + 3 * nr * np + r * pm, b + 3 * np + 1, pm * sizeof *all);
+        memcpy(sorted + 3 * nr * np + nr * pm + r * pm, b + 3 * np + 1 + pm, pm * sizeof *all);
+        memcpy(sorted + 3 * nr * np + 2 * nr * pm + r * hm, b + 3 * np + 1 + 2 * pm,
+               (size_t)hm * sizeof *all);
+      }
       st.theta = sorted;
       st.m = sorted + nr * np;
       st.v = sorted + 2 * nr * np;
       st.boxes = boxes;
+      if (inl) {
+        size_t pm = (size_t)hm * np;
+        st.lbfgs_m = hm;
+        st.lbfgs_start = x->lb_phase;
+        st.lbfgs_count = counts;
+        st.lbfgs_s = sorted + 3 * nr * np;
+        st.lbfgs_y = st.lbfgs_s + nr * pm;
+        st.lbfgs_rho = st.lbfgs_y + nr * pm;
+      }
       err = tsr_pinn_state_write(x->c, x->out_dir, &st, x->ckpt_path, sizeof x->ckpt_path);
     }
     tsr_watchdog_waiting(TSR_WATCHDOG_PEERS); /* the others, while rank 0 writes */
@@ -370,6 +501,7 @@ static tsr_err checkpoint(tsr_pinn_ctx *x, int64_t it) {
   free(mine);
   free(all);
   free(sorted);
+  free(counts);
   free(boxes);
   x->ckpt_s += MPI_Wtime() - t0;
   if (!err) ++x->ckpt_count;
@@ -414,17 +546,48 @@ static tsr_err check_fault(const tsr_pinn_ctx *x) {
             "corrupt, hang, signal, signal2 or nan", tsr_fault_kind_name(f->kind));
   /* checkpoint_every counts iterations here ({time: T} is refused with method pinn) */
   const tsr_case_every *every = x->opts.write_output ? &x->c->output.checkpoint_every : NULL;
-  return tsr_fault_check(f, x->size, x->adam, every, 1.0);
+  return tsr_fault_check(f, x->size, x->total, every, 1.0);
+}
+
+/* A checkpoint's L-BFGS state (st: rank 0's read) to each rank: x->lb_count its pairs (-1: not
+ * in that phase) and x->lb_state theta (mine's, L-BFGS's double), s, y, rho, for lbfgs() to put
+ * back. Collective. */
+static tsr_err restart_lbfgs(tsr_pinn_ctx *x, const tsr_pinn_state *st, const double *mine) {
+  size_t np = x->nparam, nr = (size_t)x->size, hm = (size_t)x->c->pinn.lbfgs_history;
+  size_t nb = 1 + 2 * hm * np + hm;
+  double *packed = x->rank == 0 ? malloc(nb * nr * sizeof *packed) : NULL;
+  double *q = malloc(nb * sizeof *q);
+  x->lb_state = malloc((np + nb) * sizeof *x->lb_state);
+  int ok = q && x->lb_state && (x->rank || packed);
+  tsr_err err = tsr_run_agree(x->comm, ok ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__,
+                                                                  __LINE__, "out of memory"));
+  if (!err) {
+    for (size_t r = 0; x->rank == 0 && r < nr; ++r) {
+      double *b = packed + r * nb;
+      b[0] = (double)st->lbfgs_count[r];
+      memcpy(b + 1, st->lbfgs_s + r * hm * np, hm * np * sizeof *b);
+      memcpy(b + 1 + hm * np, st->lbfgs_y + r * hm * np, hm * np * sizeof *b);
+      memcpy(b + 1 + 2 * hm * np, st->lbfgs_rho + r * hm, hm * sizeof *b);
+    }
+    MPI_Scatter(packed, (int)nb, MPI_DOUBLE, q, (int)nb, MPI_DOUBLE, 0, x->comm);
+    x->lb_count = (int)q[0];
+    memcpy(x->lb_state, mine, np * sizeof *q);
+    memcpy(x->lb_state + np, q + 1, (nb - 1) * sizeof *q);
+  }
+  free(packed);
+  free(q);
+  return err;
 }
 
 /* Rank 0 reads the checkpoint (the decomposition must be this run's), every rank gets its own
- * network's parameters and moments and the history. Collective. */
+ * network's parameters and moments and the history, and during L-BFGS its state. Collective. */
 static tsr_err restart(tsr_pinn_ctx *x) {
   size_t np = x->nparam, nr = (size_t)x->size;
   tsr_pinn_state st = state_of(x);
   int64_t *boxes = boxes_of(x);
   st.boxes = boxes;
   st.attempt = tsr_supervise_attempt() >= 2 ? tsr_supervise_attempt() : 0;
+  st.lbfgs_m = x->c->pinn.lbfgs_history;
   tsr_err err = nr == 1 || boxes ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
                                                         "out of memory");
   if (!err && x->rank == 0)
@@ -441,8 +604,9 @@ static tsr_err restart(tsr_pinn_ctx *x) {
     free(boxes);
     return err;
   }
-  int64_t head[3] = {st.iteration, st.hist_rows, st.hist_cols};
-  MPI_Bcast(head, 3, MPI_INT64_T, 0, x->comm);
+  int64_t head[4] = {st.iteration, st.hist_rows, st.hist_cols, st.lbfgs_start};
+  MPI_Bcast(head, 4, MPI_INT64_T, 0, x->comm);
+  x->lb_start = head[3];
   MPI_Bcast(x->ckpt_path, (int)sizeof x->ckpt_path, MPI_CHAR, 0, x->comm);
   size_t nh = (size_t)head[1] * (size_t)head[2];
   double *hist = x->rank == 0 ? st.hist : malloc((nh ? nh : 1) * sizeof *hist);
@@ -469,6 +633,7 @@ static tsr_err restart(tsr_pinn_ctx *x) {
       err = tsr_pinn_engine_set_state(x->eng, mine, mine + np, mine + 2 * np,
                                       local_it(x, head[0]));
     err = tsr_run_agree(x->comm, err);
+    if (!err && x->lb_start >= 0) err = restart_lbfgs(x, &st, mine);
   }
   x->it0 = head[0];
   if (x->nrow) x->prior_s = x->hist[(size_t)(x->nrow - 1) * H_NCOL + H_SECONDS];
@@ -497,7 +662,8 @@ static tsr_err decompose(tsr_pinn_ctx *x) {
   x->nslab = c->decomp.time_slices > 1 ? c->decomp.time_slices : 1;
   x->causal = x->nslab > 1 && c->pinn.causal;
   x->nspace = x->size / x->nslab;
-  x->adam = c->pinn.iterations * (x->causal ? x->nslab : 1);
+  x->slab_len = c->pinn.iterations + c->pinn.lbfgs;
+  x->total = x->slab_len * (x->causal ? x->nslab : 1);
   if (x->nslab > 1 && x->size % x->nslab) {
     char ok[160];
     int n = 0;
@@ -523,8 +689,8 @@ static tsr_err decompose(tsr_pinn_ctx *x) {
   return TSR_OK;
 }
 
-/* The interface exchange with the neighbours (several ranks): MPI on CPU ranks, NCCL on GPUs.
- * Collective. */
+/* The interface exchange with the neighbours (several ranks): MPI on CPU ranks, NCCL on GPUs
+ * (MPI where ranks share GPUs: choose_device). Collective. */
 static tsr_err exchange(tsr_pinn_ctx *x) {
   if (x->size == 1) return TSR_OK;
   int nv = TSR_PINN_IFACE_NV * x->c->ncomp;
@@ -532,7 +698,7 @@ static tsr_err exchange(tsr_pinn_ctx *x) {
   /* causal slabs exchange in space only; the earlier slab's values come once (handoff) */
   tsr_pinn_peers pe = x->batch.peers;
   if (x->causal) pe.npeer = pe.nspace_peer;
-  if (x->device) {
+  if (x->device && !x->shared) {
 #ifdef TSR_HAVE_CUDA
     ncclComm_t nccl = NULL;
     err = tsr_nccl_create(x->comm, &nccl);
@@ -647,13 +813,12 @@ static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
   if (x->device && x->size > 1)
     TSR_CALL(tsr_run_agree(comm, tsr_pinn_engine_exchange(x->eng, NULL, NULL)));
   TSR_CALL(tsr_run_agree(comm, start_watchdog(x)));
-  uint64_t k = c->pinn.resample_every ? (uint64_t)(x->it0 / c->pinn.resample_every) : 0;
-  TSR_CALL(tsr_run_agree(comm, set_draw(x, k)));
+  TSR_CALL(tsr_run_agree(comm, set_draw(x, draw_at(x, x->it0))));
   /* a causal run restarted inside slab k > 0: its slab face values again, from the finished
    * slab's restored network (the same bits as the handoff at its start); at the start of slab
    * k the loop hands off */
   int a = active_slab(x, x->it0);
-  if (a > 0 && x->it0 < x->adam && x->it0 % c->pinn.iterations) TSR_CALL(handoff(x, a, 0));
+  if (a > 0 && x->it0 < x->total && x->it0 % x->slab_len) TSR_CALL(handoff(x, a, 0));
   return TSR_OK;
 }
 
@@ -668,10 +833,14 @@ static void summary(const tsr_pinn_ctx *x, tsr_progress *pg) {
     n += snprintf(line + n, sizeof line - n, "%s %s %d", k ? "," : "", x->batch.name[k],
                   x->batch.term[k].count);
   if (x->size > 1 && n < (int)sizeof line)
-    snprintf(line + n, sizeof line - n, " (rank 0's); %d ranks, one network per rank's box%s%s, "
-             "%d neighbour%s of rank 0", x->size, x->nslab > 1 ? " and time slab, slabs " : "",
-             x->nslab > 1 ? (x->causal ? "causal" : "all at once") : "", x->batch.peers.npeer,
-             x->batch.peers.npeer == 1 ? "" : "s");
+    n += snprintf(line + n, sizeof line - n, " (rank 0's); %d ranks, one network per rank's "
+                  "box%s%s, %d neighbour%s of rank 0", x->size,
+                  x->nslab > 1 ? " and time slab, slabs " : "",
+                  x->nslab > 1 ? (x->causal ? "causal" : "all at once") : "",
+                  x->batch.peers.npeer, x->batch.peers.npeer == 1 ? "" : "s");
+  if (x->shared && n < (int)sizeof line)
+    snprintf(line + n, sizeof line - n, "; up to %d ranks share a GPU (the interface values "
+             "over MPI through host memory)", x->per_gpu);
   tsr_progress_line(pg, line);
 }
 
@@ -708,9 +877,9 @@ static int chunk(const tsr_pinn_ctx *x, int64_t it, int64_t total) {
   if (ce && ce - it % ce < n) n = ce - it % ce;
   const tsr_fault *f = x->opts.fault;
   if (f && f->kind != TSR_FAULT_NONE && f->step > it && f->step - it < n) n = f->step - it;
-  /* a causal run: no chunk crosses the end of a slab's iterations */
-  int64_t I = c->pinn.iterations;
-  if (x->causal && I - it % I < n) n = I - it % I;
+  /* no chunk crosses the end of Adam's phase (a causal run: of the slab's) */
+  int64_t end = phase_at(x, it).end;
+  if (end - it < n) n = end - it;
   return (int)n;
 }
 
@@ -732,9 +901,9 @@ static tsr_err inject_nan(tsr_pinn_ctx *x, int64_t it) {
 }
 
 /* A signal or the wall time (solver/stop.h): *why set when training stops here, after the
- * checkpoint of iteration it is written (in Adam's phase; in L-BFGS's the one at Adam's end is
- * the latest) and the command that continues is printed. chunk_s: the last chunk's seconds.
- * Collective: every rank gets the same answer. */
+ * checkpoint of iteration it is written (with L-BFGS's state during L-BFGS) and the command
+ * that continues is printed. chunk_s: the last chunk's seconds. Collective: every rank gets the
+ * same answer. */
 static tsr_err stop_here(tsr_pinn_ctx *x, tsr_stop *st, int64_t it, double chunk_s, int *why) {
   tsr_stop_margin(st, x->ckpt_s / (x->ckpt_count ? x->ckpt_count : 1), 0.5, chunk_s);
   tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);
@@ -743,15 +912,12 @@ static tsr_err stop_here(tsr_pinn_ctx *x, tsr_stop *st, int64_t it, double chunk
   TSR_CALL(err);
   if (!*why) return TSR_OK;
   const tsr_case *c = x->c;
-  int in_adam = it <= x->adam;
-  if (in_adam && x->opts.write_output) TSR_CALL(checkpoint(x, it));
+  if (x->opts.write_output) TSR_CALL(checkpoint(x, it));
   if (x->rank != 0) return TSR_OK;
   fprintf(stderr, "tessera: stopped by %s after iteration %lld of %lld: %s\n",
-          tsr_stop_reason(*why), (long long)it, (long long)(c->pinn.iterations + c->pinn.lbfgs),
+          tsr_stop_reason(*why), (long long)it, (long long)x->total,
           !x->opts.write_output ? "no output is written in this run"
-          : in_adam ? "the checkpoint 'latest' names holds it"
-                    : "during L-BFGS, which a restart runs again from Adam's end (the checkpoint "
-                      "'latest' names)");
+                                : "the checkpoint 'latest' names holds it");
   fprintf(stderr, "tessera: continue with the same launch and: tessera run %s", c->path);
   for (int i = 0; i < c->noverride; ++i) fprintf(stderr, " --set '%s'", c->overrides[i]);
   if (x->opts.out_dir) fprintf(stderr, " --out '%s'", x->opts.out_dir);
@@ -775,59 +941,128 @@ static tsr_err log_point(tsr_pinn_ctx *x, double *row, int64_t it, int64_t total
   return TSR_OK;
 }
 
-/* pinn.lbfgs iterations after Adam's, from iteration it (Adam's last). One rank only. */
-static tsr_err lbfgs(tsr_pinn_ctx *x, int64_t *pit, int64_t total, tsr_progress *pg,
+/* A new L-BFGS for this rank's network (NULL where it does not train at it), with a restart's
+ * state put back where it belongs to this phase (start). The restart's state is used once.
+ * Collective (the error agreed). */
+static tsr_err lbfgs_begin(tsr_pinn_ctx *x, int64_t it, int64_t start, tsr_pinn_lbfgs **out) {
+  const tsr_case *c = x->c;
+  *out = NULL;
+  tsr_err err = TSR_OK;
+  /* the points of the phase's first iteration's draw, as a restart has them */
+  if (c->pinn.resample_every) err = set_draw(x, draw_at(x, it));
+  /* the exchange when the neighbours train beside it (not a causal run's slab faces: their
+   * values came once) */
+  int xch = x->xch && (x->causal ? x->batch.peers.nspace_peer : x->batch.peers.npeer) > 0;
+  if (!err && trains(x, it))
+    err = tsr_pinn_lbfgs_create(x->eng, x->nparam, c->pinn.lbfgs_history, x->batch.nterm, xch,
+                                out);
+  if (!err && *out && x->lb_state && x->lb_start == start && x->lb_count >= 0) {
+    size_t np = x->nparam, hm = (size_t)c->pinn.lbfgs_history;
+    const double *q = x->lb_state;
+    err = tsr_pinn_lbfgs_set(*out, q, q + np, q + np + hm * np, q + np + 2 * hm * np,
+                             x->lb_count);
+  }
+  free(x->lb_state);
+  x->lb_state = NULL;
+  x->lb_start = -1;
+  err = tsr_run_agree(x->comm, err);
+  if (err) tsr_pinn_lbfgs_destroy(out);
+  return err;
+}
+
+/* The L-BFGS phase [start, end) from iteration *pit in it: the ranks that train step their own
+ * L-BFGS (with an exchange in lockstep, one exchange an iteration: solver/pinn/lbfgs.c), the
+ * others (a causal run's other slabs) wait at each iteration's agreement. The phase ends early
+ * when in one iteration no training rank's step lowers its loss. *pit: where it ended.
+ * Checkpoints (with L-BFGS's state), signals and --walltime as in Adam's phase. Collective. */
+static tsr_err lbfgs(tsr_pinn_ctx *x, int64_t *pit, int64_t start, int64_t end, tsr_progress *pg,
                      int *warned, tsr_stop *st, tsr_run_result *res) {
   const tsr_case *c = x->c;
-  /* the points of iteration *pit's draw, as a restart from Adam's end has them; L-BFGS keeps
-   * them (its line search needs one objective) */
-  if (c->pinn.resample_every)
-    TSR_CALL(set_draw(x, (uint64_t)(*pit / c->pinn.resample_every)));
-  tsr_pinn_lbfgs *l = NULL;
-  TSR_CALL(tsr_pinn_lbfgs_create(x->eng, x->nparam, c->pinn.lbfgs_history, x->batch.nterm, &l));
-  double terms[TSR_PINN_MAX_TERMS], row[H_NCOL], step;
-  tsr_err err = TSR_OK;
   int64_t it = *pit;
-  while (it < total && !err) {
-    int done = 0;
+  tsr_pinn_lbfgs *l = NULL;
+  TSR_CALL(lbfgs_begin(x, it, start, &l));
+  x->lb = l;
+  x->lb_phase = start;
+  double terms[TSR_PINN_MAX_TERMS], row[H_NCOL], step = 0.0;
+  memcpy(terms, x->last_terms, sizeof terms);
+  tsr_err err = TSR_OK;
+  int64_t ce = c->output.checkpoint_every.steps;
+  while (it < end && !err) {
+    int done = 1;
     double t0 = MPI_Wtime();
-    err = tsr_pinn_lbfgs_step(l, terms, &step, &done);
-    x->train_s += MPI_Wtime() - t0;
+    tsr_err local = l ? tsr_pinn_lbfgs_step(l, terms, &step, &done) : TSR_OK;
+    if (l) x->train_s += MPI_Wtime() - t0;
+    if (!local && l) local = check_finite(x, terms, 1, it);
+    x->lb_done = done;
+    x->lb_step = l ? step : NAN;
+    /* every rank, also after a failure here: the error and the end are agreed */
+    err = gather_row(x, terms, it + 1, is_log(x, it + 1, x->total, it + 1 == end), local, row);
     if (err) break;
-    if (done) {
-      char line[160];
-      snprintf(line, sizeof line, "L-BFGS: no step lowers the loss at iteration %lld; training "
-               "ends there", (long long)it);
+    if (x->all_done) {
+      char line[200];
+      snprintf(line, sizeof line, "L-BFGS: no step lowers the loss%s at iteration %lld; %s",
+               x->size > 1 ? " on any rank" : "", (long long)it,
+               x->causal && active_slab(x, it) < x->nslab - 1 ? "the next slab starts"
+                                                              : "training ends there");
       tsr_progress_line(pg, line);
       break;
     }
     ++it;
-    err = gather_row(x, terms, it, is_log(x, it, total, 0), check_finite(x, terms, 1, it - 1),
-                     row);
-    if (err) break;
-    row[H_LR] = step;
+    tsr_watchdog_beat(it);
     res->loss = row[H_LOSS];
     tsr_progress_step(pg, it, row[H_LOSS], (double)(it - x->it0) / (x->run_s + 1e-300));
-    err = log_point(x, row, it, total, pg, warned, 0);
+    err = log_point(x, row, it, x->total, pg, warned, it == end);
+    if (!err && ce && (it % ce == 0 || it == end) && x->opts.write_output)
+      err = checkpoint(x, it);
+    if (!err) tsr_fault_after_step(x->opts.fault, x->rank, it, x->out_dir);
     if (!err) err = stop_here(x, st, it, MPI_Wtime() - t0, &res->stopped);
     if (res->stopped) break;
   }
-  if (!err && !res->stopped && it < total && x->nrow && x->hist[(size_t)(x->nrow - 1) * H_NCOL] != (double)it) {
-    /* the row of where it stopped */
-    err = gather_row(x, terms, it, 1, TSR_OK, row);
-    if (!err) err = log_point(x, row, it, total, pg, warned, 1);
+  if (!err && !res->stopped && it < end) {
+    /* ended early: the row of where it stopped, and its checkpoint (the phase's end) */
+    if (!x->nrow || x->hist[(size_t)(x->nrow - 1) * H_NCOL] != (double)it) {
+      x->lb_done = 1;
+      err = gather_row(x, terms, it, 1, TSR_OK, row);
+      if (!err) err = log_point(x, row, it, x->total, pg, warned, 1);
+    }
+    if (!err && ce && x->opts.write_output) err = checkpoint(x, it);
   }
+  x->lb = NULL;
+  x->lb_phase = -1;
+  x->lb_done = 0;
   tsr_pinn_lbfgs_destroy(&l);
   *pit = it;
   return err;
 }
 
+/* A restart's iteration against this run's phases: where the checkpoint holds L-BFGS's state,
+ * it must be of the L-BFGS phase the run is in there; without it, the run must be in Adam's
+ * phase or at L-BFGS's start. */
+static tsr_err check_restart_phase(const tsr_pinn_ctx *x) {
+  const tsr_case *c = x->c;
+  TSR_CHECK(x->it0 <= x->total, TSR_ERR_INPUT, "the checkpoint is at iteration %lld, past this "
+            "run's %lld iterations (pinn.adam.iterations%s + pinn.lbfgs.iterations); raise them "
+            "to continue it", (long long)x->it0, (long long)x->total,
+            x->causal ? " x the slabs" : "");
+  if (x->it0 == x->total) return TSR_OK;
+  tsr_pinn_phase p = phase_at(x, x->it0);
+  TSR_CHECK(x->lb_start < 0 || (p.lbfgs && p.start == x->lb_start), TSR_ERR_INPUT,
+            "the checkpoint is at iteration %lld, in the L-BFGS phase that began at iteration "
+            "%lld, and this run %s; restart with the pinn.adam.iterations%s it was written with",
+            (long long)x->it0, (long long)x->lb_start,
+            p.lbfgs ? "began that phase elsewhere" : "is in Adam's phase there",
+            x->causal ? " and pinn.lbfgs.iterations" : "");
+  TSR_CHECK(x->lb_start >= 0 || !p.lbfgs || x->it0 == p.start, TSR_ERR_INPUT,
+            "the checkpoint is at iteration %lld, past the %lld Adam iterations of its phase "
+            "(pinn.adam.iterations), and holds no L-BFGS state; raise pinn.adam.iterations to "
+            "continue it", (long long)x->it0, (long long)c->pinn.iterations);
+  return TSR_OK;
+}
+
 static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
   const tsr_case *c = x->c;
-  const int64_t adam = x->adam, total = adam + c->pinn.lbfgs;
-  TSR_CHECK(x->it0 <= adam, TSR_ERR_INPUT, "the checkpoint is at iteration %lld, past Adam's "
-            "%lld iterations (pinn.adam.iterations); raise them to continue it",
-            (long long)x->it0, (long long)adam);
+  const int64_t total = x->total;
+  TSR_CALL(check_restart_phase(x));
   tsr_stop st;
   TSR_CALL(tsr_stop_begin(&st, x->comm));
   tsr_progress pg;
@@ -841,17 +1076,28 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
   TSR_CHECK(rows, TSR_ERR_MEMORY, "out of memory for the loss history");
   tsr_err err = TSR_OK;
   double row[H_NCOL];
-  int64_t it = x->it0;
+  int64_t it = x->it0, re = c->pinn.resample_every;
   res->loss = NAN;
-  while (it < adam && !err) {
-    if (c->pinn.resample_every && it % c->pinn.resample_every == 0 && it > x->it0)
-      err = set_draw(x, (uint64_t)(it / c->pinn.resample_every));
+  while (it < total && !err) {
+    tsr_pinn_phase p = phase_at(x, it);
+    if (p.lbfgs) {
+      err = lbfgs(x, &it, p.start, p.end, &pg, warned, &st, res);
+      if (err || res->stopped) break;
+      if (it < p.end) { /* ended early: the next slab of a causal run starts, or the run ends */
+        if (!x->causal || active_slab(x, it) == x->nslab - 1) break;
+        it = p.end;
+      }
+      continue;
+    }
+    /* new points every resample_every iterations, and where Adam's phase follows L-BFGS's */
+    if (re && it > x->it0 && (it % re == 0 || it == p.start))
+      err = set_draw(x, draw_at(x, it));
     /* a causal run: slab k starts from slab k - 1's values at its face and its weights */
-    if (!err && x->causal && it > 0 && it % c->pinn.iterations == 0)
-      err = handoff(x, (int)(it / c->pinn.iterations), 1);
-    int n = chunk(x, it, adam);
+    if (!err && x->causal && it > 0 && it % x->slab_len == 0)
+      err = handoff(x, (int)(it / x->slab_len), 1);
+    int n = chunk(x, it, total);
     /* in a causal run only the active slab's ranks train; the others give their last terms */
-    int runs = !x->causal || active_slab(x, it) == x->sub.slab;
+    int runs = trains(x, it);
     double t0 = MPI_Wtime();
     if (!err && runs) err = tsr_pinn_engine_run(x->eng, n, rows);
     x->train_s += MPI_Wtime() - t0;
@@ -859,16 +1105,16 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
     it += n;
     tsr_watchdog_beat(it);
     err = gather_row(x, runs ? rows + (size_t)(n - 1) * nt : x->last_terms, it,
-                     is_log(x, it, total, it == adam),
+                     is_log(x, it, total, it == p.end),
                      runs ? check_finite(x, rows, n, it - n) : TSR_OK, row);
     if (err) break;
     res->loss = row[H_LOSS];
     tsr_progress_step(&pg, it, row[H_LOSS], (double)(it - x->it0) / (x->run_s + 1e-300));
-    err = log_point(x, row, it, total, &pg, warned, it == adam);
+    err = log_point(x, row, it, total, &pg, warned, it == p.end);
     int64_t ce = c->output.checkpoint_every.steps;
-    /* at Adam's end too: L-BFGS has no checkpoints of its own, and from there it runs the same
-     * again; without L-BFGS it is the end of the run, whose weights final.h5 does not hold */
-    if (!err && ce && (it % ce == 0 || it == adam) && x->opts.write_output)
+    /* at Adam's end too: from there L-BFGS runs the same again; without L-BFGS it is the end
+     * of the run, whose weights final.h5 does not hold */
+    if (!err && ce && (it % ce == 0 || it == p.end) && x->opts.write_output)
       err = checkpoint(x, it);
     if (!err) err = inject_nan(x, it);
     /* exit, corrupt (the checkpoint of it is on the disk: checkpoint() returns after rank 0's
@@ -878,7 +1124,6 @@ static tsr_err loop(tsr_pinn_ctx *x, tsr_run_result *res) {
     if (!err) err = stop_here(x, &st, it, MPI_Wtime() - t0, &res->stopped);
     if (res->stopped) break;
   }
-  if (!err && !res->stopped && it < total) err = lbfgs(x, &it, total, &pg, warned, &st, res);
   tsr_stop_end(&st);
   tsr_progress_finish(&pg);
   free(rows);
@@ -892,7 +1137,7 @@ static tsr_err profile(tsr_pinn_ctx *x) {
   if (x->prof_n <= 0) return TSR_OK;
   double *st = malloc(3 * x->nparam * sizeof *st);
   TSR_CHECK(st, TSR_ERR_MEMORY, "out of memory");
-  int64_t it = x->c->pinn.iterations;
+  int64_t it = local_it(x, x->total);
   /* the phases of each rank's own iteration; with an exchange, the exchange alone before each
    * (every rank profiles as many iterations: the neighbours' calls match) */
   tsr_err err = tsr_pinn_engine_get_state(x->eng, st, st + x->nparam, st + 2 * x->nparam);
@@ -931,11 +1176,6 @@ static tsr_err gather_subdomains(tsr_pinn_ctx *x, tsr_pinn_subdomain **all) {
 }
 
 static tsr_err run(tsr_pinn_ctx *x, MPI_Comm comm, tsr_run_result *res) {
-  const tsr_case *c = x->c;
-  TSR_CHECK(x->size == 1 || c->pinn.lbfgs == 0, TSR_ERR_INPUT,
-            "%s: pinn.lbfgs.iterations: L-BFGS of a PINN decomposed over ranks (one network per "
-            "rank's box, %d ranks) is not in this version: its line search would have to agree "
-            "on every rank; set pinn.lbfgs.iterations: 0 or run on one rank", c->path, x->size);
   double t0 = MPI_Wtime();
   int created = 0;
   tsr_err err = TSR_OK;
@@ -965,7 +1205,7 @@ tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
   res->pinn = 1;
   res->rel_l2 = NAN;
   tsr_pinn_ctx x = {.c = c, .opts = opts ? *opts : tsr_run_opts_default(), .comm = comm,
-                    .group = MPI_COMM_NULL};
+                    .group = MPI_COMM_NULL, .lb_phase = -1, .lb_start = -1};
   MPI_Comm_rank(comm, &x.rank);
   MPI_Comm_size(comm, &x.size);
   x.out_dir = x.opts.out_dir ? x.opts.out_dir : c->output.dir;
@@ -984,6 +1224,7 @@ tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
   free(x.subs);
   free(x.Xe);
   free(x.ue);
+  free(x.lb_state);
   free(x.hist);
   return err;
 }

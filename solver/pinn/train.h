@@ -43,8 +43,10 @@ typedef struct {
   int nslab, nspace;        /* time slabs (1: none) and ranks per slab (size / nslab) */
   int causal;               /* pinn.slabs: causal (one slab trains at a time) */
   int watched;              /* the watchdog runs (several CPU ranks, not causal: start_watchdog) */
-  int64_t adam;             /* Adam's iterations of the run: pinn.adam.iterations, times the
-                               slabs of a causal run (slab k trains [k I, (k + 1) I)) */
+  int64_t total;            /* the run's iterations: pinn.adam.iterations (I) + pinn.lbfgs
+                               .iterations (L), or with causal slabs P (I + L): slab k trains
+                               [k S, (k + 1) S), S = I + L, Adam's I then L-BFGS's L */
+  int64_t slab_len;         /* S of a causal run (I + L), else I + L */
   tsr_layout layout;        /* every space rank's box (several ranks) */
   tsr_pinn_sub sub;
   const tsr_pinn_sub *psub; /* &sub on several ranks, NULL on one (the whole grid) */
@@ -59,6 +61,9 @@ typedef struct {
   tsr_pinn_subdomain *subs; /* rank 0, at the end: every rank's figures */
   const char *out_dir;
   int device;               /* 1: the CUDA backend */
+  int shared;               /* GPUs: more ranks than GPUs on some node, so ranks share GPUs and
+                               exchange over MPI (choose_device) */
+  int per_gpu;              /* then the most ranks on one GPU */
   tsr_net_shape shape;
   size_t nparam;
   tsr_pinn_batch batch;
@@ -83,6 +88,16 @@ typedef struct {
   double prof[6];           /* their seconds in forward, loss, backward, Adam, and with an
                                exchange the interface values and the exchange alone */
   char ckpt_path[4200];     /* the last checkpoint written or read */
+  struct tsr_pinn_lbfgs *lb;/* L-BFGS of this rank while it runs (checkpoints read its state) */
+  int lb_done;              /* this rank's last L-BFGS step found no lower loss (or it does not
+                               train in this phase) */
+  int all_done;             /* gather_row: every rank's lb_done (an L-BFGS phase ends early) */
+  double lb_step;           /* this rank's last line search step */
+  int64_t lb_phase;         /* the first iteration of the L-BFGS phase running (-1: none) */
+  int64_t lb_start;         /* the L-BFGS phase a restart's state belongs to (-1: none) */
+  double *lb_state;         /* a restart's L-BFGS state for this rank: theta, s, y, rho (NULL:
+                               none, or this rank has none: lb_count < 0) */
+  int lb_count;
 } tsr_pinn_ctx;
 
 /* This rank's squared error and squared exact values over its error points (both 0 without
