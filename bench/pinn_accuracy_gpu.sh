@@ -107,14 +107,14 @@ setup_case() {
       adam=20000 lbfgs=4000
       [ "$blayout" = causal ] && adam=6000 lbfgs=2000
       [ "$size" = small ] && keys="$keys --set pinn.network.width=20 --set pinn.network.depth=4
-            --set pinn.points.interior=2000 --set pinn.points.resample_every=500"
+            --set pinn.points.interior=4000 --set pinn.points.resample_every=500"
       ;;
     allen_cahn)
       file=cases/pinn_allen_cahn1d.yaml ranks=8 goal=1e-2 ref=tests/data/allen_cahn_ref.csv
       decomp="8 causal time slabs"
       keys="--set decomposition.time_slices=8 --set pinn.slabs=causal
             --set pinn.points.resample_every=500 --set pinn.adam.decay_every=1000 $snap"
-      adam=4000 lbfgs=2000
+      adam=4000 lbfgs=6000
       [ "$size" = small ] && keys="$keys --set pinn.network.width=32 --set pinn.network.depth=3
             --set pinn.points.interior=8000"
       ;;
@@ -208,9 +208,10 @@ print("\n| case | decomposition | ranks | iterations (Adam + L-BFGS) | training 
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for r in recs:
     ts = r["train_seconds"]
-    print("| %s | %s | %d | %s (%d + %d) | %s | %.3g | %g | %s |" % (
+    print("| %s | %s | %d | %s (%d + %d%s) | %s | %.3g | %g | %s |" % (
         r["case"], r["decomposition"], r["ranks"], r["iterations"], r["adam_iterations"],
-        r["lbfgs_iterations"], "%.1f" % ts if ts is not None else "-", r["rel_l2_error"],
+        r["lbfgs_iterations"], " a slab" if "causal" in r["decomposition"] else "",
+        "%.1f" % ts if ts is not None else "-", r["rel_l2_error"],
         r["goal"], "yes" if r["met"] else ("timed out" if r["timed_out"] else "no")))
 print("\n%d of %d goals met; %s s in all; %s/pinn_accuracy.jsonl, .csv" % (
     sum(r["met"] for r in recs), len(recs), wall, out))

@@ -30,7 +30,8 @@
  *       decay: 0.9           in (0, 1]: lr * decay^(iteration / decay_every)
  *       decay_every: 1000    integer >= 1
  *     lbfgs:
- *       iterations: 0        L-BFGS iterations after Adam's (0: none), integer >= 0
+ *       iterations: 0        L-BFGS iterations after Adam's (0: none), integer >= 0; on
+ *                            several ranks each rank its own, with causal slabs each slab's
  *       history: 20          pairs kept, 1..100
  *     log_every: 100         iterations between progress lines and history rows
  *     slabs: all             decomposition.time_slices > 1: all (every slab trains at once,

@@ -16,16 +16,16 @@
 /* Trains the case (collective over comm). res gets iterations (steps), wall (seconds
  * training), the final loss (summed over the ranks' networks) and the relative L2 error
  * against exact over the whole grid: see tsr_run_result. Errors, the same on every rank where
- * they are found collectively: TSR_ERR_INPUT (a grid too small for the ranks, L-BFGS on
- * several ranks, a checkpoint of another decomposition, a network too large for the memory, a
- * loss that became NaN: the message names the iteration and the term), TSR_ERR_IO,
+ * they are found collectively: TSR_ERR_INPUT (a grid too small for the ranks, a checkpoint of
+ * another decomposition or of another L-BFGS phase, a network too large for the memory, a loss
+ * that became NaN: the message names the iteration and the term), TSR_ERR_IO,
  * TSR_ERR_HDF5, TSR_ERR_MEMORY, TSR_ERR_MPI, TSR_ERR_NCCL, TSR_ERR_CUDA. */
 tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
                      tsr_run_result *res);
 
 /* The plan of a PINN case for `tessera check` on nranks ranks: network, parameters, points
  * per term, each rank's box and points, memory. Errors: TSR_ERR_INPUT (a grid too small for
- * the ranks, L-BFGS on several ranks), TSR_ERR_MEMORY. */
+ * the ranks), TSR_ERR_MEMORY. */
 tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out);
 
 #endif
