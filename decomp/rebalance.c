@@ -270,12 +270,15 @@ static void migration_cost(const tsr_rebalance_opts *o, const tsr_rebalance_stat
                            tsr_rebalance_decision *d) {
   double bw = o->bandwidth > 0.0 ? o->bandwidth : TSR_REBALANCE_BANDWIDTH;
   if (state && state->migrations > 0 && state->last_bytes > 0 && state->last_seconds > 0.0) {
-    /* a migration costs a fixed part (rebuilding the exchange, the graphs) and its bytes: the
-     * last one's time, scaled down for fewer bytes, or plus the extra bytes at its rate (at
-     * least the estimate's) for more */
+    /* a migration costs a fixed part (rebuilding the exchange, the graphs) and its bytes: for
+     * fewer bytes than the last one, half its time plus the other half scaled down (on two
+     * H200s moves of a tenth of the first's bytes took 0.6-0.8 of its time: scaled down in
+     * full, they were priced at a tenth and taken on noise); for more, its time plus the extra
+     * bytes at its rate (at least the estimate's) */
     double b = (double)d->bytes_moved, b1 = (double)state->last_bytes, t1 = state->last_seconds;
     if (b1 / t1 > bw) bw = b1 / t1;
-    d->migration_cost = b <= b1 ? t1 * (b / b1) : t1 + (b - b1) / bw;
+    d->migration_cost = b <= b1 ? t1 * (TSR_REBALANCE_FIXED + (1.0 - TSR_REBALANCE_FIXED) * b / b1)
+                                : t1 + (b - b1) / bw;
     d->migration_measured = 1;
   } else {
     d->migration_cost = (double)d->bytes_moved / bw;
@@ -297,10 +300,11 @@ static tsr_err figures_alloc(int n, int64_t nb, figures *f) {
   return TSR_OK;
 }
 
-/* Each rank's speed (modelled work per second of m->time) into f->rate; returns 1 when they
- * differ by half the threshold or more, else sets them all to the ranks' common speed (total
- * work over total time) and returns 0. */
-static int speeds(const tsr_rebalance_measure *m, double threshold, figures *f) {
+/* Each rank's speed (modelled work per second of m->time) into f->rate: the work model's,
+ * over its windows, where there is one (tsr_rb_model_speeds), else the window's. Returns 1
+ * when they differ by half the threshold or more, else sets them all to the ranks' common
+ * speed (total work over total time) and returns 0. */
+static int speeds(const tsr_rebalance_measure *m, double threshold, double beta, figures *f) {
   const int n = m->nranks;
   double tw = 0.0, tt = 0.0;
   int all = 1;
@@ -309,9 +313,17 @@ static int speeds(const tsr_rebalance_measure *m, double threshold, figures *f) 
     tt += m->time[r];
     all &= m->time[r] > 0.0 && f->work[r] > 0.0;
   }
+  if (all && m->model) {
+    tsr_rb_model_speeds(m->model, beta, f->rate);
+    for (int r = 0; r < n; ++r) {
+      f->rate[r] /= m->nsteps; /* per step to per window, as m->time */
+      all &= f->rate[r] > 0.0;
+    }
+  } else {
+    for (int r = 0; all && r < n; ++r) f->rate[r] = f->work[r] / m->time[r];
+  }
   double rmin = INFINITY, rmax = 0.0;
   for (int r = 0; all && r < n; ++r) {
-    f->rate[r] = f->work[r] / m->time[r];
     rmin = fmin(rmin, f->rate[r]);
     rmax = fmax(rmax, f->rate[r]);
   }
@@ -357,7 +369,7 @@ tsr_err tsr_rebalance_decide(const tsr_layout *cur, const tsr_rebalance_measure 
   const double beta = m->model ? m->model->beta : 1.0;
   d->beta = beta;
   for (int r = 0; r < n; ++r) f.work[r] = f.cells[r] + beta * f.extra[r];
-  int uneven = speeds(m, o->threshold, &f);
+  int uneven = speeds(m, o->threshold, beta, &f);
   for (int64_t i = 0; i < map->nblock; ++i)
     f.cost[i] = (double)tsr_rb_block_cells(map, i) + beta * f.ahead[i];
   for (int r = 0; r < n; ++r)

@@ -97,6 +97,10 @@ typedef struct {
 #define TSR_REBALANCE_BANDWIDTH 1e9
 #define TSR_REBALANCE_BANDWIDTH_GPU 1e10
 
+/* The part of a measured migration's time taken as fixed (the exchange and the plans rebuilt,
+ * whatever the bytes) when the next one moves fewer bytes. */
+#define TSR_REBALANCE_FIXED 0.5
+
 /* The work model: rank r's compute per step is (cells_r + beta * extra_r) / speed_r, with
  * extra_r the counts beyond one per cell in its box (the map's cost less its cells). beta is
  * the same on every rank (one code on one kind of core); it is fitted, with a speed for each
@@ -186,8 +190,8 @@ typedef struct {
                                 seconds (m->wall_ratio) */
   double beta;               /* the work model's beta the decision used */
   double margin;             /* the model's margin the decision added to expected */
-  double migration_cost;     /* seconds: from the last migration (its time scaled down for
-                                fewer bytes, plus the extra bytes at its rate or at least
+  double migration_cost;     /* seconds: from the last migration (half its time fixed, the
+                                other half scaled down for fewer bytes, plus the extra bytes at its rate or at least
                                 opts.bandwidth for more), else bytes over opts.bandwidth */
   int migration_measured;    /* 1 when migration_cost comes from a measured migration */
   int64_t cells_moved;       /* cells whose owner changes */

@@ -75,4 +75,13 @@ tsr_err tsr_rb_motion(const tsr_rebalance_costmap *end, const tsr_rebalance_cost
 void tsr_rb_model_update(tsr_rebalance_model *model, const double *cells, const double *extra,
                          const double *t);
 
+/* Each rank's speed, work (cells + beta x extra) per second of compute per step, over the
+ * windows the model holds, each weighted as in the fit: the windows since the rank's speed
+ * last changed, the newest most. Why not the last window's alone: on two H200s a rank's
+ * compute over a window of 50 steps varied by a few percent from window to window (its
+ * kernels share the GPU with the overlapped exchange), enough to move the cut back and forth
+ * three times after the first rebalance (bench/README.md, rebalance). 0 for a rank with no
+ * window measured. Pure. */
+void tsr_rb_model_speeds(const tsr_rebalance_model *model, double beta, double *speed);
+
 #endif

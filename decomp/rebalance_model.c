@@ -121,3 +121,16 @@ void tsr_rb_model_update(tsr_rebalance_model *m, const double *cells, const doub
   /* one window cannot tell a rank's speed from its mix */
   if (m->len >= 2) refit(m);
 }
+
+void tsr_rb_model_speeds(const tsr_rebalance_model *m, double beta, double *speed) {
+  for (int r = 0; r < m->nranks; ++r) {
+    double work = 0.0, time = 0.0;
+    for (int k = 0; k < m->len; ++k) {
+      const double *w = window_at(m, k), *f = w + 1 + 3 * r;
+      if (!(f[2] > 0.0)) continue;
+      work += w[0] * (f[0] + beta * f[1]);
+      time += w[0] * f[2];
+    }
+    speed[r] = time > 0.0 ? work / time : 0.0;
+  }
+}
