@@ -25,7 +25,9 @@
 # run on CPU cores; the default with host), PINN_ACC_LAYOUT (pairs or sequential),
 # PINN_ACC_LIMIT (seconds a case may run before it is stopped and counted as not met; default
 # 210), BURGERS_LAYOUT (slabs: 4 time slabs trained at once, the default; causal: 4 causal time
-# slabs; space: 4 boxes in x).
+# slabs; space: 4 boxes in x), PINN_ACC_ADAM and PINN_ACC_LBFGS (iterations of every case
+# run, in place of its own), PINN_ACC_SET (more `--set key=value` options for every case run,
+# recorded as extra_keys: variants of one case).
 #
 # OUT gets one directory and log per case, pinn_accuracy.jsonl and pinn_accuracy.csv (one line
 # per case: case, decomposition, ranks, iterations, training seconds, relative L2 error, goal,
@@ -129,6 +131,9 @@ setup_case() {
 run_case() {
   local name=$1 gpu=${2:-} dir=$out/$1 t0 t1 rc
   setup_case "$name"
+  # variants of one case: iteration counts and keys of your own, recorded with the result
+  adam=${PINN_ACC_ADAM:-$adam} lbfgs=${PINN_ACC_LBFGS:-$lbfgs}
+  keys="$keys ${PINN_ACC_SET:-}"
   rm -rf "$dir"
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
@@ -148,9 +153,9 @@ run_case() {
           "$dir/report.json" 2>&1)
   fi
   "$py" - "$dir" "$name" "$decomp" "$ranks" "$adam" "$lbfgs" "$goal" "$err" "$src" "$rc" \
-    "$t0" "$t1" "$backend" "$gpu" "$limit" >"$dir.json.part" <<'PY'
+    "$t0" "$t1" "$backend" "$gpu" "$limit" "${PINN_ACC_SET:-}" >"$dir.json.part" <<'PY'
 import json, math, sys
-d, name, decomp, ranks, adam, lbfgs, goal, err, src, rc, t0, t1, backend, gpu, limit = sys.argv[1:]
+d, name, decomp, ranks, adam, lbfgs, goal, err, src, rc, t0, t1, backend, gpu, limit = sys.argv[1:16]
 try:
     e = float(err)
 except ValueError:
@@ -167,7 +172,7 @@ rec = {"case": name, "decomposition": decomp, "ranks": int(ranks), "backend": ba
        "error_against": src, "goal": float(goal),
        "met": bool(math.isfinite(e) and e <= float(goal)),
        "ranks_per_gpu": r.get("ranks_per_gpu"), "gpu_graphs": r.get("gpu_graphs"),
-       "gpus_visible": gpu or "all", "exit_code": int(rc),
+       "gpus_visible": gpu or "all", "exit_code": int(rc), "extra_keys": sys.argv[16],
        "timed_out": int(rc) in (124, 137) or (int(rc) == 4 and float(t1) - float(t0) >= float(limit))}
 print(json.dumps(rec))
 PY
