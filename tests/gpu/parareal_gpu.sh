@@ -15,6 +15,17 @@ ranks=${GPU_RANKS:-1}
 . "$TESSERA_SOURCE/tests/gpu/fields.bash"
 same() { same_fields "$1" "$2" >/dev/null; }
 snap() { printf '%s/snapshot_%08d.h5' "$1" "$2"; }
+# exact_ends SERIAL RUN K: what is wrong with RUN's 4 slice ends (every 100 steps) after K
+# iterations: ends 1..K must be SERIAL's bits, the others not yet (empty: nothing)
+exact_ends() {
+  local bad="" n
+  for n in 1 2 3 4; do
+    if [ $n -le $3 ]; then same "$(snap "$1" $((100 * n)))" "$(snap "$2" $((100 * n)))" || bad="$bad end$n-differs"
+    else same "$(snap "$1" $((100 * n)))" "$(snap "$2" $((100 * n)))" && bad="$bad end$n-already-equal"
+    fi
+  done
+  echo "$bad"
+}
 cat >"$work/heat.yaml" <<'YAML'
 model: heat
 grid: {cells: [64, 64], lo: [0, 0], hi: [1, 1]}
@@ -30,12 +41,7 @@ for k in 1 2 4; do
   run_ok "gpu k=$k" 1 "$work/heat.yaml" --out "$work/k$k" --backend cuda \
     --set decomposition.time_slices=4 --set parareal.slices_per_rank=4 \
     --set parareal.max_iterations=$k --set parareal.tol=1e-300 || continue
-  bad=""
-  for n in 1 2 3 4; do
-    if [ $n -le $k ]; then same "$(snap "$work/serial" $((100 * n)))" "$(snap "$work/k$k" $((100 * n)))" || bad="$bad end$n-differs"
-    else same "$(snap "$work/serial" $((100 * n)))" "$(snap "$work/k$k" $((100 * n)))" && bad="$bad end$n-already-equal"
-    fi
-  done
+  bad=$(exact_ends "$work/serial" "$work/k$k" "$k")
   if [ -z "$bad" ]; then pass "gpu exactness: after $k iteration(s) slice ends 1..$k are the serial run's bits"
   else failure "gpu exactness k=$k:$bad"; fi
 done
@@ -50,12 +56,7 @@ for k in 1 2 4; do
   run_ok "batched k=$k" 1 "$work/still.yaml" --out "$work/b$k" --backend cuda $B \
     --set parareal.max_iterations=$k || continue
   grep -q '"fine_batched": *true' "$work/b$k/report.json" || { failure "batched k=$k: report.json says the batches did not run"; continue; }
-  bad=""
-  for n in 1 2 3 4; do
-    if [ $n -le $k ]; then same "$(snap "$work/still_serial" $((100 * n)))" "$(snap "$work/b$k" $((100 * n)))" || bad="$bad end$n-differs"
-    else same "$(snap "$work/still_serial" $((100 * n)))" "$(snap "$work/b$k" $((100 * n)))" && bad="$bad end$n-already-equal"
-    fi
-  done
+  bad=$(exact_ends "$work/still_serial" "$work/b$k" "$k")
   if [ -z "$bad" ]; then pass "batched exactness: after $k iteration(s) slice ends 1..$k are the serial run's bits"
   else failure "batched exactness k=$k:$bad"; fi
 done
