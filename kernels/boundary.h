@@ -24,6 +24,17 @@ extern "C" {
 tsr_err tsr_bc_apply_cuda(int nface, const tsr_bc_face *const *faces, const double *const *vals,
                           tsr_field *f, int part, cudaStream_t stream);
 
+/* The most fields one tsr_bc_apply_cuda_batch launch takes (it launches once per this many). */
+#define TSR_BC_BATCH_MAX 32
+
+/* tsr_bc_apply_cuda on n fields of one geometry (box, allocation, strides, precision) with the
+ * same faces and values, in one launch per TSR_BC_BATCH_MAX fields (parareal's time slices
+ * sharing a GPU). f: a host array, read before the call returns. Errors: those of
+ * tsr_bc_apply_cuda, and TSR_ERR_STATE for fields of different shapes. */
+tsr_err tsr_bc_apply_cuda_batch(int nface, const tsr_bc_face *const *faces,
+                                const double *const *vals, int n, tsr_field *const *f, int part,
+                                cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

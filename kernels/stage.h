@@ -50,6 +50,22 @@ tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *region, const tsr
                        const tsr_field *base, tsr_field *acc, const tsr_field *src,
                        tsr_field *out, cudaStream_t stream);
 
+/* The fields one batched launch takes; tsr_stage_cuda_batch launches once per this many. */
+#define TSR_STAGE_BATCH_MAX 32
+
+/* tsr_stage_cuda on n sets of fields at once (parareal's time slices sharing a GPU): field f
+ * gets in[f], base[f], acc[f], src[f] -> out[f], as tsr_stage_cuda(s, region, ...) would give
+ * it, bit for bit (the same per-thread body; 3D always through the register kernel, which
+ * gives the tiles' bits), in one launch per TSR_STAGE_BATCH_MAX fields on stream
+ * (asynchronous). Every in[f] has the geometry (allocated box, strides) and precision of
+ * in[0]; base, acc and src may be NULL arrays (none), else src[f] is NULL for all f or for
+ * none. The arrays are host memory, read before the call returns (a CUDA graph may capture
+ * it). Errors: those of tsr_stage_cuda, and TSR_ERR_STATE for fields of different shapes. */
+tsr_err tsr_stage_cuda_batch(const tsr_stage_desc *s, const tsr_box *region, int n,
+                             const tsr_field *const *in, const tsr_field *const *base,
+                             tsr_field *const *acc, const tsr_field *const *src,
+                             tsr_field *const *out, cudaStream_t stream);
+
 /* Launch shape of tsr_stage_cuda, for benchmarks and tests that tune it: threads per block in
  * x and y (3D), in x (2D), and cells each thread marches along z (3D) or y (2D); whether 3D
  * regions go through shared-memory tiles (tile3: 0 where a tile is at least half full, 1 for

@@ -255,6 +255,48 @@ __global__ void __launch_bounds__(256) stage_kernel(const stage_args<T> a) {
   else stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)blockDim.x, j, 0, m0);
 }
 
+/* ---- batches: the same stage on several fields of one geometry in one launch -----------
+ * (tsr_stage_cuda_batch). The grid is one field's grid repeated along z, zblocks per field, so
+ * a block computes what the same block of a single launch on its field computes, with the
+ * same per-thread body: the bits are the single launches'. */
+constexpr int kBatch = TSR_STAGE_BATCH_MAX;
+
+template <typename T>
+struct batch_ptrs {
+  const T *in[kBatch];
+  const T *base[kBatch];
+  T *acc[kBatch];
+  const T *src[kBatch];
+  T *out[kBatch];
+  int zblocks; /* grid.z of one field's launch */
+};
+
+template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
+__host__ __device__ __forceinline__ void batch_thread(const stage_args<T> &a0,
+                                                      const batch_ptrs<T> &p, uint3 t, uint3 b,
+                                                      dim3 bdim) {
+  const int f = (int)b.z / p.zblocks;
+  b.z -= (unsigned)(f * p.zblocks);
+  stage_args<T> a = a0;
+  a.in = p.in[f];
+  a.base = p.base[f];
+  a.acc = p.acc[f];
+  a.src = p.src[f];
+  a.out = p.out[f];
+  int i, j, m0;
+  if (!thread_cells<DIM>(a, t, b, bdim, &i, &j, &m0)) return;
+  if (DIM == 3 && a.thin) stage_column<M, NC, KIND, DIM, SRC, T>(a, i, 0, j, (int)bdim.x, m0);
+  else stage_column<M, NC, KIND, DIM, SRC, T>(a, i, (int)bdim.x, j, 0, m0);
+}
+
+/* __grid_constant__: the pointer tables are read where the launch put them (the constant
+ * bank), indexed by the block's field, not copied into each thread's local memory. */
+template <int M, int NC, int KIND, int DIM, bool SRC, typename T>
+__global__ void __launch_bounds__(256)
+    batch_kernel(const stage_args<T> a, const __grid_constant__ batch_ptrs<T> p) {
+  batch_thread<M, NC, KIND, DIM, SRC, T>(a, p, threadIdx, blockIdx, blockDim);
+}
+
 /* 3D tiles through shared memory: tile_kernel and atile_kernel */
 #include "kernels/stage_tiles_cuda.cuh"
 
@@ -317,8 +359,8 @@ const march &device_march() {
  * lanes along x, one busy lane per warp, against 5.3 us for a z face; bench/README.md). */
 constexpr int kThinX = 8;
 
-/* esize: bytes per value (8 or 4). */
-shape pick_shape(int dim, int nx, int ny, int nz, ptrdiff_t sy, int esize) {
+/* esize: bytes per value (8 or 4); tiles false: the register kernel in 3D too (batches). */
+shape pick_shape(int dim, int nx, int ny, int nz, ptrdiff_t sy, int esize, bool tiles = true) {
   const tsr_stage_cuda_tuning &t = g_tuning;
   int bx, by, chunk;
   if (dim == 3 && nx <= kThinX && ny >= 2 * nx) {
@@ -337,7 +379,7 @@ shape pick_shape(int dim, int nx, int ny, int nz, ptrdiff_t sy, int esize) {
   }
   /* tiles where a tile is at least half full in x and y; tile3 < 0 turns them off, > 0 on
    * for every 3D region the thin path does not take */
-  if (dim == 3 && t.tile3 >= 0 && (t.tile3 > 0 || (2 * nx >= kTX && 2 * ny >= kTY))) {
+  if (dim == 3 && tiles && t.tile3 >= 0 && (t.tile3 > 0 || (2 * nx >= kTX && 2 * ny >= kTY))) {
     shape s;
     s.thin = 0;
     /* async tiles keep in-plane offsets in 32 bits */
@@ -416,13 +458,41 @@ void launch_model(int kind, int dim, bool src, const shape &sh, const stage_args
   }
 }
 
+template <int M, int NC, int KIND, typename T>
+void batch_kind(int dim, bool src, dim3 grid, const shape &sh, const stage_args<T> &a,
+                const batch_ptrs<T> &p, cudaStream_t st) {
+  if (dim == 3) {
+    if (src) batch_kernel<M, NC, KIND, 3, true, T><<<grid, sh.block, 0, st>>>(a, p);
+    else batch_kernel<M, NC, KIND, 3, false, T><<<grid, sh.block, 0, st>>>(a, p);
+  } else {
+    if (src) batch_kernel<M, NC, KIND, 2, true, T><<<grid, sh.block, 0, st>>>(a, p);
+    else batch_kernel<M, NC, KIND, 2, false, T><<<grid, sh.block, 0, st>>>(a, p);
+  }
+}
+
+template <int M, int NC, typename T>
+void batch_model(int kind, int dim, bool src, dim3 grid, const shape &sh, const stage_args<T> &a,
+                 const batch_ptrs<T> &p, cudaStream_t st) {
+  switch (kind) {
+  case TSR_STAGE_EULER: batch_kind<M, NC, TSR_STAGE_EULER, T>(dim, src, grid, sh, a, p, st); break;
+  case TSR_STAGE_SSP2_2: batch_kind<M, NC, TSR_STAGE_SSP2_2, T>(dim, src, grid, sh, a, p, st); break;
+  case TSR_STAGE_SSP3_2: batch_kind<M, NC, TSR_STAGE_SSP3_2, T>(dim, src, grid, sh, a, p, st); break;
+  case TSR_STAGE_SSP3_3: batch_kind<M, NC, TSR_STAGE_SSP3_3, T>(dim, src, grid, sh, a, p, st); break;
+  case TSR_STAGE_RK4_1: batch_kind<M, NC, TSR_STAGE_RK4_1, T>(dim, src, grid, sh, a, p, st); break;
+  case TSR_STAGE_RK4_2: batch_kind<M, NC, TSR_STAGE_RK4_2, T>(dim, src, grid, sh, a, p, st); break;
+  case TSR_STAGE_RK4_3: batch_kind<M, NC, TSR_STAGE_RK4_3, T>(dim, src, grid, sh, a, p, st); break;
+  case TSR_STAGE_RK4_4: batch_kind<M, NC, TSR_STAGE_RK4_4, T>(dim, src, grid, sh, a, p, st); break;
+  default: break;
+  }
+}
+
 bool on_device(const tsr_field *f) { return !f || f->mem == TSR_MEM_DEVICE; }
 
 /* Checks the call and fills the kernel arguments and launch shape. *empty: nothing to do. */
 template <typename T>
 tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
                 const tsr_field *base, tsr_field *acc, const tsr_field *src, tsr_field *out,
-                stage_args<T> *a, shape *sh, bool *empty) {
+                stage_args<T> *a, shape *sh, bool *empty, bool tiles = true) {
   TSR_CHECK(on_device(in) && on_device(base) && on_device(acc) && on_device(src) &&
                 on_device(out),
             TSR_ERR_STATE, "tsr_stage_cuda needs device fields (a host field was passed)");
@@ -463,7 +533,7 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
   a->nx = nx;
   a->ny = ny;
   a->nz = nz;
-  *sh = pick_shape(s->coef.dim, nx, ny, nz, in->sy, (int)sizeof(T));
+  *sh = pick_shape(s->coef.dim, nx, ny, nz, in->sy, (int)sizeof(T), tiles);
   a->chunk = sh->chunk;
   a->thin = sh->thin;
   return TSR_OK;
@@ -530,4 +600,87 @@ extern "C" tsr_err tsr_stage_cuda(const tsr_stage_desc *s, const tsr_box *rg, co
   if (in->prec == TSR_PREC_SINGLE)
     return stage_typed<float>(s, rg, in, base, acc, src, out, stream);
   return stage_typed<double>(s, rg, in, base, acc, src, out, stream);
+}
+
+namespace {
+
+bool same_geometry(const tsr_field *a, const tsr_field *b) {
+  return a && b && tsr_box_equal(&a->gbox, &b->gbox) && a->sy == b->sy && a->sz == b->sz &&
+         a->scomp == b->scomp && a->ncomp == b->ncomp && a->prec == b->prec;
+}
+
+template <typename T>
+tsr_err batch_typed(const tsr_stage_desc *s, const tsr_box *rg, int n, const tsr_field *const *in,
+                    const tsr_field *const *base, tsr_field *const *acc,
+                    const tsr_field *const *src, tsr_field *const *out, cudaStream_t stream) {
+  for (int f0 = 0; f0 < n; f0 += kBatch) {
+    const int nb = n - f0 < kBatch ? n - f0 : kBatch;
+    stage_args<T> a;
+    shape sh;
+    bool empty = false;
+    batch_ptrs<T> p;
+    memset(&p, 0, sizeof p);
+    for (int k = 0; k < nb; ++k) {
+      const int f = f0 + k;
+      const tsr_field *sf = src ? src[f] : nullptr;
+      TSR_CHECK(same_geometry(in[f], in[0]) && (!sf == !(src && src[0])), TSR_ERR_STATE,
+                "tsr_stage_cuda_batch: field %d differs from field 0 (box, ghosts, strides, "
+                "precision or whether it has a source)", f);
+      stage_args<T> af;
+      TSR_CALL(prepare<T>(s, rg, in[f], base ? base[f] : nullptr, acc ? acc[f] : nullptr, sf,
+                          out[f], &af, &sh, &empty, false));
+      if (empty) return TSR_OK;
+      if (k == 0) a = af;
+      p.in[k] = af.in;
+      p.base[k] = af.base;
+      p.acc[k] = af.acc;
+      p.src[k] = af.src;
+      p.out[k] = af.out;
+    }
+    p.zblocks = (int)sh.grid.z;
+    const unsigned long long gz = (unsigned long long)sh.grid.z * (unsigned long long)nb;
+    TSR_CHECK(gz <= 65535ull, TSR_ERR_STATE,
+              "tsr_stage_cuda_batch: %d fields of %u z blocks each are past the grid's 65535",
+              nb, sh.grid.z);
+    const dim3 grid(sh.grid.x, sh.grid.y, (unsigned)gz);
+    const int dim = s->coef.dim;
+    const bool has_src = p.src[0] != nullptr;
+    switch (s->model) {
+    case TSR_MODEL_HEAT:
+      batch_model<TSR_MODEL_HEAT, 1>(s->kind, dim, has_src, grid, sh, a, p, stream);
+      break;
+    case TSR_MODEL_ADVECTION_DIFFUSION:
+      batch_model<TSR_MODEL_ADVECTION_DIFFUSION, 1>(s->kind, dim, has_src, grid, sh, a, p, stream);
+      break;
+    case TSR_MODEL_WAVE:
+      batch_model<TSR_MODEL_WAVE, 2>(s->kind, dim, has_src, grid, sh, a, p, stream);
+      break;
+    case TSR_MODEL_GRAY_SCOTT:
+      batch_model<TSR_MODEL_GRAY_SCOTT, 2>(s->kind, dim, has_src, grid, sh, a, p, stream);
+      break;
+    case TSR_MODEL_ALLEN_CAHN:
+      batch_model<TSR_MODEL_ALLEN_CAHN, 1>(s->kind, dim, has_src, grid, sh, a, p, stream);
+      break;
+    case TSR_MODEL_IGNITION:
+      batch_model<TSR_MODEL_IGNITION, 1>(s->kind, dim, has_src, grid, sh, a, p, stream);
+      break;
+    default: break;
+    }
+    TSR_CUDA_LAUNCHED("batched stage kernel");
+  }
+  return TSR_OK;
+}
+
+} // namespace
+
+extern "C" tsr_err tsr_stage_cuda_batch(const tsr_stage_desc *s, const tsr_box *rg, int n,
+                                        const tsr_field *const *in, const tsr_field *const *base,
+                                        tsr_field *const *acc, const tsr_field *const *src,
+                                        tsr_field *const *out, cudaStream_t stream) {
+  TSR_CHECK(n >= 0 && in && out, TSR_ERR_STATE, "tsr_stage_cuda_batch: %d fields, no arrays", n);
+  if (n == 0) return TSR_OK;
+  TSR_CHECK(in[0], TSR_ERR_STATE, "tsr_stage_cuda_batch needs input fields");
+  if (in[0]->prec == TSR_PREC_SINGLE)
+    return batch_typed<float>(s, rg, n, in, base, acc, src, out, stream);
+  return batch_typed<double>(s, rg, n, in, base, acc, src, out, stream);
 }

@@ -109,12 +109,20 @@ typedef struct tsr_backend_ops {
 extern const tsr_backend_ops tsr_backend_host;
 #ifdef TSR_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "kernels/models/boundary_cell.h"
 extern const tsr_backend_ops tsr_backend_cuda;
 /* For CUDA graphs of whole steps (solver/graph_cuda.c): the compute stream, where a step's
  * work starts and ends; and forgetting which time the boundary values of time-dependent faces
  * were last evaluated at, so that the next boundary call evaluates them again. */
 cudaStream_t tsr_backend_cuda_stream(struct tsr_run_ctx *x);
 void tsr_backend_cuda_forget_timed(struct tsr_run_ctx *x);
+/* The device values of x's physical faces at time t, as the boundary call fills ghosts from
+ * them (evaluated on the compute stream first where they are not yet, or depend on t): *n
+ * faces into faces[] and vals[] (TSR_BC_MAX_FACES long; borrowed from x until its teardown).
+ * For parareal's batched steps (solver/parareal/batch.h). */
+tsr_err tsr_backend_cuda_faces(struct tsr_run_ctx *x, double t, const tsr_bc_face **faces,
+                               const double **vals, int *n);
 #endif
 
 #endif

@@ -140,10 +140,11 @@ static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double 
                                   s->compute);
 }
 
-static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t, int part) {
+/* The faces' device values at t for part, evaluated where they are not yet valid (or depend on
+ * t and were evaluated at another time). */
+static tsr_err faces_at(tsr_run_ctx *x, double t, int part, const tsr_bc_face **faces,
+                        const double **vals, int *n) {
   cuda_state *s = st(x);
-  const tsr_bc_face *faces[TSR_BC_MAX_FACES];
-  const double *vals[TSR_BC_MAX_FACES];
   const int nface = tsr_bc_nfaces(x->bc);
   TSR_CHECK(nface <= TSR_BC_MAX_FACES, TSR_ERR_INTERNAL, "%d boundary faces", nface);
   for (int i = 0; i < nface; ++i) {
@@ -170,9 +171,24 @@ static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t, int part) {
     faces[i] = fc;
     vals[i] = s->face[i];
   }
+  *n = nface;
+  return TSR_OK;
+}
+
+static tsr_err boundary(tsr_run_ctx *x, tsr_field *f, double t, int part) {
+  cuda_state *s = st(x);
+  const tsr_bc_face *faces[TSR_BC_MAX_FACES];
+  const double *vals[TSR_BC_MAX_FACES];
+  int nface;
+  TSR_CALL(faces_at(x, t, part, faces, vals, &nface));
   /* the far part follows the unpack on the communication stream, as the shell stages do */
   return tsr_bc_apply_cuda(nface, faces, vals, f, part,
                            part == TSR_BC_BEYOND ? s->comm : s->compute);
+}
+
+tsr_err tsr_backend_cuda_faces(tsr_run_ctx *x, double t, const tsr_bc_face **faces,
+                               const double **vals, int *n) {
+  return faces_at(x, t, TSR_BC_WHOLE, faces, vals, n);
 }
 
 cudaStream_t tsr_backend_cuda_stream(tsr_run_ctx *x) { return st(x)->compute; }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solver/parareal/batch.h"
 #include "solver/parareal/graphs.h"
 #include "solver/parareal/ops.h"
 #include "solver/parareal/parareal_impl.h"
@@ -163,6 +164,7 @@ static tsr_err setup(pr *p, const tsr_run_opts *opts) {
   for (int i = 0; i < p->nctx; ++i) TSR_CALL(tsr_pr_graph_create(&p->fx[i], GRAPH_CHUNK, &p->g[i]));
   /* the coarse steps replay graphs when every slice has the same steps: then coarse step k
    * of slice s is step s cn + k of one dt, as the graphs' time kernel computes it */
+  TSR_CALL(tsr_pr_batch_create(p->fx, p->nctx, &p->batch));
   if (p->fx[0].nsteps % p->P == 0) {
     p->coarse.dt = p->coarse.desc.dt = p->cdt[0];
     TSR_CALL(tsr_pr_graph_create(&p->coarse, GRAPH_CHUNK, &p->gc));
@@ -171,6 +173,7 @@ static tsr_err setup(pr *p, const tsr_run_opts *opts) {
 }
 
 static void teardown(pr *p) {
+  tsr_pr_batch_destroy(&p->batch);
   for (int i = 0; p->g && i < p->nctx; ++i) tsr_pr_graph_destroy(&p->g[i]);
   tsr_pr_graph_destroy(&p->gc);
   free(p->g);
@@ -190,13 +193,41 @@ static void teardown(pr *p) {
 
 /* ---- the propagators ------------------------------------------------------------------------- */
 
+/* fine_solves with the slices in batches (batch.h): every slice due at once. */
+static tsr_err fine_batched(pr *p) {
+  const int m = p->m;
+  int *act = malloc(sizeof *act * (size_t)m);
+  int64_t *steps = malloc(sizeof *steps * (size_t)m);
+  tsr_field **in = malloc(sizeof *in * (size_t)m), **out = malloc(sizeof *out * (size_t)m);
+  tsr_err err = act && steps && in && out ? TSR_OK
+                : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
+  int na = 0;
+  for (int j = 0; j < m && !err; ++j) {
+    if (p->fresh[j]) continue;
+    act[na] = j;
+    steps[na] = p->step_of[p->s0 + j + 1] - p->step_of[p->s0 + j];
+    in[na] = p->in[j];
+    out[na++] = p->fv[j];
+  }
+  if (!err) err = tsr_pr_batch_solve(p->batch, na, act, steps, in, out);
+  free(act), free(steps), free(in), free(out);
+  return err;
+}
+
 /* fv[j] = F(in[j]) for the slices whose inputs changed since their last fine solve: the
  * case's own steps of slice s0 + j at the serial run's times. With a context per slice the
  * slices' steps are issued in turn, a graph launch (or a step) of each at a time, so that the
- * GPU runs the slices together. */
+ * GPU runs the slices together; in batches where they apply (batch.h). */
 static tsr_err fine_solves(pr *p) {
   double t0 = MPI_Wtime();
   const int m = p->m;
+  if (p->batch) {
+    TSR_CALL(p->fx[0].be->sync(&p->fx[0]));
+    TSR_CALL(fine_batched(p));
+    for (int j = 0; j < m; ++j) p->fresh[j] = 1;
+    p->t_iter[T_FINE] += MPI_Wtime() - t0;
+    return TSR_OK;
+  }
   TSR_CALL(p->fx[0].be->sync(&p->fx[0])); /* the inputs were written on its stream */
   int64_t *done = calloc((size_t)m, sizeof *done);
   TSR_CHECK(done, TSR_ERR_MEMORY, "out of memory");
@@ -484,6 +515,7 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_int(j, "rank_groups", p->ngroup);
   tsr_json_int(j, "space_ranks", p->nspace);
   tsr_json_int(j, "coarsen", p->r);
+  tsr_json_bool(j, "fine_batched", p->batch != NULL);
   tsr_json_string(j, "coarse_scheme", names[c->parareal.coarse_scheme]);
   tsr_json_number(j, "coarse_dt_max", p->dtc_max);
   tsr_json_number(j, "coarse_dt_limit", p->limit);
@@ -552,10 +584,11 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
     TSR_CALL(tsr_run_prepare_outdir(p->world, p->fx[0].out_dir, &p->fx[0].created_dir));
   if (p->rank == 0 && !p->fx[0].opts.quiet) {
     printf("parareal: %d time slices on %d rank group%s of %d rank%s (%d slice%s each), %" PRId64
-           " fine steps of dt %.6g in all; coarse grid /%d, %s, %" PRId64 " steps of dt %.6g "
+           " fine steps of dt %.6g in all%s; coarse grid /%d, %s, %" PRId64 " steps of dt %.6g "
            "per slice (stable limit %.6g); tol %g, at most %d iterations\n",
            p->P, p->ngroup, p->ngroup == 1 ? "" : "s", p->nspace, p->nspace == 1 ? "" : "s",
-           p->m, p->m == 1 ? "" : "s", p->fx[0].nsteps, p->fx[0].dt, p->r,
+           p->m, p->m == 1 ? "" : "s", p->fx[0].nsteps, p->fx[0].dt,
+           p->batch ? ", the slices of a GPU in batched launches" : "", p->r,
            tsr_integrate_plan(p->c->parareal.coarse_scheme).name, p->cn[0], p->cdt[0], p->limit,
            p->c->parareal.tol, p->c->parareal.max_iterations);
     fflush(stdout);

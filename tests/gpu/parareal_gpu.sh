@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU end-to-end (label gpu): parareal on the CUDA backend. Slices of one rank run together,
-# each with its own context, streams and CUDA graphs (the coarse grid's steps replayed too):
+# each with its own context, streams and CUDA graphs, or in batched launches where nothing
+# depends on t (the coarse grid's steps replayed as graphs too):
 # - exactness: after k iterations the first k slice ends equal the serial GPU run's bits;
 # - backends: the same parareal run on the GPU and on a CPU rank gives the same bits, in
 #   double and single precision, on a case of polynomial expressions (the per-cell
@@ -14,6 +15,17 @@ ranks=${GPU_RANKS:-1}
 . "$TESSERA_SOURCE/tests/gpu/fields.bash"
 same() { same_fields "$1" "$2" >/dev/null; }
 snap() { printf '%s/snapshot_%08d.h5' "$1" "$2"; }
+# exact_ends SERIAL RUN K: what is wrong with RUN's 4 slice ends (every 100 steps) after K
+# iterations: ends 1..K must be SERIAL's bits, the others not yet (empty: nothing)
+exact_ends() {
+  local bad="" n
+  for n in 1 2 3 4; do
+    if [ $n -le $3 ]; then same "$(snap "$1" $((100 * n)))" "$(snap "$2" $((100 * n)))" || bad="$bad end$n-differs"
+    else same "$(snap "$1" $((100 * n)))" "$(snap "$2" $((100 * n)))" && bad="$bad end$n-already-equal"
+    fi
+  done
+  echo "$bad"
+}
 cat >"$work/heat.yaml" <<'YAML'
 model: heat
 grid: {cells: [64, 64], lo: [0, 0], hi: [1, 1]}
@@ -29,14 +41,35 @@ for k in 1 2 4; do
   run_ok "gpu k=$k" 1 "$work/heat.yaml" --out "$work/k$k" --backend cuda \
     --set decomposition.time_slices=4 --set parareal.slices_per_rank=4 \
     --set parareal.max_iterations=$k --set parareal.tol=1e-300 || continue
-  bad=""
-  for n in 1 2 3 4; do
-    if [ $n -le $k ]; then same "$(snap "$work/serial" $((100 * n)))" "$(snap "$work/k$k" $((100 * n)))" || bad="$bad end$n-differs"
-    else same "$(snap "$work/serial" $((100 * n)))" "$(snap "$work/k$k" $((100 * n)))" && bad="$bad end$n-already-equal"
-    fi
-  done
+  bad=$(exact_ends "$work/serial" "$work/k$k" "$k")
   if [ -z "$bad" ]; then pass "gpu exactness: after $k iteration(s) slice ends 1..$k are the serial run's bits"
   else failure "gpu exactness k=$k:$bad"; fi
+done
+# batched fine solves (solver/parareal/batch.h): nothing depends on t, so the slices of the
+# rank step in batched launches and CUDA graphs of 32 steps; the same exactness, report.json
+# says they ran, and equal and unequal slices give the bits of the unbatched path
+sed -e 's/source: {u: "sin(2\*pi\*t)\*x\*y"}/source: {u: "x*y"}/' "$work/heat.yaml" >"$work/still.yaml"
+grep -q 'u: "x\*y"' "$work/still.yaml" || failure "still.yaml: the source was not replaced"
+run_ok "still serial" 1 "$work/still.yaml" --out "$work/still_serial" --backend cuda || exit 1
+B="--set decomposition.time_slices=4 --set parareal.slices_per_rank=4 --set parareal.tol=1e-300"
+for k in 1 2 4; do
+  run_ok "batched k=$k" 1 "$work/still.yaml" --out "$work/b$k" --backend cuda $B \
+    --set parareal.max_iterations=$k || continue
+  grep -q '"fine_batched": *true' "$work/b$k/report.json" || { failure "batched k=$k: report.json says the batches did not run"; continue; }
+  bad=$(exact_ends "$work/still_serial" "$work/b$k" "$k")
+  if [ -z "$bad" ]; then pass "batched exactness: after $k iteration(s) slice ends 1..$k are the serial run's bits"
+  else failure "batched exactness k=$k:$bad"; fi
+done
+for steps in 400 402; do
+  run_ok "batched $steps" 1 "$work/still.yaml" --out "$work/bs$steps" --backend cuda $B \
+    --set parareal.max_iterations=2 --set time.steps=$steps --set output.snapshot_every=none || continue
+  TESSERA_PARAREAL_BATCH=off run_ok "unbatched $steps" 1 "$work/still.yaml" --out "$work/us$steps" \
+    --backend cuda $B --set parareal.max_iterations=2 --set time.steps=$steps \
+    --set output.snapshot_every=none || continue
+  if grep -q '"fine_batched": *false' "$work/us$steps/report.json" &&
+     same "$work/bs$steps/final.h5" "$work/us$steps/final.h5"; then
+    pass "batched and unbatched fine solves give the same bits ($steps steps in 4 slices)"
+  else failure "batched and unbatched fine solves differ ($steps steps)"; fi
 done
 # the backends' comparison on a case of polynomials: the device's sin and the host's libm may
 # differ in the last bit of a double (the explicit method's backends agree under the same rule)

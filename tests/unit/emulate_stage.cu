@@ -135,6 +135,84 @@ static void fill(tsr_field *f, size_t n) {
   for (size_t q = 0; q < n; ++q) tsr_field_set(f, (ptrdiff_t)q, 0.5 + uniform());
 }
 
+/* Batches (tsr_stage_cuda_batch): the batched grid's blocks through batch_thread, three fields
+ * of their own values, each against the host stage of its field; heat and wave (one and two
+ * components), SSP3 and RK4 stages, with a source, whole box and an off-centre region. */
+template <int M, int NC, int KIND, int DIM>
+static int emu_batch(const tsr_stage_desc *s, const tsr_box *rg, tsr_field **in, tsr_field **base,
+                     tsr_field **acc, tsr_field **src, tsr_field **out) {
+  const int nb = 3;
+  batch_ptrs<double> p;
+  memset(&p, 0, sizeof p);
+  stage_args<double> a;
+  shape sh;
+  bool empty;
+  for (int k = 0; k < nb; ++k) {
+    tsr_field *all[] = {in[k], base[k], acc[k], src[k], out[k]};
+    for (auto f : all) f->mem = TSR_MEM_DEVICE;
+    stage_args<double> af;
+    tsr_err e = prepare<double>(s, rg, in[k], base[k], acc[k], src[k], out[k], &af, &sh, &empty, false);
+    for (auto f : all) f->mem = TSR_MEM_HOST;
+    if (e || empty || sh.tile) return 1;
+    if (k == 0) a = af;
+    p.in[k] = af.in, p.base[k] = af.base, p.acc[k] = af.acc, p.src[k] = af.src, p.out[k] = af.out;
+  }
+  p.zblocks = (int)sh.grid.z;
+  for (unsigned bz = 0; bz < sh.grid.z * nb; ++bz)
+    for (unsigned by = 0; by < sh.grid.y; ++by)
+      for (unsigned bx = 0; bx < sh.grid.x; ++bx)
+        for (unsigned l = 0; l < sh.block.x * sh.block.y; ++l)
+          batch_thread<M, NC, KIND, DIM, true, double>(a, p, thread_of(sh, l), uint3{bx, by, bz}, sh.block);
+  return 0;
+}
+
+static void fill(tsr_field *f, size_t n);
+
+static long batch_cases(int *fails) {
+  long cases = 0;
+  tsr_stage_cuda_set_tuning(NULL);
+  for (int model = 0; model <= 2; model += 2)
+  for (int dim = 2; dim <= 3; ++dim)
+  for (int kind = TSR_STAGE_SSP3_3; kind <= TSR_STAGE_RK4_2; kind += TSR_STAGE_RK4_2 - TSR_STAGE_SSP3_3)
+  for (int r = 0; r < 2; ++r) {
+    const int nc = tsr_models[model].ncomp;
+    tsr_box box = dim == 2 ? tsr_box{{4, -3, 0}, {4 + 37, -3 + 23, 1}} : tsr_box{{4, -3, 7}, {4 + 19, -3 + 13, 7 + 11}};
+    tsr_box rg = box;
+    if (r) { rg.lo[0] += 2; rg.hi[1] -= 3; if (dim == 3) rg.lo[2] += 1; }
+    tsr_field *in[3], *base[3], *acc[3], *src[3], *out[3], *acch[3], *outh[3];
+    tsr_field **sets[] = {in, base, acc, src, out, acch, outh};
+    for (auto set : sets) for (int k = 0; k < 3; ++k) tsr_field_create_as(dim, &box, 1, nc, TSR_MEM_HOST, TSR_PREC_DOUBLE, &set[k]);
+    const size_t n = (size_t)nc * in[0]->scomp, bytes = n * sizeof(double);
+    double p[8]; for (int q = 0; q < tsr_models[model].nparam; ++q) p[q] = 0.3 + 0.17 * q;
+    double hx[3] = {0.11, 0.13, 0.17};
+    tsr_stage_desc d = {model, nc, (tsr_stage_kind)kind, 0.0123, {}};
+    tsr_stage_coef_init(&d.coef, model, p, hx, in[0]);
+    for (int k = 0; k < 3; ++k) {
+      fill(in[k], n); fill(base[k], n); fill(acc[k], n); fill(src[k], n);
+      memset(out[k]->data, 0xff, bytes); memset(outh[k]->data, 0xff, bytes);
+      memcpy(acch[k]->data, acc[k]->data, bytes);
+      tsr_stage_host(&d, &rg, in[k], base[k], kind >= TSR_STAGE_RK4_1 ? acch[k] : NULL, src[k], outh[k]);
+    }
+    int e;
+    if (model == 0 && dim == 2) e = kind == TSR_STAGE_SSP3_3 ? emu_batch<0, 1, TSR_STAGE_SSP3_3, 2>(&d, &rg, in, base, acc, src, out)
+                                                             : emu_batch<0, 1, TSR_STAGE_RK4_2, 2>(&d, &rg, in, base, acc, src, out);
+    else if (model == 0) e = kind == TSR_STAGE_SSP3_3 ? emu_batch<0, 1, TSR_STAGE_SSP3_3, 3>(&d, &rg, in, base, acc, src, out)
+                                                      : emu_batch<0, 1, TSR_STAGE_RK4_2, 3>(&d, &rg, in, base, acc, src, out);
+    else if (dim == 2) e = kind == TSR_STAGE_SSP3_3 ? emu_batch<2, 2, TSR_STAGE_SSP3_3, 2>(&d, &rg, in, base, acc, src, out)
+                                                    : emu_batch<2, 2, TSR_STAGE_RK4_2, 2>(&d, &rg, in, base, acc, src, out);
+    else e = kind == TSR_STAGE_SSP3_3 ? emu_batch<2, 2, TSR_STAGE_SSP3_3, 3>(&d, &rg, in, base, acc, src, out)
+                                      : emu_batch<2, 2, TSR_STAGE_RK4_2, 3>(&d, &rg, in, base, acc, src, out);
+    for (int k = 0; k < 3; ++k)
+      if (e || memcmp(out[k]->data, outh[k]->data, bytes) ||
+          (kind >= TSR_STAGE_RK4_1 && memcmp(acc[k]->data, acch[k]->data, bytes))) {
+        if ((*fails)++ < 10) printf("FAIL batch model %d dim %d kind %d region %d field %d\n", model, dim, kind, r, k);
+      }
+    ++cases;
+    for (auto set : sets) for (int k = 0; k < 3; ++k) tsr_field_destroy(&set[k]);
+  }
+  return cases;
+}
+
 int main() {
   const int lo[3] = {4, -3, 7};
   /* the defaults (no tiles at these sizes but for 3D with tiles: register-ring tiles), register
@@ -204,8 +282,9 @@ int main() {
     free(poison);
     for (int q = 0; q < 10; ++q) tsr_field_destroy(&f[q]);
   }
-  printf("cases %ld (thin-x launches %ld, tile launches %ld, %ld of them async) fails %d\n",
-         cases, thin_launches, tile_launches, atile_launches, fails);
-  return fails != 0 || cases == 0 || thin_launches == 0 || tile_launches == 0 ||
+  const long bcases = batch_cases(&fails);
+  printf("cases %ld (thin-x launches %ld, tile launches %ld, %ld of them async), batch cases %ld, "
+         "fails %d\n", cases, thin_launches, tile_launches, atile_launches, bcases, fails);
+  return fails != 0 || cases == 0 || bcases != 16 || thin_launches == 0 || tile_launches == 0 ||
          atile_launches == 0;
 }
