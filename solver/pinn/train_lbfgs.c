@@ -12,6 +12,45 @@
 #include "solver/watchdog.h"
 #include "solver/pinn/train_impl.h"
 
+/* FNV-1a over the bytes of n doubles. */
+static uint64_t digest(const double *v, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  const unsigned char *b = (const unsigned char *)v;
+  for (size_t i = 0; i < n * sizeof *v; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+/* TSR_PINN_TRACE=1: one line on stderr per rank and L-BFGS iteration (and one where a restart's
+ * state is put back, "begin"): the loss terms and the step in full, and digests of L-BFGS's
+ * parameters, of its pairs, and of the interface values last sent and received, so two runs
+ * that should agree (a restart against the straight run) show where they part first: a
+ * different received value with the same parameters is the exchange, different terms with the
+ * same inputs the engine (tests/gpu/pinn_lbfgs_gpu.sh prints the first such line). buf: room for
+ * L-BFGS's state. */
+static void trace(tsr_pinn_ctx *x, tsr_pinn_lbfgs *l, int64_t it, const char *what,
+                  const double *terms, double step, int done, double *buf) {
+  if (!l || !buf) return;
+  size_t np = x->nparam, hm = (size_t)x->c->pinn.lbfgs_history, nx = 0;
+  int cnt = 0;
+  tsr_pinn_lbfgs_get(l, buf, buf + np, buf + np + hm * np, buf + np + 2 * hm * np, &cnt);
+  const double *S = NULL, *N = NULL;
+  if (tsr_pinn_engine_iface_host(x->eng, &S, &N, &nx)) S = N = NULL;
+  char line[1024];
+  int n = snprintf(line, sizeof line, "pinn-trace lbfgs %s it=%lld rank=%d terms=", what,
+                   (long long)it, x->rank);
+  for (int k = 0; k < x->batch.nterm && n < (int)sizeof line; ++k)
+    n += snprintf(line + n, sizeof line - n, "%s%.17g", k ? "," : "", terms ? terms[k] : NAN);
+  if (n < (int)sizeof line)
+    snprintf(line + n, sizeof line - n, " step=%.17g done=%d pairs=%d theta=%016llx "
+             "state=%016llx sent=%016llx recv=%016llx\n", step, done, cnt,
+             (unsigned long long)digest(buf, np),
+             (unsigned long long)digest(buf + np, 2 * hm * np + hm),
+             (unsigned long long)(S ? digest(S, nx) : 0),
+             (unsigned long long)(N ? digest(N, nx) : 0));
+  fputs(line, stderr);
+  fflush(stderr);
+}
+
 /* A new L-BFGS for this rank's network (NULL where it does not train at it), with a restart's
  * state put back where it belongs to this phase (start). The restart's state is used once.
  * Collective (the error agreed). */
@@ -56,6 +95,12 @@ tsr_err tsr_pinn_lbfgs_phase(tsr_pinn_ctx *x, int64_t *pit, int64_t start, int64
   x->lb_phase = start;
   double terms[TSR_PINN_MAX_TERMS], row[H_NCOL], step = 0.0;
   memcpy(terms, x->last_terms, sizeof terms);
+  const char *tr = getenv("TSR_PINN_TRACE");
+  double *tbuf = tr && tr[0] == '1' && l
+                     ? malloc((x->nparam * (1 + 2 * (size_t)c->pinn.lbfgs_history) +
+                               (size_t)c->pinn.lbfgs_history) * sizeof *tbuf)
+                     : NULL;
+  if (it > start) trace(x, l, it, "begin", NULL, NAN, 0, tbuf);
   tsr_err err = TSR_OK;
   int64_t ce = c->output.checkpoint_every.steps;
   while (it < end && !err) {
@@ -66,6 +111,7 @@ tsr_err tsr_pinn_lbfgs_phase(tsr_pinn_ctx *x, int64_t *pit, int64_t start, int64
     if (!local && l) local = tsr_pinn_check_finite(x, terms, 1, it);
     x->lb_done = done;
     x->lb_step = l ? step : NAN;
+    if (!local) trace(x, l, it + 1, "step", terms, step, done, tbuf);
     /* every rank, also after a failure here: the error and the end are agreed */
     err = tsr_pinn_gather_row(x, terms, it + 1,
                               tsr_pinn_is_log(x, it + 1, x->total, it + 1 == end), local, row);
@@ -99,6 +145,7 @@ tsr_err tsr_pinn_lbfgs_phase(tsr_pinn_ctx *x, int64_t *pit, int64_t start, int64
     }
     if (!err && ce && x->opts.write_output) err = tsr_pinn_checkpoint(x, it);
   }
+  free(tbuf);
   x->lb = NULL;
   x->lb_phase = -1;
   x->lb_done = 0;
