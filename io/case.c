@@ -687,12 +687,13 @@ tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, t
 /* Prefixes of --set keys that change how a run is laid out or where it writes, never its
  * numbers (bitwise invariance across decompositions and backends, DESIGN.md). */
 static int layout_override(const char *o) {
-  /* pinn.adam.iterations says where training stops, not where it goes (the learning rate's
-   * schedule does not depend on it): a run continues to more iterations, as to a later
-   * time.end */
+  /* pinn.adam.iterations and pinn.lbfgs.iterations say where training stops, not where it goes
+   * (the learning rate's schedule depends on neither): a run continues to more iterations, as
+   * to a later time.end. Where they also say where a phase or a causal slab begins, the trainer
+   * compares them with the checkpoint's (solver/pinn/train_ckpt.c, io/pinn_state.c) */
   static const char *const pre[] = {"decomposition.", "output.", "backend=", "comm.",
-                                    "gpu.", "rebalance.", "debug.", "pinn.adam.iterations=", "time.fuse=",
-                                    "pinn.log_every="};
+                                    "gpu.", "rebalance.", "debug.", "pinn.adam.iterations=",
+                                    "pinn.lbfgs.iterations=", "time.fuse=", "pinn.log_every="};
   for (size_t i = 0; i < sizeof pre / sizeof pre[0]; ++i)
     if (strncmp(o, pre[i], strlen(pre[i])) == 0) return 1;
   return 0;

@@ -219,8 +219,10 @@ static tsr_err check_decomposition(hid_t f, const char *path, const tsr_pinn_sta
     return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (its "
                        "attribute slab_lbfgs does not read)", path);
   TSR_CHECK(sll == st->slab_lbfgs, TSR_ERR_INPUT, "'%s' was written with %lld L-BFGS iterations "
-            "a causal slab and this run has %lld: they say where each slab begins; restart with "
-            "the pinn.lbfgs.iterations it was written with", path, (long long)sll,
+            "a causal slab and this run has %lld: with pinn.slabs: causal they say where each slab "
+            "begins, so they cannot change on a restart (without causal slabs a restart may "
+            "raise pinn.lbfgs.iterations); restart with the pinn.lbfgs.iterations it was "
+            "written with", path, (long long)sll,
             (long long)st->slab_lbfgs);
   if (want == 1) return TSR_OK;
   int64_t *boxes = malloc((size_t)want * 6 * sizeof *boxes);

@@ -282,6 +282,17 @@ tsr_err tsr_pinn_engine_mismatch(tsr_pinn_engine *e, double *mismatch) {
   return TSR_OK;
 }
 
+tsr_err tsr_pinn_engine_iface_host(tsr_pinn_engine *e, const double **send,
+                                   const double **recv, size_t *n) {
+#ifdef TSR_HAVE_CUDA
+  if (e->o.device) TSR_CALL(tsr_pinn_engine_cuda_get_iface(e));
+#endif
+  *send = e->Sh;
+  *recv = e->Nh;
+  *n = (size_t)e->nif * (size_t)e->nv;
+  return TSR_OK;
+}
+
 tsr_err tsr_pinn_engine_run(tsr_pinn_engine *e, int n, double *hist) {
   TSR_CHECK(n >= 0 && n <= e->o.hist_cap, TSR_ERR_INTERNAL,
             "tsr_pinn_engine_run: %d iterations, at most %d", n, e->o.hist_cap);

@@ -78,6 +78,12 @@ tsr_err tsr_pinn_engine_exchange(tsr_pinn_engine *e, double *send, double *recv)
  * interface points. */
 tsr_err tsr_pinn_engine_mismatch(tsr_pinn_engine *e, double *mismatch);
 
+/* The last values sent and received at the interface points (device: read back first), host
+ * doubles as above, borrowed until the engine's next call: *n of each (if_count x nv).
+ * Diagnostics (TSR_PINN_TRACE). Errors: TSR_ERR_CUDA. */
+tsr_err tsr_pinn_engine_iface_host(tsr_pinn_engine *e, const double **send, const double **recv,
+                                   size_t *n);
+
 /* Parameters and Adam's moments (nparam host doubles each; m, v NULL: zeros) and the
  * iterations done so far. */
 tsr_err tsr_pinn_engine_set_state(tsr_pinn_engine *e, const double *theta, const double *m,

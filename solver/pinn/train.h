@@ -1,4 +1,5 @@
-/* The PINN trainer's state, shared by solver/pinn/train.c (the loop) and solver/pinn/report.c
+/* The PINN trainer's state, shared by solver/pinn/train*.c (the trainer,
+ * solver/pinn/train_impl.h lists its pieces) and solver/pinn/report.c
  * (what it writes). Private to solver/pinn/. */
 #ifndef TSR_PINN_TRAIN_H
 #define TSR_PINN_TRAIN_H
@@ -91,7 +92,8 @@ typedef struct {
   struct tsr_pinn_lbfgs *lb;/* L-BFGS of this rank while it runs (checkpoints read its state) */
   int lb_done;              /* this rank's last L-BFGS step found no lower loss (or it does not
                                train in this phase) */
-  int all_done;             /* gather_row: every rank's lb_done (an L-BFGS phase ends early) */
+  int all_done;             /* every rank's lb_done (tsr_pinn_gather_row): an L-BFGS
+                               phase ends early */
   double lb_step;           /* this rank's last line search step */
   int64_t lb_phase;         /* the first iteration of the L-BFGS phase running (-1: none) */
   int64_t lb_start;         /* the L-BFGS phase a restart's state belongs to (-1: none) */

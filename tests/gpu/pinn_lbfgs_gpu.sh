@@ -6,7 +6,7 @@
 # graph, and every history row's loss is the CPU ranks' within 1e-6 (relative); on 2 GPUs (one
 # rank each, NCCL) the same; 4 causal time slabs of heat on one GPU with L-BFGS per slab finish
 # with the CPU ranks' error within 1e-5. A restart inside the GPU run's L-BFGS ends as the
-# straight GPU run, bit for bit.
+# straight GPU run, bit for bit; where it does not, restart_diagnosis prints where they part.
 set -u
 . "$TESSERA_SOURCE/tests/scripts/lib.bash"
 work=$(mktemp -d)
@@ -33,6 +33,59 @@ print("largest relative difference of the loss: %.2e" % worst)
 sys.exit(0 if worst <= tol else 1)
 PY
 }
+# Where a restart parts from the straight run (printed, no verdict): a second straight run
+# against the first (do two straight runs on a shared GPU agree?), and both traced
+# (TSR_PINN_TRACE=1: per rank and L-BFGS iteration the loss terms, the step and digests of the
+# parameters, the pairs and the interface values sent and received): the first line after the
+# checkpoint that differs names what parted first.
+restart_diagnosis() {
+  local t=$work/trace
+  mkdir -p "$t/r"
+  CUDA_VISIBLE_DEVICES=0 run_ok shared_again 2 "$cases/pinn_poisson2d.yaml" --out "$t/again" \
+    --backend cuda $p &&
+    { h5diff "$work/shared/final.h5" "$t/again/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
+        echo "diagnosis: two straight runs on the shared GPU agree bit for bit" ||
+        echo "diagnosis: two straight runs on the shared GPU differ: not the restart, the runs"; }
+  CUDA_VISIBLE_DEVICES=0 TSR_PINN_TRACE=1 "$MPIEXEC" -n 2 "$TESSERA_BIN" run \
+    "$cases/pinn_poisson2d.yaml" --out "$t/s" --backend cuda $p >/dev/null 2>"$t/s.err" &&
+    cp "$t/s/checkpoint_00000050.h5" "$t/r/" &&
+    CUDA_VISIBLE_DEVICES=0 TSR_PINN_TRACE=1 "$MPIEXEC" -n 2 "$TESSERA_BIN" run \
+      "$cases/pinn_poisson2d.yaml" --out "$t/r" --backend cuda $p \
+      --restart "$t/r/checkpoint_00000050.h5" >/dev/null 2>"$t/r.err" ||
+    { echo "diagnosis: the traced runs failed"; tail -5 "$t/s.err" "$t/r.err"; return; }
+  "$py" - "$t/s.err" "$t/r.err" <<'PY'
+import re, sys
+def lines(path):
+    out = {}
+    for l in open(path):
+        m = re.match(r"pinn-trace lbfgs (\w+) it=(\d+) rank=(\d+) (.*)", l.strip())
+        if m: out[(m.group(1), int(m.group(2)), int(m.group(3)))] = m.group(4)
+    return out
+s, r = lines(sys.argv[1]), lines(sys.argv[2])
+def field(v, k): return dict(x.split("=", 1) for x in v.split())[k]
+for (kind, it, rank), v in sorted(r.items()):
+    if kind == "begin":
+        w = s.get(("step", it, rank), "")
+        same = w and all(field(v, k) == field(w, k) for k in ("theta", "state", "pairs"))
+        print("diagnosis: rank %d at %d: the restored L-BFGS state %s the straight run's" %
+              (rank, it, "is" if same else "is NOT"))
+for rank in sorted({k[2] for k in r}):
+    steps = sorted(it for kind, it, rk in r if kind == "step" and rk == rank)
+    for it in steps:
+        a, b = s.get(("step", it, rank)), r[("step", it, rank)]
+        if a != b:
+            print("diagnosis: rank %d parts first at L-BFGS iteration %d" % (rank, it))
+            print("  straight:", a)
+            print("  restart: ", b)
+            diff = [k for k in ("terms", "step", "theta", "state", "sent", "recv")
+                    if not a or field(a, k) != field(b, k)]
+            print("  differing:", ", ".join(diff))
+            break
+    else:
+        print("diagnosis: rank %d: every traced L-BFGS iteration after the restart agrees" % rank)
+PY
+}
+
 run_ok cpu 2 "$cases/pinn_poisson2d.yaml" --out "$work/cpu" --backend host $p
 if CUDA_VISIBLE_DEVICES=0 run_ok shared 2 "$cases/pinn_poisson2d.yaml" --out "$work/shared" \
      --backend cuda $p; then
@@ -48,7 +101,7 @@ sys.exit(0 if r['ranks_per_gpu'] == 2 and r['gpu_graphs'] == 'off' else 1)" "$wo
     --backend cuda $p --restart "$work/sr/checkpoint_00000050.h5" &&
     { h5diff "$work/shared/final.h5" "$work/sr/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
       pass "shared GPU: a restart inside L-BFGS ends bit for bit as the straight run" ||
-      failure "shared GPU: the restart inside L-BFGS differs"; }
+      { failure "shared GPU: the restart inside L-BFGS differs"; restart_diagnosis; }; }
 fi
 if [ "$ngpu" -ge 2 ]; then
   run_ok nccl 2 "$cases/pinn_poisson2d.yaml" --out "$work/nccl" --backend cuda $p &&

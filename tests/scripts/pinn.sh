@@ -111,6 +111,29 @@ if [ $ok = 1 ] && h5dump -a lbfgs "$work/lb/checkpoint_00000075.h5" 2>/dev/null 
 else
   failure "lbfgs: a restart at Adam's end or inside L-BFGS differs from the straight run"
 fi
+# --set pinn.lbfgs.iterations on a restart: 75 of 60 + 40 continued as 60 + 20 (its end, 80, a
+# checkpoint with L-BFGS's state), that continued as 60 + 40: bit for bit the straight 60 + 40;
+# fewer than the checkpoint's iteration needs are refused, naming the keys
+lbx="$rs --set pinn.adam.iterations=60 --set output.checkpoint_every=25"
+mkdir -p "$work/lbx"
+if run_ok lbfgs_fewer 1 "$cases/pinn_heat2d.yaml" --out "$work/lbx" $lbx      --set pinn.lbfgs.iterations=20 --restart "$work/lb/checkpoint_00000075.h5" &&
+   run_ok lbfgs_more 1 "$cases/pinn_heat2d.yaml" --out "$work/lbx" $lbx      --set pinn.lbfgs.iterations=40 --restart latest &&
+   h5dump -a lbfgs "$work/lbx/checkpoint_00000080.h5" 2>/dev/null | grep -q "60, 20" &&
+   h5diff "$work/lb/final.h5" "$work/lbx/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
+   h5diff "$work/lb/checkpoint_00000100.h5" "$work/lbx/checkpoint_00000100.h5" /pinn/theta \
+     /pinn/theta >/dev/null 2>&1; then
+  pass "lbfgs: a restart takes --set pinn.lbfgs.iterations (75 -> 80 as 60 + 20, then -> 100 as 60 + 40: bit for bit the straight 60 + 40)"
+else
+  failure "lbfgs: restarts with other pinn.lbfgs.iterations differ from the straight run"
+fi
+if log=$("$TESSERA_BIN" run "$cases/pinn_heat2d.yaml" --out "$work/lbx" $lbx \
+           --set pinn.lbfgs.iterations=10 --restart latest 2>&1); then
+  failure "lbfgs: a restart past its iterations was accepted"
+elif echo "$log" | grep -q "past this run's 70 iterations (pinn.adam.iterations + pinn.lbfgs.iterations)"; then
+  pass "lbfgs: a restart past pinn.adam.iterations + pinn.lbfgs.iterations is refused naming them"
+else
+  echo "$log" | tail -3; failure "lbfgs: the refusal of a restart past its iterations lacks why"
+fi
 
 # --- SIGTERM: a checkpoint, exit 4, and the continuation ends as the run that was not stopped --
 # (the stopped run asks for far more iterations than it gets; its continuation and the straight

@@ -388,6 +388,9 @@ assert all(rows[i] == 1.0 or 0 < rows[i] < 1 for i in (120, 140, 260, 280)), row
 PY
 then pass "slabs: causal with L-BFGS per slab (100 + 40 a slab): restarts inside slab 0's and slab 1's L-BFGS end bit for bit as the straight run"
 else failure "slabs: causal with L-BFGS per slab"; fi
+refused_run "causal: a restart with other pinn.lbfgs.iterations (they say where slabs begin)" \
+  "with pinn.slabs: causal they say where each slab begins" 2 "$cases/pinn_heat2d.yaml" \
+  --out "$work/cl" $cl --set pinn.lbfgs.iterations=50 --restart "$work/cl/checkpoint_00000120.h5"
 
 # --- bad input --------------------------------------------------------------------------------
 refused() { # LABEL PATTERN CASE ARGS...: check refuses with PATTERN in the message
