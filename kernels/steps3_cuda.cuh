@@ -19,6 +19,13 @@
  * uniform; planes within MS - l of the chunk), which cuts the recomputed cells of a 64 x 16
  * tile's pass of 3 from 1.36x to 1.32x the written ones, and the chunk's from 1.09x to 1.03x.
  *
+ * Resources (nvcc 13, sm_90, -Xptxas -v, default shape 32 x 16 threads, 2 columns a thread):
+ * heat fp64 114 registers (m = 3) and 121 (m = 5), fp32 120, wave fp64 128 with 56 bytes of
+ * spills: one block of 16 warps an SM. Shared memory m x 2 planes x 66 x 18 cells a component:
+ * 57 KB for heat fp64 at m = 3, 190 KB for wave at m = 5 (the most; 227 KB a block on an H100 /
+ * H200). TSR_STEPS3_BY=32 TSR_STEPS3_CX=1 (a 32 x 32 tile, one column a thread): 62 registers,
+ * one block of 32 warps. Not yet timed on a GPU when written: bench/gpu_tiles --dim 3.
+ *
  * Bits: every value is computed by tsr_model_rhs and tsr_stage_update on the values the
  * single-step 3D kernels hand them (a 3x3x3 window, strides 1, 3, 9) and stored in the
  * field's type T before the next level reads it. Ghosts beyond physical faces are refilled per

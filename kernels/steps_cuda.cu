@@ -438,11 +438,12 @@ tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const ts
  * steps run 1.77x the single-step kernel (425 against 241 Gcells/s), passes of 5 only 1.21x
  * (more registers a thread, fewer warps); fp32 passes are no faster than fp32 single steps
  * (404 against 415: the arithmetic is double either way, so a pass is bound by instructions,
- * not bytes), so fp32 steps stage by stage. 3D (steps3_kernel, bench/gpu_tiles --dim 3):
- * fp64 passes of 3, the count whose tile recomputes least (a 64 x 16 tile computes 1.32x the
- * cells it writes at 3 steps, 2.0x at 5) and whose five planes of registers a column leave two
- * blocks an SM; fp32 steps stage by stage for the 2D reason (its single step already runs
- * near the instruction rate a pass needs). bench/README.md has the 3D figures. */
+ * not bytes), so fp32 steps stage by stage. 3D (steps3_kernel): fp64 passes of 3, the count
+ * whose tiles recompute least (a 64 x 16 tile computes 1.32x the cells it writes at 3 steps,
+ * 2.0x at 5; a pass is bound by instructions as in 2D, so that factor is what it costs), and
+ * fp32 stage by stage for the 2D reason (the arithmetic is double either way, so a pass saves
+ * bytes where fp32 has fewer to save). Chosen before a GPU timed the kernel: bench/gpu_tiles
+ * --dim 3 decides (bench/README.md), and 0 here turns 3D passes off. */
 extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec) {
   return (dim == 2 || dim == 3) && prec == TSR_PREC_DOUBLE ? 3 : 0;
 }
