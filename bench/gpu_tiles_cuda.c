@@ -2,18 +2,20 @@
  * memory) against tessera's own single-step kernel (tsr_stage_cuda) and the copy bandwidth,
  * all measured in the same run on one GPU.
  *
- * 2D heat, 5-point, forward Euler, on an n x n box whose four faces are Dirichlet (values that
- * vary along the face, refilled on chip between the steps of a pass): fp64 and fp32, passes of
- * 1 (the single-step kernel), 3 and 5 steps. Effective Gcells/s = cells x steps / time. The
+ * Heat, forward Euler, 2D 5-point on an n x n box (default 20480) or 3D 7-point on n x n x n
+ * (--dim 3, default 512), whose faces are all Dirichlet (values that vary along the face,
+ * refilled on chip between the steps of a pass): fp64 and fp32, passes of 1 (the single-step
+ * kernel), 3 and 5 steps. Effective Gcells/s = cells x steps / time. The
  * streaming limit is what the copy bandwidth allows one step at a time: copy GB/s over the
  * 2 x (bytes per value) a step must move at least (read once, write once). Bytes per cell per
  * step: 2 x bytes per value / steps per pass at best, what Nsight Compute reports in
  * bench/profile_tiles.sh.
  *
  * Checked first, at every pass length: one pass on the GPU against tsr_steps_host (which is
- * stage-by-stage steps, bit for bit) on a smaller box, every byte of the field.
+ * stage-by-stage steps, bit for bit) on a smaller box (509^2, 3D 97^3), every byte of the
+ * field.
  *
- *   usage: gpu_tiles [--n N] [--steps S] [--only 3|5] [--json PATH]
+ *   usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 3|5] [--json PATH]
  *                    [--precision double|single|both]
  * Prints a table; exits non-zero when a result is wrong or a CUDA call fails. */
 #include <cuda_runtime_api.h>
@@ -65,35 +67,35 @@ static void fill(tsr_field *f) {
   }
 }
 
-/* Dirichlet on the four faces of box, values along each face, in host and device memory. */
+/* Dirichlet on the 2 dim faces of box, values along each face, in host and device memory. */
 typedef struct {
   tsr_steps_bc host, dev;
 } faces;
 
-static void faces_make(faces *fs, const tsr_box *box) {
+static void faces_make(faces *fs, int dim, const tsr_box *box) {
   memset(fs, 0, sizeof *fs);
-  for (int f = 0; f < 4; ++f) {
+  for (int f = 0; f < 2 * dim; ++f) {
     tsr_bc_face fc = {0};
     fc.axis = f / 2;
     fc.side = f % 2;
     fc.type = TSR_GHOST_DIRICHLET;
     fc.t1 = (fc.axis + 1) % 3;
     fc.t2 = (fc.axis + 2) % 3;
-    const int t = fc.axis == 0 ? 1 : 0, len = tsr_box_len(box, t);
-    fc.n1 = fc.t1 == t ? len : 1;
-    fc.n2 = fc.t1 == t ? 1 : len;
+    fc.n1 = fc.t1 < dim ? tsr_box_len(box, fc.t1) : 1;
+    fc.n2 = fc.t2 < dim ? tsr_box_len(box, fc.t2) : 1;
     fc.layers = 1;
-    fc.h = 1.0 / len;
-    double *v = malloc(sizeof(double) * (size_t)len), *d = NULL;
+    fc.h = 1.0 / tsr_box_len(box, fc.axis);
+    const size_t len = (size_t)fc.n1 * (size_t)fc.n2;
+    double *v = malloc(sizeof(double) * len), *d = NULL;
     if (!v) exit(1);
-    for (int i = 0; i < len; ++i) v[i] = 0.5 + 0.25 * (double)i / len;
-    CUDA_OK(cudaMalloc((void **)&d, sizeof(double) * (size_t)len));
-    CUDA_OK(cudaMemcpy(d, v, sizeof(double) * (size_t)len, cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < len; ++i) v[i] = 0.5 + 0.25 * (double)i / (double)len;
+    CUDA_OK(cudaMalloc((void **)&d, sizeof(double) * len));
+    CUDA_OK(cudaMemcpy(d, v, sizeof(double) * len, cudaMemcpyHostToDevice));
     fs->host.face[f] = fs->dev.face[f] = fc;
     fs->host.val[f] = v;
     fs->dev.val[f] = d;
   }
-  fs->host.nface = fs->dev.nface = 4;
+  fs->host.nface = fs->dev.nface = 2 * dim;
 }
 
 static void faces_free(faces *fs) {
@@ -105,7 +107,8 @@ static void faces_free(faces *fs) {
 
 static tsr_stage_desc heat(int n, const tsr_field *shape) {
   double h[3] = {1.0 / n, 1.0 / n, 1.0 / n}, kappa = 1.0;
-  tsr_stage_desc d = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, 0.8 / (4.0 * n * (double)n), {0}};
+  const double dt = 0.8 / (2.0 * shape->dim * n * (double)n);
+  tsr_stage_desc d = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, dt, {0}};
   tsr_stage_coef_init(&d.coef, TSR_MODEL_HEAT, &kappa, h, shape);
   return d;
 }
@@ -117,23 +120,23 @@ static void pass(const tsr_stage_desc *d, int m, const tsr_box *box, const faces
   else TSR_OK_OR_DIE(tsr_steps_cuda(d, m, 1, box, &fs->dev, u, NULL, v, st));
 }
 
-/* Whether one pass of m steps on the GPU gives tsr_steps_host's bytes, on an n x n box. */
-static int check(int n, int m, tsr_prec pr, cudaStream_t st) {
-  int cells[3] = {n, n, 1};
-  tsr_box box = tsr_box_make(2, cells);
+/* Whether one pass of m steps on the GPU gives tsr_steps_host's bytes, on an n^dim box. */
+static int check(int dim, int n, int m, tsr_prec pr, cudaStream_t st) {
+  int cells[3] = {n, n, dim == 3 ? n : 1};
+  tsr_box box = tsr_box_make(dim, cells);
   tsr_field *hu, *hv, *got, *du, *dv;
-  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hu));
-  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hv));
-  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &got));
-  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &du));
-  TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &dv));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hu));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hv));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &got));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &du));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &dv));
   const size_t bytes = tsr_field_bytes(hu);
   fill(hu);
   memcpy(hv->data, hu->data, bytes);
   CUDA_OK(cudaMemcpy(du->data, hu->data, bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dv->data, hu->data, bytes, cudaMemcpyHostToDevice));
   faces fs;
-  faces_make(&fs, &box);
+  faces_make(&fs, dim, &box);
   tsr_stage_desc d = heat(n, hu);
   TSR_OK_OR_DIE(tsr_steps_host(&d, m, 1, &box, &fs.host, hu, NULL, hv));
   pass(&d, m, &box, &fs, du, dv, st);
@@ -190,19 +193,25 @@ static double copy_time(void *dst, const void *src, size_t bytes, cudaStream_t s
 
 int main(int argc, char **argv) {
   const char *json = NULL, *precision = "both";
-  int n = 20480, steps = 600, only = 0;
+  int n = 0, steps = 600, only = 0, dim = 2;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    else if (!strcmp(argv[i], "--dim") && i + 1 < argc) dim = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--n") && i + 1 < argc) n = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--precision") && i + 1 < argc) precision = argv[++i];
     else {
-      fprintf(stderr, "usage: gpu_tiles [--n N] [--steps S] [--only 1|3|5] [--json PATH] "
+      fprintf(stderr, "usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 1|3|5] [--json PATH] "
                       "[--precision double|single|both]\n");
       return 2;
     }
   }
+  if (dim != 2 && dim != 3) {
+    fprintf(stderr, "gpu_tiles: --dim %d: expected 2 or 3\n", dim);
+    return 2;
+  }
+  if (!n) n = dim == 3 ? 512 : 20480;
   if (n < 64 || steps < 15) {
     fprintf(stderr, "gpu_tiles: --n %d --steps %d: expected n >= 64 and steps >= 15\n", n, steps);
     return 2;
@@ -213,16 +222,16 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaGetDeviceProperties(&prop, dev));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  printf("gpu_tiles: %s, %d SMs; 2D heat %d^2, forward Euler, Dirichlet faces, %d steps\n",
-         prop.name, prop.multiProcessorCount, n, steps);
+  printf("gpu_tiles: %s, %d SMs; %dD heat %d^%d, forward Euler, Dirichlet faces, %d steps\n",
+         prop.name, prop.multiProcessorCount, dim, n, dim, steps);
   FILE *fp = json ? fopen(json, "w") : NULL;
   if (json && !fp) {
     fprintf(stderr, "gpu_tiles: cannot write %s\n", json);
     return 1;
   }
   if (fp)
-    fprintf(fp, "{\"bench\": \"gpu_tiles\", \"version\": \"%s\", \"machine\": \"%s\", \"n\": %d, "
-            "\"steps\": %d, \"cases\": [", TSR_VERSION, prop.name, n, steps);
+    fprintf(fp, "{\"bench\": \"gpu_tiles\", \"version\": \"%s\", \"machine\": \"%s\", \"dim\": %d, "
+            "\"n\": %d, \"steps\": %d, \"cases\": [", TSR_VERSION, prop.name, dim, n, steps);
   int ok = 1, first = 1;
   static const int ms[] = {1, 3, 5};
   printf("\n  %-5s %5s %10s %9s %10s %10s %12s  %s\n", "prec", "steps", "ms/step", "Gcells/s",
@@ -230,20 +239,20 @@ int main(int argc, char **argv) {
   for (int p = 0; p < 2; ++p) {
     const tsr_prec pr = p ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
     if (strcmp(precision, "both") && strcmp(precision, p ? "single" : "double")) continue;
-    int cells[3] = {n, n, 1};
-    tsr_box box = tsr_box_make(2, cells);
+    int cells[3] = {n, n, dim == 3 ? n : 1};
+    tsr_box box = tsr_box_make(dim, cells);
     tsr_field *hu, *du, *dv;
-    TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hu));
-    TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &du));
-    TSR_OK_OR_DIE(tsr_field_create_as(2, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &dv));
+    TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hu));
+    TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &du));
+    TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &dv));
     const size_t bytes = tsr_field_bytes(hu), es = tsr_prec_size(pr);
     fill(hu);
     CUDA_OK(cudaMemcpy(du->data, hu->data, bytes, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(dv->data, hu->data, bytes, cudaMemcpyHostToDevice));
     faces fs;
-    faces_make(&fs, &box);
+    faces_make(&fs, dim, &box);
     tsr_stage_desc d = heat(n, hu);
-    const double cells_n = (double)n * n;
+    const double cells_n = (double)n * n * (dim == 3 ? n : 1);
     const double copy_s = copy_time(dv->data, du->data, bytes, st);
     const double copy_GBps = 2.0 * (double)bytes / copy_s / 1e9;
     const double stream_gcells = copy_GBps / (2.0 * es); /* one step per pass over memory */
@@ -251,7 +260,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 3; ++k) {
       const int m = ms[k];
       if (only && m != only && m != 1) continue; /* --only (profiling): that pass and 1 */
-      const int right = m == 1 || check(509, m, pr, st);
+      const int right = m == 1 || check(dim, dim == 3 ? 97 : 509, m, pr, st);
       ok &= right;
       const double s = time_passes(&d, m, &box, &fs, du, dv, steps - steps % (m == 1 ? 2 : 2 * m), st);
       const double g = cells_n / s / 1e9;

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # What bounds the time tiles (bench/gpu_tiles): Nsight Compute on the single-step kernel and on
-# passes of 3 and 5 steps (2D 20480^2, fp64 and fp32): DRAM bytes (bytes per cell per step),
-# instructions executed per cell, issue activity, occupancy and warp stall reasons.
-#   usage: bench/profile_tiles.sh [BUILD_DIR] [OUT_DIR]     (on a GPU machine; ncu on PATH)
+# passes of 3 and 5 steps (2D 20480^2, or 3D 512^3 with DIM=3; fp64 and fp32): DRAM bytes
+# (bytes per cell per step), instructions executed per cell, issue activity, occupancy and warp
+# stall reasons.
+#   usage: [DIM=3] bench/profile_tiles.sh [BUILD_DIR] [OUT_DIR]  (on a GPU machine; ncu on PATH)
 # Writes OUT_DIR/profile_tiles.txt. --clock-control none: the clocks the benchmark runs at.
 set -eu
 B=${1:-build-gpu}
 O=${2:-/tmp/profile_tiles}
+DIM=${DIM:-2}
+K1=stage_kernel KP=steps_kernel # the single step's kernel and the pass's
+[ "$DIM" = 3 ] && K1='tile_kernel|stage_kernel' KP=steps3_kernel
 mkdir -p "$O"
 log=$O/profile_tiles.txt
 : >"$log"
@@ -24,9 +28,9 @@ prof() { # what, kernel regex, launches to skip, command...
     --print-details all "$@" >>"$log" 2>&1 || echo "ncu failed: $what" | tee -a "$log"
 }
 for p in double single; do
-  prof "1 step $p" stage_kernel 2 "$B/bench/gpu_tiles" --steps 30 --only 3 --precision "$p"
+  prof "1 step $p" "$K1" 2 "$B/bench/gpu_tiles" --dim "$DIM" --steps 30 --only 3 --precision "$p"
   for m in 3 5; do
-    prof "$m steps $p" steps_kernel 2 "$B/bench/gpu_tiles" --steps 30 --only $m --precision "$p"
+    prof "$m steps $p" "$KP" 2 "$B/bench/gpu_tiles" --dim "$DIM" --steps 30 --only $m --precision "$p"
   done
 done
 grep -E "^===|gpu__time|dram__bytes|dram__throughput|inst_executed|warps_active|issue_active|fp64|wavefronts|bank_conflicts|registers_per|occupancy_limit|Stall" "$log" | head -150

@@ -67,16 +67,19 @@ tsr_err tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box
 void tsr_steps_host_set_tile(const int tile[3]);
 
 #ifdef TSR_HAVE_CUDA
-/* As tsr_steps_host, for device fields, launched on stream (asynchronous). Errors:
- * TSR_ERR_STATE (host fields, m out of range, a kind other than forward Euler, a model
- * without an explicit stage, a radius other than 1), TSR_ERR_CUDA (launch). */
+/* As tsr_steps_host, for device fields (2D or 3D), launched on stream (asynchronous); m is
+ * 1, 3 or 5. Errors: TSR_ERR_STATE (host fields, another m, a kind other than forward Euler,
+ * a model without an explicit stage, a radius other than 1, a 3D pass that does not fit the
+ * tile or the shared memory of the launch shape compiled: kernels/steps3_cuda.cuh),
+ * TSR_ERR_CUDA (launch). */
 tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
                        const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
                        tsr_field *out, cudaStream_t stream);
 
-/* The most steps tsr_steps_cuda takes in one pass for this dimension and precision; 0 where
- * it has no kernel (3D for now: the driver then steps stage by stage). It takes the odd
- * counts up to that (1, 3, 5), the only ones the driver asks for. */
+/* The most steps a pass of tsr_steps_cuda should take for this dimension and precision: 0
+ * where passes do not pay (the driver then steps stage by stage; kernels/steps_cuda.cu says
+ * which and why). tsr_steps_cuda takes 1, 3 and 5 in 2D and 3D whatever this says; the driver
+ * asks for odd counts up to this one. */
 int tsr_steps_cuda_max(int dim, tsr_prec prec);
 #endif
 

@@ -1,4 +1,5 @@
-/* tsr_steps_cuda: MS forward Euler steps of a 2D region in one pass over memory (kernels/steps.h).
+/* tsr_steps_cuda: MS forward Euler steps of a 2D region in one pass over memory (kernels/steps.h);
+ * 3D regions: kernels/steps3_cuda.cuh, included below.
  *
  * A block of kBX threads covers a tile of kBX columns (x fastest, coalesced; one-component
  * models may take kCols1 columns a thread, kBX apart) and marches along y through a chunk of
@@ -270,6 +271,9 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
   }
 }
 
+/* 3D: steps3_kernel */
+#include "kernels/steps3_cuda.cuh"
+
 /* The step counts compiled: the driver's passes are odd (solver/run.c says why), and each
  * count is an instantiation per model, precision and source flag. */
 template <int M, int NC, bool SRC, typename T>
@@ -285,6 +289,24 @@ template <int M, int NC, typename T>
 void launch_model(int ms, bool src, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
   if (src) launch_ms<M, NC, true, T>(ms, grid, a, st);
   else launch_ms<M, NC, false, T>(ms, grid, a, st);
+}
+
+/* 3D: the shared planes may pass the 48 KB a launch gets without asking */
+template <int M, int NC, int MS, bool SRC, typename T>
+cudaError_t launch3(dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
+  constexpr size_t bytes = steps3_smem_bytes<NC, MS, T>();
+  cudaError_t e = cudaFuncSetAttribute(steps3_kernel<M, NC, MS, SRC, T>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (e != cudaSuccess) return e;
+  steps3_kernel<M, NC, MS, SRC, T><<<grid, dim3(32, k3BY, 1), bytes, st>>>(a);
+  return cudaSuccess;
+}
+
+template <int M, int NC, typename T>
+cudaError_t launch_model3(int ms, bool src, dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
+  if (ms == 3) return src ? launch3<M, NC, 3, true>(grid, a, st) : launch3<M, NC, 3, false>(grid, a, st);
+  if (ms == 5) return src ? launch3<M, NC, 5, true>(grid, a, st) : launch3<M, NC, 5, false>(grid, a, st);
+  return cudaSuccess;
 }
 
 bool on_device(const tsr_field *f) { return !f || f->mem == TSR_MEM_DEVICE; }
@@ -360,15 +382,70 @@ tsr_err steps_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const tsr
   return TSR_OK;
 }
 
+/* The shared memory a 3D pass of m steps needs a block (steps3_smem_bytes, at run time). */
+size_t steps3_bytes(int m, int ncomp, size_t es) {
+  return (size_t)m * 2 * (size_t)ncomp * k3Plane * es;
+}
+
+template <typename T>
+tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const tsr_steps_bc *bc,
+                     const tsr_field *in, const tsr_field *src, tsr_field *out,
+                     cudaStream_t stream) {
+  if (tsr_box_empty(rg)) return TSR_OK;
+  TSR_CHECK(k3TX > 2 * m && k3TY > 2 * m, TSR_ERR_STATE,
+            "tsr_steps_cuda: a 3D tile of %d x %d columns (TSR_STEPS3_*) cannot take %d steps "
+            "(it needs more than %d along each axis)", k3TX, k3TY, m, 2 * m);
+  int dev = 0, optin = 0;
+  TSR_CUDA(cudaGetDevice(&dev));
+  TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  const size_t need = steps3_bytes(m, in->ncomp, sizeof(T));
+  TSR_CHECK(need <= (size_t)optin, TSR_ERR_STATE,
+            "tsr_steps_cuda: a 3D pass of %d steps of %d components needs %zu bytes of shared "
+            "memory a block, the device has %d: take fewer steps or a smaller tile (TSR_STEPS3_*)",
+            m, in->ncomp, need, optin);
+  steps3_args<T> a;
+  steps3_fill(&a, s, rg, bc, in, src, out);
+  int g[3];
+  steps3_grid(rg, m, g);
+  dim3 grid((unsigned)g[0], (unsigned)g[1], (unsigned)g[2]);
+  const bool has_src = src != nullptr;
+  cudaError_t e = cudaSuccess;
+  switch (s->model) {
+  case TSR_MODEL_HEAT: e = launch_model3<TSR_MODEL_HEAT, 1>(m, has_src, grid, a, stream); break;
+  case TSR_MODEL_ADVECTION_DIFFUSION:
+    e = launch_model3<TSR_MODEL_ADVECTION_DIFFUSION, 1>(m, has_src, grid, a, stream);
+    break;
+  case TSR_MODEL_WAVE: e = launch_model3<TSR_MODEL_WAVE, 2>(m, has_src, grid, a, stream); break;
+  case TSR_MODEL_GRAY_SCOTT:
+    e = launch_model3<TSR_MODEL_GRAY_SCOTT, 2>(m, has_src, grid, a, stream);
+    break;
+  case TSR_MODEL_ALLEN_CAHN:
+    e = launch_model3<TSR_MODEL_ALLEN_CAHN, 1>(m, has_src, grid, a, stream);
+    break;
+  case TSR_MODEL_IGNITION:
+    e = launch_model3<TSR_MODEL_IGNITION, 1>(m, has_src, grid, a, stream);
+    break;
+  default: break;
+  }
+  TSR_CUDA(e);
+  TSR_CUDA_LAUNCHED("3D time-tile kernel");
+  return TSR_OK;
+}
+
 } // namespace
 
 /* What the driver takes (bench/gpu_tiles on an H200, 2D 20480^2, session 14): fp64 passes of 3
  * steps run 1.77x the single-step kernel (425 against 241 Gcells/s), passes of 5 only 1.21x
  * (more registers a thread, fewer warps); fp32 passes are no faster than fp32 single steps
  * (404 against 415: the arithmetic is double either way, so a pass is bound by instructions,
- * not bytes), so fp32 steps stage by stage. */
+ * not bytes), so fp32 steps stage by stage. 3D (steps3_kernel): fp64 passes of 3, the count
+ * whose tiles recompute least (a 64 x 16 tile computes 1.32x the cells it writes at 3 steps,
+ * 2.0x at 5; a pass is bound by instructions as in 2D, so that factor is what it costs), and
+ * fp32 stage by stage for the 2D reason (the arithmetic is double either way, so a pass saves
+ * bytes where fp32 has fewer to save). Chosen before a GPU timed the kernel: bench/gpu_tiles
+ * --dim 3 decides (bench/README.md), and 0 here turns 3D passes off. */
 extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec) {
-  return dim == 2 && prec == TSR_PREC_DOUBLE ? 3 : 0;
+  return (dim == 2 || dim == 3) && prec == TSR_PREC_DOUBLE ? 3 : 0;
 }
 
 extern "C" tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, const tsr_box *rg,
@@ -376,7 +453,8 @@ extern "C" tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, co
                                   const tsr_field *src, tsr_field *out, cudaStream_t stream) {
   TSR_CHECK(in && out && in != out && on_device(in) && on_device(src) && on_device(out),
             TSR_ERR_STATE, "tsr_steps_cuda needs distinct device fields");
-  TSR_CHECK(s->kind == TSR_STAGE_EULER && radius == 1 && s->coef.dim == 2 &&
+  TSR_CHECK(s->kind == TSR_STAGE_EULER && radius == 1 && s->coef.dim == in->dim &&
+                (in->dim == 2 || in->dim == 3) &&
                 (m == 1 || m == 3 || m == 5),
             TSR_ERR_STATE, "tsr_steps_cuda: %d steps of kind %d, radius %d, dimension %d", m,
             (int)s->kind, radius, s->coef.dim);
@@ -387,6 +465,10 @@ extern "C" tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, co
             TSR_ERR_STATE, "tsr_steps_cuda: ghosts %d for %d steps, or mixed precisions",
             in->ghost, m);
   if (m == 1) return tsr_stage_cuda(s, rg, in, NULL, NULL, src, out, stream);
+  if (in->dim == 3) {
+    if (in->prec == TSR_PREC_SINGLE) return steps3_typed<float>(s, m, rg, bc, in, src, out, stream);
+    return steps3_typed<double>(s, m, rg, bc, in, src, out, stream);
+  }
   if (in->prec == TSR_PREC_SINGLE) return steps_typed<float>(s, m, rg, bc, in, src, out, stream);
   return steps_typed<double>(s, m, rg, bc, in, src, out, stream);
 }

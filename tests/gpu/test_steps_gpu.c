@@ -2,10 +2,13 @@
  * explicit stage, fp64 and fp32, 3 and 5 steps a pass, with and without a source, on 2D boxes
  * at a non-zero offset that take several tiles and several row chunks, with their faces all
  * exchanged, all physical (Dirichlet and Neumann, values that vary along the face), and
- * mixed, over regions that are the box and the box grown into the exchanged ghosts. Cells of
- * out outside the region must keep their poison. Also: a 3D field and an even step count are
- * refused with TSR_ERR_STATE. tsr_steps_host is itself checked against stage-by-stage steps
- * (tests/unit/test_steps.c), and tsr_stage_cuda against tsr_stage_host (test_stage.c).
+ * mixed, over regions that are the box and the box grown into the exchanged ghosts; the same
+ * on 3D boxes (1, 3 and 5 steps a pass) of several tiles and z chunks, and on boxes thinner
+ * than a tile along one axis or two planes thick between z faces. Cells of out outside the
+ * region must keep their poison. Also: even and out-of-range step counts and in == out are
+ * refused with TSR_ERR_STATE, and tsr_steps_cuda_max names odd counts in 2D and 3D only.
+ * tsr_steps_host is itself checked against stage-by-stage steps (tests/unit/test_steps.c),
+ * and tsr_stage_cuda against tsr_stage_host (test_stage.c).
  *
  * Every rank does the same work on device rank % device count. Exits non-zero on the first
  * failure (MPI_Abort). */
@@ -53,21 +56,25 @@ static void params(int model, double *p) {
   }
 }
 
-/* Face configurations: bit f set = face f (x lo, x hi, y lo, y hi) on the physical boundary. */
-static const int g_faces[] = {0x0, 0xf, 0x3, 0x4, 0x9};
+/* Face configurations: bit f set = face f (x lo, x hi, y lo, y hi, z lo, z hi) on the physical
+ * boundary. 2D takes the first five, 3D all. */
+static const int g_faces[] = {0x0, 0xf, 0x3, 0x4, 0x9, 0x3f, 0x30, 0x0d, 0x22, 0x15};
+#define NFACES2 5
+#define NFACES3 ((int)(sizeof g_faces / sizeof *g_faces))
 
-/* One case; returns 1 when it ran. */
-static void check_case(int model, tsr_prec prec, int m, int has_src, int faces, int grow) {
+/* One case on box (dim 2 or 3). */
+static void check_case(int dim, const tsr_box *boxp, int model, tsr_prec prec, int m,
+                       int has_src, int faces, int grow) {
   const int ncomp = tsr_models[model].ncomp, ghost = 7;
-  const tsr_box box = {{-5, 9, 0}, {-5 + 509, 9 + 301, 1}}; /* 3 tiles, 2 row chunks */
+  const tsr_box box = *boxp;
   tsr_field *hin, *hsrc, *hout, *got, *din, *dsrc, *dout;
-  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hin) == TSR_OK, "f");
-  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hsrc) == TSR_OK, "f");
-  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hout) == TSR_OK, "f");
-  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_HOST, prec, &got) == TSR_OK, "f");
-  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_DEVICE, prec, &din) == TSR_OK, "f");
-  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_DEVICE, prec, &dsrc) == TSR_OK, "f");
-  CHECK(tsr_field_create_as(2, &box, ghost, ncomp, TSR_MEM_DEVICE, prec, &dout) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hin) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hsrc) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hout) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_HOST, prec, &got) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_DEVICE, prec, &din) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_DEVICE, prec, &dsrc) == TSR_OK, "f");
+  CHECK(tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_DEVICE, prec, &dout) == TSR_OK, "f");
   const size_t n = (size_t)ncomp * (size_t)hin->scomp, es = tsr_prec_size(prec);
   for (size_t i = 0; i < n; ++i) {
     tsr_field_set(hin, (ptrdiff_t)i, 0.5 + uniform());
@@ -77,34 +84,38 @@ static void check_case(int model, tsr_prec prec, int m, int has_src, int faces, 
   }
   /* the region: the box grown by `grow` on its exchanged faces */
   tsr_box rg = box;
-  for (int f = 0; f < 4; ++f)
+  for (int f = 0; f < 2 * dim; ++f)
     if (!(faces >> f & 1)) {
       if (f % 2 == 0) rg.lo[f / 2] -= grow;
       else rg.hi[f / 2] += grow;
     }
   /* the physical faces, over the tangential cells the ghosts reach */
   tsr_steps_bc hbc = {0}, dbc = {0};
-  double *dval[4] = {0};
-  for (int f = 0; f < 4; ++f) {
+  double *dval[6] = {0};
+  for (int f = 0; f < 2 * dim; ++f) {
     if (!(faces >> f & 1)) continue;
     tsr_bc_face *fc = &hbc.face[hbc.nface];
     fc->axis = f / 2;
     fc->side = f % 2;
-    fc->type = (f == 1 || f == 3) ? TSR_GHOST_NEUMANN : TSR_GHOST_DIRICHLET;
+    fc->type = f % 2 ? TSR_GHOST_NEUMANN : TSR_GHOST_DIRICHLET;
     fc->t1 = (fc->axis + 1) % 3;
     fc->t2 = (fc->axis + 2) % 3;
-    const int t = fc->axis == 0 ? 1 : 0; /* the tangential axis in 2D */
-    int lo = box.lo[t], hi = box.hi[t];
-    if (!(faces >> (2 * t) & 1)) lo -= ghost - 1;
-    if (!(faces >> (2 * t + 1) & 1)) hi += ghost - 1;
-    int *o_t = fc->t1 == t ? &fc->o1 : &fc->o2, *n_t = fc->t1 == t ? &fc->n1 : &fc->n2;
-    fc->o1 = fc->o2 = 0;
-    fc->n1 = fc->n2 = 1;
-    *o_t = lo - box.lo[t];
-    *n_t = hi - lo;
+    /* the tangential axes' cells: the box's, and the exchanged ghosts a step reads */
+    int *o[2] = {&fc->o1, &fc->o2}, *nn[2] = {&fc->n1, &fc->n2};
+    for (int k = 0; k < 2; ++k) {
+      const int t = k ? fc->t2 : fc->t1;
+      *o[k] = 0;
+      *nn[k] = 1;
+      if (t >= dim) continue;
+      int lo = box.lo[t], hi = box.hi[t];
+      if (!(faces >> (2 * t) & 1)) lo -= ghost - 1;
+      if (!(faces >> (2 * t + 1) & 1)) hi += ghost - 1;
+      *o[k] = lo - box.lo[t];
+      *nn[k] = hi - lo;
+    }
     fc->layers = 1;
     fc->h = 0.05 + 0.01 * f;
-    const size_t nv = (size_t)ncomp * (size_t)(hi - lo);
+    const size_t nv = (size_t)ncomp * (size_t)fc->n1 * (size_t)fc->n2;
     double *v = malloc(nv * sizeof *v);
     CHECK(v, "values");
     for (size_t i = 0; i < nv; ++i) v[i] = uniform() - 0.25;
@@ -139,12 +150,13 @@ static void check_case(int model, tsr_prec prec, int m, int has_src, int faces, 
         if (first < 0) first = i;
         nb++;
       }
-    CHECK(0, "%s %s m %d src %d faces 0x%x grow %d: %lld values differ (first offset %lld: "
-          "GPU %.17g, host %.17g)", tsr_models[model].name,
+    CHECK(0, "%dD %d x %d x %d %s %s m %d src %d faces 0x%x grow %d: %lld values differ "
+          "(first offset %lld: GPU %.17g, host %.17g)", dim, tsr_box_len(&box, 0),
+          tsr_box_len(&box, 1), tsr_box_len(&box, 2), tsr_models[model].name,
           prec == TSR_PREC_SINGLE ? "fp32" : "fp64", m, has_src, faces, grow, (long long)nb,
           (long long)first, tsr_field_get(got, first), tsr_field_get(hout, first));
   }
-  for (int f = 0; f < 4; ++f)
+  for (int f = 0; f < 6; ++f)
     if (dval[f]) cudaFree(dval[f]);
   for (int i = 0; i < hbc.nface; ++i) free((void *)hbc.val[i]);
   tsr_field *all[] = {hin, hsrc, hout, got, din, dsrc, dout};
@@ -159,31 +171,74 @@ int main(int argc, char **argv) {
   CHECK(ndev > 0, "no GPU");
   CUDA_OK(cudaSetDevice(g_rank % ndev));
   int cases = 0;
+  /* 2D: 3 tiles, 2 row chunks */
+  const tsr_box box2 = {{-5, 9, 0}, {-5 + 509, 9 + 301, 1}};
   for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
     if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT)) continue;
     for (int pr = 0; pr < 2; ++pr)
       for (int m = 3; m <= 5; m += 2)
-        for (int fc = 0; fc < (int)(sizeof g_faces / sizeof *g_faces); ++fc) {
+        for (int fc = 0; fc < NFACES2; ++fc) {
           const int grow = fc % 2 ? 0 : 2, src = (fc + m + pr) % 2;
-          check_case(model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m, src, g_faces[fc], grow);
+          check_case(2, &box2, model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m, src,
+                     g_faces[fc], grow);
           cases++;
         }
   }
-  /* refusals */
-  const tsr_box b3 = {{0, 0, 0}, {8, 8, 8}};
-  tsr_field *a = NULL, *b = NULL;
-  CHECK(tsr_field_create_as(3, &b3, 5, 1, TSR_MEM_DEVICE, TSR_PREC_DOUBLE, &a) == TSR_OK, "f");
-  CHECK(tsr_field_create_as(3, &b3, 5, 1, TSR_MEM_DEVICE, TSR_PREC_DOUBLE, &b) == TSR_OK, "f");
-  double p[TSR_MAX_MODEL_PARAMS];
-  params(TSR_MODEL_HEAT, p);
-  const double h[3] = {0.1, 0.1, 0.1};
-  tsr_stage_desc d = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, 0.001, {0}};
-  tsr_stage_coef_init(&d.coef, TSR_MODEL_HEAT, p, h, a);
-  CHECK(tsr_steps_cuda(&d, 3, 1, &b3, NULL, a, NULL, b, 0) == TSR_ERR_STATE, "3D accepted");
-  CHECK(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE) == 0 && tsr_steps_cuda_max(2, TSR_PREC_DOUBLE) >= 3,
-        "tsr_steps_cuda_max");
-  tsr_field_destroy(&a);
-  tsr_field_destroy(&b);
+  /* 3D: a box of several tiles along x and y and two z chunks at the default launch shape
+   * (kernels/steps3_cuda.cuh: 64 x 16 columns, 64 planes), odd sizes at an offset; boxes
+   * thinner than a tile or its halo along one axis, and two planes thick between z faces */
+  const tsr_box box3[] = {
+      {{-3, 5, 2}, {-3 + 131, 5 + 23, 2 + 71}},
+      {{1, -2, 0}, {1 + 2, -2 + 37, 9}},
+      {{0, 0, -4}, {45, 3, -4 + 13}},
+      {{7, 1, 1}, {7 + 33, 1 + 19, 1 + 2}},
+  };
+  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
+    if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT)) continue;
+    for (int pr = 0; pr < 2; ++pr)
+      for (int m = 1; m <= 5; m += 2)
+        for (int fc = 0; fc < NFACES3; ++fc) {
+          /* every box with every face set for heat fp64 m 3; elsewhere one box per case */
+          const int all = model == TSR_MODEL_HEAT && pr == 0 && m == 3;
+          for (int b = 0; b < 4; ++b) {
+            if (!all && b != (fc + m + model) % 4) continue;
+            const int grow = fc % 2 ? 0 : 2, src = (fc + m + pr + b) % 2;
+            check_case(3, &box3[b], model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m, src,
+                       g_faces[fc], grow);
+            cases++;
+          }
+        }
+  }
+  /* refusals: even and out-of-range step counts, 2D and 3D */
+  for (int dim = 2; dim <= 3; ++dim) {
+    const tsr_box b8 = {{0, 0, 0}, {8, 8, dim == 3 ? 8 : 1}};
+    tsr_field *a = NULL, *b = NULL;
+    CHECK(tsr_field_create_as(dim, &b8, 7, 1, TSR_MEM_DEVICE, TSR_PREC_DOUBLE, &a) == TSR_OK, "f");
+    CHECK(tsr_field_create_as(dim, &b8, 7, 1, TSR_MEM_DEVICE, TSR_PREC_DOUBLE, &b) == TSR_OK, "f");
+    double p[TSR_MAX_MODEL_PARAMS];
+    params(TSR_MODEL_HEAT, p);
+    const double h[3] = {0.1, 0.1, 0.1};
+    tsr_stage_desc d = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, 0.001, {0}};
+    tsr_stage_coef_init(&d.coef, TSR_MODEL_HEAT, p, h, a);
+    for (int m = 0; m <= 7; m += 2)
+      CHECK(tsr_steps_cuda(&d, m, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
+            "%dD: %d steps a pass accepted", dim, m);
+    CHECK(tsr_steps_cuda(&d, 7, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
+          "%dD: 7 steps a pass accepted", dim);
+    CHECK(tsr_steps_cuda(&d, 3, 1, &b8, NULL, a, NULL, a, 0) == TSR_ERR_STATE,
+          "%dD: in == out accepted", dim);
+    tsr_field_destroy(&a);
+    tsr_field_destroy(&b);
+  }
+  /* what the driver is told: odd counts the kernels take (tested above), 0 without a kernel */
+  for (int dim = 1; dim <= 4; ++dim)
+    for (int pr = 0; pr < 2; ++pr) {
+      const int mx = tsr_steps_cuda_max(dim, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE);
+      CHECK(mx == 0 || ((dim == 2 || dim == 3) && mx % 2 == 1 && mx <= 5),
+            "tsr_steps_cuda_max(%d, %d) = %d", dim, pr, mx);
+    }
+  CHECK(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE) >= 3 && tsr_steps_cuda_max(3, TSR_PREC_DOUBLE) >= 3,
+        "tsr_steps_cuda_max: fp64 passes off");
   printf("rank %d: tsr_steps_cuda == tsr_steps_host bit for bit in %d cases\n", g_rank, cases);
   MPI_Finalize();
   return 0;

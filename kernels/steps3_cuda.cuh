@@ -1,0 +1,351 @@
+/* The 3D time-tile kernel (steps3_kernel), part of kernels/steps_cuda.cu: included there inside
+ * its anonymous namespace, after slot(). Not a header of its own to include elsewhere.
+ *
+ * 2.5D blocking: a block of 32 x k3BY threads owns a tile of k3TX x k3TY columns of the x-y
+ * plane (k3CX x k3CY columns a thread, 32 and k3BY apart, so that every load is coalesced and
+ * a warp is one tile row) and streams them along z through a chunk of planes as a pipeline of
+ * MS levels, as the 2D kernel streams rows: at each plane z it takes in plane z of level 0 and
+ * computes level l's plane z - l from level l - 1's planes z - l - 1 .. z - l + 1. A thread
+ * keeps the z neighbours of its own columns in registers (a ring of three planes per level,
+ * the loop unrolled three times so that every slot is a constant) and puts its centre plane
+ * into shared memory for the x and y neighbours. A level reads its in-plane neighbours from
+ * the plane the level below wrote in the previous iteration, and writes the other one of two
+ * shared planes, so one barrier a plane orders them. The tile's valid columns shrink by one
+ * per level on every side: a tile writes (k3TX - 2 MS) x (k3TY - 2 MS) columns and the
+ * neighbouring tiles recompute the overlap; a chunk's first and last MS planes likewise.
+ *
+ * Work skipped without changing a value: level l computes only the tile rows and the planes
+ * that level l + 1's cells read (rows l .. k3TY - 1 - l: a warp is a row, so the branch is
+ * uniform; planes within MS - l of the chunk), which cuts the recomputed cells of a 64 x 16
+ * tile's pass of 3 from 1.36x to 1.32x the written ones, and the chunk's from 1.09x to 1.03x.
+ *
+ * Resources (nvcc 13, sm_90, -Xptxas -v, default shape 32 x 16 threads, 2 columns a thread):
+ * heat fp64 114 registers (m = 3) and 121 (m = 5), fp32 120, wave fp64 128 with 56 bytes of
+ * spills: one block of 16 warps an SM. Shared memory m x 2 planes x 66 x 18 cells a component:
+ * 57 KB for heat fp64 at m = 3, 190 KB for wave at m = 5 (the most; 227 KB a block on an H100 /
+ * H200). TSR_STEPS3_BY=32 TSR_STEPS3_CX=1 (a 32 x 32 tile, one column a thread): 62 registers,
+ * one block of 32 warps. Not yet timed on a GPU when written: bench/gpu_tiles --dim 3.
+ *
+ * Bits: every value is computed by tsr_model_rhs and tsr_stage_update on the values the
+ * single-step 3D kernels hand them (a 3x3x3 window, strides 1, 3, 9) and stored in the
+ * field's type T before the next level reads it. Ghosts beyond physical faces are refilled per
+ * level from the level's own values with tsr_ghost_value: the thread that computes a face's
+ * first cell writes the ghost beside it (x and y faces into the shared plane, whose ghost
+ * cells' own threads leave them alone; z faces into its own register ring). */
+
+/* Launch shape; macros so that bench/gpu_tiles can be rebuilt with others (NVCC_APPEND_FLAGS):
+ * threads along y (x is always one warp), columns a thread along x and y, planes a block
+ * writes, input planes loaded ahead, blocks an SM (__launch_bounds__: caps registers), and
+ * whether rows and planes no later level reads are skipped. */
+#ifndef TSR_STEPS3_BY
+#define TSR_STEPS3_BY 16
+#endif
+#ifndef TSR_STEPS3_CX
+#define TSR_STEPS3_CX 2
+#endif
+#ifndef TSR_STEPS3_CY
+#define TSR_STEPS3_CY 1
+#endif
+#ifndef TSR_STEPS3_CHUNK
+#define TSR_STEPS3_CHUNK 64
+#endif
+#ifndef TSR_STEPS3_AHEAD
+#define TSR_STEPS3_AHEAD 1
+#endif
+#ifndef TSR_STEPS3_MINB
+#define TSR_STEPS3_MINB 1
+#endif
+#ifndef TSR_STEPS3_SKIP
+#define TSR_STEPS3_SKIP 1
+#endif
+constexpr int k3BY = TSR_STEPS3_BY, k3CX = TSR_STEPS3_CX, k3CY = TSR_STEPS3_CY;
+constexpr int k3Threads = 32 * k3BY;
+constexpr int k3TX = 32 * k3CX, k3TY = k3BY * k3CY; /* the tile's level-0 columns */
+constexpr int k3Q = k3CX * k3CY;                    /* columns a thread */
+constexpr int k3W = k3TX + 2, k3Plane = k3W * (k3TY + 2); /* a shared plane, with a rim */
+constexpr int k3Chunk = TSR_STEPS3_CHUNK, k3Ahead = TSR_STEPS3_AHEAD;
+constexpr bool k3Skip = TSR_STEPS3_SKIP != 0;
+static_assert(k3Ahead >= 1 && k3Chunk >= 1 && k3BY >= 1 && k3CX >= 1 && k3CY >= 1,
+              "TSR_STEPS3_*: positive values");
+
+/* A physical face in 3D: its tangential axes and the cells its values cover along them
+ * (absolute first cell and count), value of component c at (a, b): val[(c n2 + b) n1 + a]. */
+struct face3_arg {
+  int on, type;
+  double h;
+  const double *val;
+  int t1, t2, o1, n1, o2, n2;
+};
+
+template <typename T>
+struct steps3_args {
+  const T *__restrict__ in;
+  const T *__restrict__ src;
+  T *out;
+  tsr_cell_coef coef;
+  double dt;
+  ptrdiff_t sy, sz, sc;
+  int g0[3], g1[3]; /* the field's allocated extent (gbox), for clamped loads */
+  int r0[3], r1[3]; /* region */
+  int b0[3], b1[3]; /* box */
+  face3_arg face[6]; /* 2 axis + side */
+  ptrdiff_t origin;  /* offset of cell g0 */
+};
+
+__device__ __forceinline__ int axis_of(int t, int x, int y, int z) {
+  return t == 0 ? x : (t == 1 ? y : z);
+}
+
+/* Whether face f's values cover cell (x, y, z), and component c's value there. */
+__device__ __forceinline__ bool face3_covers(const face3_arg &f, int x, int y, int z) {
+  const int u = axis_of(f.t1, x, y, z) - f.o1, v = axis_of(f.t2, x, y, z) - f.o2;
+  return u >= 0 && u < f.n1 && v >= 0 && v < f.n2;
+}
+__device__ __forceinline__ double face3_value(const face3_arg &f, int c, int x, int y, int z) {
+  const int u = axis_of(f.t1, x, y, z) - f.o1, v = axis_of(f.t2, x, y, z) - f.o2;
+  return __ldg(f.val + ((ptrdiff_t)c * f.n2 + v) * f.n1 + u);
+}
+
+/* Per-column flags: written by level MS, its shared cell kept (not a ghost of an x or y face),
+ * first cell of a face (x lo, x hi, y lo, y hi), covered by a z face's values (lo, hi). */
+enum { F3_STORE = 1, F3_KEEP = 2, F3_XLO = 4, F3_XHI = 8, F3_YLO = 16, F3_YHI = 32,
+       F3_ZLO = 64, F3_ZHI = 128 };
+
+/* Shared memory of a launch: level l < MS, plane parity p, component c. */
+template <int NC, int MS, typename T>
+constexpr size_t steps3_smem_bytes() {
+  return (size_t)MS * 2 * NC * k3Plane * sizeof(T);
+}
+
+template <int M, int NC, int MS, bool SRC, typename T>
+__global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(const steps3_args<T> a) {
+  extern __shared__ double steps3_smem[];
+  T *const sh = reinterpret_cast<T *>(steps3_smem);
+  const int tx = (int)threadIdx.x, ty = (int)threadIdx.y, tid = ty * 32 + tx;
+  const int x0 = a.r0[0] + (int)blockIdx.x * (k3TX - 2 * MS) - MS; /* the tile's first column */
+  const int y0 = a.r0[1] + (int)blockIdx.y * (k3TY - 2 * MS) - MS;
+  const int cz0 = a.r0[2] + (int)blockIdx.z * k3Chunk;
+  const int cz1 = cz0 + k3Chunk < a.r1[2] ? cz0 + k3Chunk : a.r1[2];
+  const int z0 = cz0 - MS, z1 = cz1 + MS; /* the planes the pipeline takes in */
+
+  tsr_cell_coef kc = a.coef;
+  kc.dim = 3;
+  kc.sy = 3;
+  kc.sz = 9;
+  kc.scomp = 27;
+
+  /* every column computes every level it is asked for, valid or not (no branch per cell): a
+   * value outside level l's cells is never read by a cell inside level l + 1's */
+  int fl[k3Q];
+  ptrdiff_t ld[k3Q]; /* offsets of the columns on plane g0[2] (clamped into the allocation) */
+  int anyface = 0;
+#pragma unroll
+  for (int q = 0; q < k3Q; ++q) {
+    const int i = tx + 32 * (q % k3CX), j = ty + k3BY * (q / k3CX), x = x0 + i, y = y0 + j;
+    int f = 0;
+    if (i >= MS && i < k3TX - MS && j >= MS && j < k3TY - MS && x < a.r1[0] && y < a.r1[1])
+      f |= F3_STORE;
+    if (!((a.face[0].on && x == a.b0[0] - 1) || (a.face[1].on && x == a.b1[0]) ||
+          (a.face[2].on && y == a.b0[1] - 1) || (a.face[3].on && y == a.b1[1])))
+      f |= F3_KEEP;
+    if (a.face[0].on && x == a.b0[0]) f |= F3_XLO;
+    if (a.face[1].on && x == a.b1[0] - 1) f |= F3_XHI;
+    if (a.face[2].on && y == a.b0[1]) f |= F3_YLO;
+    if (a.face[3].on && y == a.b1[1] - 1) f |= F3_YHI;
+    if (a.face[4].on && face3_covers(a.face[4], x, y, a.b0[2])) f |= F3_ZLO;
+    if (a.face[5].on && face3_covers(a.face[5], x, y, a.b1[2] - 1)) f |= F3_ZHI;
+    anyface |= f & (F3_XLO | F3_XHI | F3_YLO | F3_YHI);
+    fl[q] = f;
+    const int xl = x < a.g0[0] ? a.g0[0] : (x >= a.g1[0] ? a.g1[0] - 1 : x);
+    const int yl = y < a.g0[1] ? a.g0[1] : (y >= a.g1[1] ? a.g1[1] - 1 : y);
+    ld[q] = a.origin + (ptrdiff_t)(xl - a.g0[0]) + (ptrdiff_t)(yl - a.g0[1]) * a.sy;
+  }
+  /* shared cells no thread writes (the rim, uncovered ghosts) hold zeros, not stale bits */
+  for (int k = tid; k < (int)(MS * 2 * NC * k3Plane); k += k3Threads) sh[k] = (T)0;
+  anyface = __syncthreads_or(anyface);
+  const int zlo_plane = a.face[4].on ? a.b0[2] : INT_MIN;
+  const int zhi_plane = a.face[5].on ? a.b1[2] : INT_MIN;
+  /* the column's place in a shared plane; its other columns are constants away */
+  const int pos0 = (ty + 1) * k3W + tx + 1;
+
+  /* the input planes in flight: ahead[r] holds plane z + r while plane z is taken */
+  T ahead[k3Ahead][k3Q][NC];
+  auto load_plane = [&](int z, T(&dst)[k3Q][NC]) {
+    const int zl = z < a.g0[2] ? a.g0[2] : (z >= a.g1[2] ? a.g1[2] - 1 : z);
+    const ptrdiff_t oz = (ptrdiff_t)(zl - a.g0[2]) * a.sz;
+#pragma unroll
+    for (int q = 0; q < k3Q; ++q)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) dst[q][c] = a.in[ld[q] + oz + c * a.sc];
+  };
+#pragma unroll
+  for (int r = 0; r < k3Ahead; ++r) load_plane(z0 + r, ahead[r]);
+
+  /* reg[l][q][c][k]: component c of column q at level l, plane p with (p - z0) mod 3 = k */
+  T reg[MS][k3Q][NC][3];
+#pragma unroll
+  for (int l = 0; l < MS; ++l)
+#pragma unroll
+    for (int q = 0; q < k3Q; ++q)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) reg[l][q][c][0] = reg[l][q][c][1] = reg[l][q][c][2] = (T)0;
+
+  /* One plane of the pipeline: plane z in, level l's plane z - l computed; R = (z - z0) mod 3 */
+  auto plane = [&](auto rc, int z) {
+    constexpr int R = decltype(rc)::value;
+    {
+      T *s0 = sh + (ptrdiff_t)((z & 1) * NC) * k3Plane;
+#pragma unroll
+      for (int q = 0; q < k3Q; ++q)
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          const T v = ahead[0][q][c];
+#pragma unroll
+          for (int r = 0; r + 1 < k3Ahead; ++r) ahead[r][q][c] = ahead[r + 1][q][c];
+          reg[0][q][c][R] = v;
+          s0[c * k3Plane + pos0 + (q / k3CX) * k3BY * k3W + (q % k3CX) * 32] = v;
+        }
+    }
+    load_plane(z + k3Ahead, ahead[k3Ahead - 1]);
+#pragma unroll
+    for (int l = 1; l <= MS; ++l) {
+      const int zr = z - l;
+      if (k3Skip && (zr < cz0 - (MS - l) || zr >= cz1 + (MS - l))) continue;
+      const int lo = slot<R>(-l - 1), mid = slot<R>(-l), hi = slot<R>(-l + 1);
+      /* level l - 1's plane zr (written in the previous iteration) and level l's */
+      const T *sp = sh + (ptrdiff_t)(((l - 1) * 2 + (zr & 1)) * NC) * k3Plane;
+      T *sn = sh + (ptrdiff_t)((l * 2 + (zr & 1)) * NC) * k3Plane;
+      const int zl = zr < a.g0[2] ? a.g0[2] : (zr >= a.g1[2] ? a.g1[2] - 1 : zr);
+      const ptrdiff_t oz = (ptrdiff_t)(zl - a.g0[2]) * a.sz;
+#pragma unroll
+      for (int q = 0; q < k3Q; ++q) {
+        const int j = ty + k3BY * (q / k3CX); /* the column's tile row */
+        if (k3Skip && (j < l || j >= k3TY - l)) continue; /* uniform: a warp is a row */
+        const int p = pos0 + (q / k3CX) * k3BY * k3W + (q % k3CX) * 32;
+        double w[NC * 27];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          double *wp = w + c * 27 + 13;
+          const T *pc = sp + c * k3Plane + p;
+          wp[0] = (double)reg[l - 1][q][c][mid];
+          wp[-9] = (double)reg[l - 1][q][c][lo];
+          wp[9] = (double)reg[l - 1][q][c][hi];
+          wp[-1] = (double)pc[-1];
+          wp[1] = (double)pc[1];
+          wp[-3] = (double)pc[-k3W];
+          wp[3] = (double)pc[k3W];
+        }
+        double r[TSR_MAX_COMP] = {0};
+        tsr_model_rhs(M, w + 13, &kc, r);
+        T v[NC];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + oz + c * a.sc) : r[c];
+          double av = 0.0;
+          v[c] = (T)tsr_stage_update(TSR_STAGE_EULER, a.dt, 0.0, w[c * 27 + 13], rc, &av);
+        }
+        if (l == MS) {
+          if ((fl[q] & F3_STORE) && zr >= cz0 && zr < cz1) {
+            const ptrdiff_t o = ld[q] + oz;
+#pragma unroll
+            for (int c = 0; c < NC; ++c) a.out[o + c * a.sc] = v[c];
+          }
+          continue;
+        }
+        const int x = x0 + tx + 32 * (q % k3CX), y = y0 + j;
+        /* the ghost plane beyond the high z face: from this column's plane below it */
+        if (zr == zhi_plane && (fl[q] & F3_ZHI)) {
+#pragma unroll
+          for (int c = 0; c < NC; ++c)
+            v[c] = (T)tsr_ghost_value(a.face[5].type, face3_value(a.face[5], c, x, y, zr),
+                                      (double)reg[l][q][c][lo], 1, a.face[5].h);
+        }
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          reg[l][q][c][mid] = v[c];
+          if (fl[q] & F3_KEEP) sn[c * k3Plane + p] = v[c];
+        }
+        /* the ghost plane below the low z face, beside its first plane */
+        if (zr == zlo_plane && (fl[q] & F3_ZLO)) {
+#pragma unroll
+          for (int c = 0; c < NC; ++c)
+            reg[l][q][c][lo] = (T)tsr_ghost_value(a.face[4].type,
+                                                  face3_value(a.face[4], c, x, y, zr - 1),
+                                                  (double)v[c], 1, a.face[4].h);
+        }
+        /* the ghost cells beside the x and y faces' first cells, in the shared plane */
+        if (anyface && (fl[q] & (F3_XLO | F3_XHI | F3_YLO | F3_YHI))) {
+          const int f4[4] = {F3_XLO, F3_XHI, F3_YLO, F3_YHI};
+          const int d4[4] = {-1, 1, -k3W, k3W};
+#pragma unroll
+          for (int f = 0; f < 4; ++f) {
+            if (!(fl[q] & f4[f])) continue;
+            const face3_arg &fa = a.face[f];
+            if (!face3_covers(fa, x, y, zr)) continue;
+#pragma unroll
+            for (int c = 0; c < NC; ++c)
+              sn[c * k3Plane + p + d4[f]] = (T)tsr_ghost_value(
+                  fa.type, face3_value(fa, c, x, y, zr), (double)v[c], 1, fa.h);
+          }
+        }
+      }
+    }
+    /* every level reads only planes earlier iterations wrote, from the other parity: one
+     * barrier a plane orders them */
+    __syncthreads();
+  };
+
+#pragma unroll 1
+  for (int z = z0; z < z1; z += 3) {
+    plane(std::integral_constant<int, 0>{}, z);
+    if (z + 1 < z1) plane(std::integral_constant<int, 1>{}, z + 1);
+    if (z + 2 < z1) plane(std::integral_constant<int, 2>{}, z + 2);
+  }
+}
+
+/* The kernel's arguments for a pass over region rg (host code; tsr_steps_cuda has checked
+ * them), and its grid: tiles along x and y, chunks along z. */
+template <typename T>
+void steps3_fill(steps3_args<T> *a, const tsr_stage_desc *s, const tsr_box *rg,
+                 const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
+                 tsr_field *out) {
+  a->in = static_cast<const T *>(in->data);
+  a->src = src ? static_cast<const T *>(src->data) : nullptr;
+  a->out = static_cast<T *>(out->data);
+  a->coef = s->coef;
+  a->coef.dt = s->dt;
+  a->dt = s->dt;
+  a->sy = in->sy;
+  a->sz = in->sz;
+  a->sc = in->scomp;
+  for (int d = 0; d < 3; ++d) {
+    a->g0[d] = in->gbox.lo[d];
+    a->g1[d] = in->gbox.hi[d];
+    a->r0[d] = rg->lo[d];
+    a->r1[d] = rg->hi[d];
+    a->b0[d] = in->box.lo[d];
+    a->b1[d] = in->box.hi[d];
+  }
+  a->origin = tsr_field_at(in, 0, a->g0[0], a->g0[1], a->g0[2]);
+  for (int f = 0; f < 6; ++f) a->face[f] = face3_arg{0, 0, 0.0, nullptr, 0, 1, 0, 0, 0, 0};
+  for (int i = 0; bc && i < bc->nface; ++i) {
+    const tsr_bc_face *fc = &bc->face[i];
+    face3_arg &fa = a->face[2 * fc->axis + fc->side];
+    fa.on = 1;
+    fa.type = fc->type;
+    fa.h = fc->h;
+    fa.val = bc->val[i];
+    fa.t1 = fc->t1;
+    fa.t2 = fc->t2;
+    fa.o1 = in->box.lo[fc->t1] + fc->o1;
+    fa.n1 = fc->n1;
+    fa.o2 = in->box.lo[fc->t2] + fc->o2;
+    fa.n2 = fc->n2;
+  }
+}
+
+inline void steps3_grid(const tsr_box *rg, int m, int g[3]) {
+  g[0] = (tsr_box_len(rg, 0) + k3TX - 2 * m - 1) / (k3TX - 2 * m);
+  g[1] = (tsr_box_len(rg, 1) + k3TY - 2 * m - 1) / (k3TY - 2 * m);
+  g[2] = (tsr_box_len(rg, 2) + k3Chunk - 1) / k3Chunk;
+}
