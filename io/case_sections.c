@@ -397,7 +397,13 @@ static void read_every(tsr_vctx *v, const char *key, const tsr_yaml_entry *e,
   static const char *const keys[] = {"steps", "time"};
   const tsr_yaml_node *n = e->value;
   char k[96];
-  if (n && n->kind == TSR_YAML_SCALAR && !n->quoted && !tsr_yaml_is_null(n)) {
+  /* none (the default) turns off what the case file set, e.g. --set output.snapshot_every=none */
+  if (n && n->kind == TSR_YAML_SCALAR && !n->quoted &&
+      (tsr_yaml_is_null(n) || !strcmp(n->text, "none"))) {
+    *out = (tsr_case_every){0, 0.0};
+    return;
+  }
+  if (n && n->kind == TSR_YAML_SCALAR && !n->quoted) {
     /* a plain number that is no integer is most likely a time written without its key */
     char *end;
     double d = strtod(n->text, &end);
@@ -413,8 +419,8 @@ static void read_every(tsr_vctx *v, const char *key, const tsr_yaml_entry *e,
     return;
   }
   if (!n || n->kind != TSR_YAML_MAP) {
-    tsr_vat(v, n, "%s: expected a number of steps (e.g. 500), {steps: 500} or {time: 0.25}",
-            key);
+    tsr_vat(v, n, "%s: expected a number of steps (e.g. 500), {steps: 500}, {time: 0.25} or "
+            "none", key);
     return;
   }
   tsr_vkeys(v, key, n, keys, 2);

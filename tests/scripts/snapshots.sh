@@ -127,6 +127,13 @@ log=$("$MPIEXEC" -n 1 "$TESSERA_BIN" run "$case" --out "$k" --set output.checkpo
   pass "restart without snapshot_every: later snapshots removed, series 0..4" ||
   { echo "$log" | tail -3; failure "restart without snapshot_every: files $(files "$k" snapshot)"; }
 
+# none turns off a schedule the case file sets
+sed 's/progress: none}/progress: none, snapshot_every: 2, checkpoint_every: 3}/' "$case" >"$work/sched.yaml"
+run_ok "none" 1 "$work/sched.yaml" --out "$work/none" --set time.steps=6 \
+    --set output.snapshot_every=none --set output.checkpoint_every=none &&
+  if [ -e "$work/none/final.h5" ] && ! ls "$work"/none/snapshot_* "$work"/none/checkpoint_* >/dev/null 2>&1
+  then pass "schedules set to none: no snapshot, no checkpoint"
+  else failure "schedules set to none: $(ls "$work/none" | tr '\n' ' ')"; fi
 # bad schedules: exit 2 with the place and the key
 bad() { # LABEL MESSAGE ARGS...
   local label=$1 msg=$2 log rc
