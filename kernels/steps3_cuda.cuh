@@ -19,12 +19,13 @@
  * uniform; planes within MS - l of the chunk), which cuts the recomputed cells of a 64 x 16
  * tile's pass of 3 from 1.36x to 1.32x the written ones, and the chunk's from 1.09x to 1.03x.
  *
- * Resources (nvcc 13, sm_90, -Xptxas -v, default shape 32 x 16 threads, 2 columns a thread):
- * heat fp64 114 registers (m = 3) and 121 (m = 5), fp32 120, wave fp64 128 with 56 bytes of
- * spills: one block of 16 warps an SM. Shared memory m x 2 planes x 66 x 18 cells a component:
- * 57 KB for heat fp64 at m = 3, 190 KB for wave at m = 5 (the most; 227 KB a block on an H100 /
- * H200). TSR_STEPS3_BY=32 TSR_STEPS3_CX=1 (a 32 x 32 tile, one column a thread): 62 registers,
- * one block of 32 warps. Not yet timed on a GPU when written: bench/gpu_tiles --dim 3.
+ * Resources (nvcc 13, sm_90, -Xptxas -v): the default shape, 32 x 32 threads, one column a
+ * thread (a 32 x 32 tile): 62 registers, one block of 32 warps an SM. On an H200 (bench/gpu_tiles
+ * --dim 3, 512^3 fp64, session 15) it ran a pass of 3 at 206 Gcells/s and of 5 at 171, where
+ * 32 x 16 threads with 2 columns each (114-121 registers, 16 warps an SM; wave fp64 spilled)
+ * ran them at 170 and 88: the pipeline needs the warps to hide its latency. Shared memory
+ * m x 2 planes x (tile + 2)^2 cells a component: about 55 KB for heat fp64 at m = 3 (227 KB a
+ * block on an H100 / H200).
  *
  * Bits: every value is computed by tsr_model_rhs and tsr_stage_update on the values the
  * single-step 3D kernels hand them (a 3x3x3 window, strides 1, 3, 9) and stored in the
@@ -38,10 +39,10 @@
  * writes, input planes loaded ahead, blocks an SM (__launch_bounds__: caps registers), and
  * whether rows and planes no later level reads are skipped. */
 #ifndef TSR_STEPS3_BY
-#define TSR_STEPS3_BY 16
+#define TSR_STEPS3_BY 32
 #endif
 #ifndef TSR_STEPS3_CX
-#define TSR_STEPS3_CX 2
+#define TSR_STEPS3_CX 1
 #endif
 #ifndef TSR_STEPS3_CY
 #define TSR_STEPS3_CY 1
