@@ -438,12 +438,11 @@ tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const ts
  * steps run 1.77x the single-step kernel (425 against 241 Gcells/s), passes of 5 only 1.21x
  * (more registers a thread, fewer warps); fp32 passes are no faster than fp32 single steps
  * (404 against 415: the arithmetic is double either way, so a pass is bound by instructions,
- * not bytes), so fp32 steps stage by stage. 3D (steps3_kernel): fp64 passes of 3, the count
- * whose tiles recompute least (a 64 x 16 tile computes 1.32x the cells it writes at 3 steps,
- * 2.0x at 5; a pass is bound by instructions as in 2D, so that factor is what it costs), and
- * fp32 stage by stage for the 2D reason (the arithmetic is double either way, so a pass saves
- * bytes where fp32 has fewer to save). Chosen before a GPU timed the kernel: bench/gpu_tiles
- * --dim 3 decides (bench/README.md), and 0 here turns 3D passes off. */
+ * not bytes), so fp32 steps stage by stage. 3D (steps3_kernel, 512^3, session 15): fp64 passes
+ * of 3 run 0.98x the single-step kernel (206 against 210 Gcells/s; passes of 5 0.81x), but a
+ * whole run with fuse 3 1.24x one with fuse 1 (194 against 155-158: the run's single steps
+ * reach only 0.75 of the kernel's rate, and a pass pays the rest once for three steps); fp32 passes run 0.55x the fp32 single step (the
+ * arithmetic is double either way): stage by stage. bench/README.md, gpu_tiles. */
 extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec) {
   return (dim == 2 || dim == 3) && prec == TSR_PREC_DOUBLE ? 3 : 0;
 }
