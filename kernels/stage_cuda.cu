@@ -354,6 +354,26 @@ const march &device_march() {
   return k == 2 ? kMarchH100 : kMarchH200;
 }
 
+/* The current device's SM count, looked up once per device; 0 where the device cannot be asked
+ * (the host emulation of the kernels). */
+int device_sms() {
+  static std::atomic<int> sms[64]; /* 0: not looked up, -1: not known */
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return 0;
+  }
+  int n = sms[dev].load(std::memory_order_relaxed);
+  if (!n) {
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) {
+      cudaGetLastError();
+      n = -1;
+    }
+    sms[dev].store(n, std::memory_order_relaxed);
+  }
+  return n > 0 ? n : 0;
+}
+
 /* A 3D region at most this many cells across in x and at least twice as long in y runs with
  * its lanes along y (measured on nvidia-h200-x2: the x face of a 512^3 shell took 49.9 us with
  * lanes along x, one busy lane per warp, against 5.3 us for a z face; bench/README.md). */
@@ -387,6 +407,13 @@ shape pick_shape(int dim, int nx, int ny, int nz, ptrdiff_t sy, int esize, bool 
     s.tile = async_fits && (t.tile3 == 2 || (t.tile3 == 0 && kAsyncAuto && esize == 8)) ? 2 : 1;
     s.chunk = t.chunkt3 > 0 ? t.chunkt3 : s.tile == 2 ? kAsyncChunk : device_march().planes;
     s.block = dim3(32, kTBY, 1);
+    const long tiles_xy = (long)((nx + kTX - 1) / kTX) * ((ny + kTY - 1) / kTY);
+    /* a small region marches shorter chunks, so that its blocks fill the GPU: 64^3 made 16
+     * blocks of 16 planes for 132 SMs on an H200, 14 us a stage where 4 planes (an H100's
+     * march) took about 8; the march never changes a value */
+    for (long want = 2L * device_sms(); t.chunkt3 <= 0 && s.chunk > 1 &&
+                                        tiles_xy * ((nz + s.chunk - 1) / s.chunk) < want;)
+      s.chunk /= 2;
     s.grid = dim3((unsigned)((nx + kTX - 1) / kTX), (unsigned)((ny + kTY - 1) / kTY),
                   (unsigned)((nz + s.chunk - 1) / s.chunk));
     return s;
