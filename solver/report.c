@@ -185,8 +185,9 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
       fprintf(out, "time.fuse: auto: the run's first steps measure fuse 1 to %d (powers of 2) "
               "and it goes on with the fastest\n", smax);
     else
-      fprintf(out, "time.fuse: auto: 1 (%s)\n", smax ? "the boxes are too thin for fuse 2" :
-              "no face of any box is exchanged");
+      fprintf(out, "time.fuse: auto: %s\n", smax ? "1 (the boxes are too thin for fuse 2)" :
+              "no face of any box is exchanged: where time tiles apply, the first steps "
+              "measure the odd fuses up to the longest pass, else 1");
   }
   if (ghost > po.min_width) {
     fprintf(out, "time.fuse: %d steps per halo exchange, ghosts %d cells deep\n", c->time.fuse,

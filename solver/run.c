@@ -495,8 +495,8 @@ tsr_err tsr_run_setup(tsr_run_ctx *x) {
 static tsr_err setup(tsr_run_ctx *x) {
   TSR_CALL(tsr_run_setup(x));
   TSR_CALL(tsr_run_rebalance_create(x));
+  tsr_run_tiles_setup(x); /* auto's candidates depend on the passes */
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_fuse_auto_create(x)));
-  tsr_run_tiles_setup(x);
   return tsr_graph_create(x, &x->graph);
 }
 

@@ -1,7 +1,10 @@
 /* time.fuse: auto. The fields are as deep as the largest fuse that fits the boxes (up to
  * TSR_FUSE_AUTO_MAX); the run's first steps measure fuse 1, 2, 4, ... each with an exchange of
- * its own depth, in two rounds (up, then down, so a drift in the machine's speed weighs on
- * every candidate alike), and the rest of the run takes the fastest. The steps measured are
+ * its own depth and its time tiles (solver/run_tiles.c: what the rest of the run would take),
+ * or, where no face is exchanged, the odd fuses 1, 3, ... up to the longest pass (a block of s
+ * is then one pass of s; an even block would end in a plain step). Two rounds (up, then down,
+ * so a drift in the machine's speed weighs on every candidate alike), and the rest of the run
+ * takes the fastest. The steps measured are
  * steps of the run: every fuse gives the same bits, so nothing is thrown away. They are issued
  * plainly (no CUDA graphs), the device drained at each candidate's ends, and the time that
  * monitors and snapshots take inside them left out; every rank takes the slowest rank's
@@ -13,16 +16,21 @@
 
 #include "solver/run_internal.h"
 
+/* A candidate's slot ends at the first end of one of its blocks after QUOTA steps, so each
+ * begins at a block start and no pass straddles two (its steps are counted as they ran). */
 enum { WARMUP = 2, QUOTA = 8, ROUNDS = 2, MAXCAND = 4 };
 
 struct tsr_fuse_auto {
-  int n;                       /* candidates: 1, 2, 4, ... */
+  int n;                       /* candidates: 1, 2, 4, ... (1, 3, 5, ... where none exchanges) */
   int s[MAXCAND];
-  tsr_halo_plan plan[MAXCAND]; /* [0] unused: fuse 1 is the run's own plan and exchange */
-  tsr_halo *halo[MAXCAND];
+  tsr_halo_plan plan[MAXCAND]; /* [0] unused: fuse 1 is the run's own plan and exchange; */
+  tsr_halo *halo[MAXCAND];     /* NULL (the run's) where no face is exchanged */
   tsr_halo *own;               /* the run's exchange (fuse 1) */
   double sec[MAXCAND];         /* summed over the rounds; after the choice, per step */
   int64_t steps[MAXCAND];
+  int64_t passes[MAXCAND];     /* time tiles' passes while it measured */
+  int64_t pass0;               /* x->tile_passes at the slot's start */
+  int64_t last;                /* the measurement's last step */
   int slot;                    /* position in the schedule: round r, candidate order */
   int64_t done;                /* steps of the current slot (or of the warm-up, slot -1) */
   double t0, skip0;            /* the slot's start, and monitors' + outputs' time then */
@@ -43,8 +51,8 @@ static double skipped(const tsr_run_ctx *x) {
 
 static void use(tsr_run_ctx *x, struct tsr_fuse_auto *a, int i) {
   x->fuse = a->s[i];
-  x->xghost = i ? a->plan[i].ghost : x->radius;
-  x->halo = i ? a->halo[i] : a->own;
+  x->xghost = a->halo[i] ? a->plan[i].ghost : x->radius;
+  x->halo = a->halo[i] ? a->halo[i] : a->own;
   x->fuse_pos = x->fuse_len = 0; /* the next step begins a block */
   if (!i) tsr_run_split_shell(x, 0); /* a fused block's first stage left its own split */
 }
@@ -62,7 +70,7 @@ static tsr_err choose(tsr_run_ctx *x, struct tsr_fuse_auto *a, char *line, size_
   a->measuring = 0;
   use(x, a, best);
   x->halo = a->own;
-  if (best) {
+  if (a->halo[best]) {
     /* the chosen depth becomes the run's own plan (the rebalancer rebuilds it), its exchange
      * made again over it there (an exchange borrows its plan's address) */
     tsr_halo_destroy(&a->own);
@@ -75,12 +83,14 @@ static tsr_err choose(tsr_run_ctx *x, struct tsr_fuse_auto *a, char *line, size_
   for (int i = 1; i < a->n; ++i) tsr_halo_destroy(&a->halo[i]);
   a->own = NULL; /* x->halo is the run's exchange now (a migration makes it again) */
   int n = snprintf(line, size, "time.fuse auto: %d, seconds per step", a->chosen);
-  for (int i = 0; i < a->n && n > 0 && (size_t)n < size; ++i)
+  for (int i = 0; i < a->n && n > 0 && (size_t)n < size; ++i) {
     n += snprintf(line + n, size - (size_t)n, "%s fuse %d %.3g", i ? "," : "", a->s[i],
                   a->sec[i]);
+    if (a->passes[i] && n > 0 && (size_t)n < size)
+      n += snprintf(line + n, size - (size_t)n, " (%" PRId64 " time tile passes)", a->passes[i]);
+  }
   snprintf(a->why, sizeof a->why, "measured over steps %d to %" PRId64 ", the fastest%s",
-           WARMUP + 1, (int64_t)WARMUP + (int64_t)QUOTA * a->n * ROUNDS,
-           best ? "" : " (no other faster by 2%)");
+           WARMUP + 1, a->last, best ? "" : " (no other faster by 2%)");
   return TSR_OK;
 }
 
@@ -98,11 +108,21 @@ tsr_err tsr_run_fuse_auto_create(tsr_run_ctx *x) {
   const tsr_case *c = x->c;
   if (c->time.fuse != TSR_FUSE_AUTO || c->method != TSR_METHOD_EXPLICIT) return TSR_OK;
   const int smax = tsr_run_fuse_auto_max(c, &x->layout);
-  if (smax == 0) return fixed(x, "no face of any box is exchanged");
+  const int pmax = x->tile_max - (x->tile_max % 2 == 0); /* the longest pass: odd */
+  int n = 0, s[MAXCAND];
+  if (smax == 0 && pmax < 3) {
+    char why[160];
+    snprintf(why, sizeof why, "no face of any box is exchanged and no time tiles (%s)",
+             x->tile_why ? x->tile_why : "passes of one step");
+    return fixed(x, why);
+  }
   if (smax == 1) return fixed(x, "the boxes are too thin for fuse 2's ghosts");
-  int n = 0;
-  for (int s = 1; s <= smax && n < MAXCAND; s *= 2) ++n;
-  const int64_t trial = WARMUP + (int64_t)QUOTA * n * ROUNDS;
+  if (smax == 0)
+    for (int f = 1; f <= pmax && n < MAXCAND; f += 2) s[n++] = f;
+  else
+    for (int f = 1; f <= smax && n < MAXCAND; f *= 2) s[n++] = f;
+  int64_t trial = WARMUP; /* with blocks not cut by monitors: QUOTA rounded up to whole ones */
+  for (int i = 0; i < n; ++i) trial += (int64_t)ROUNDS * s[i] * ((QUOTA + s[i] - 1) / s[i]);
   if (x->nsteps - x->start_step < 4 * trial)
     return fixed(x, "too few steps to measure (fewer than 4 x the measurement's)");
   if (x->rb && c->rebalance.every <= trial)
@@ -113,8 +133,8 @@ tsr_err tsr_run_fuse_auto_create(tsr_run_ctx *x) {
   a->n = n;
   a->own = x->halo;
   for (int i = 0; i < n; ++i) {
-    a->s[i] = 1 << i;
-    if (!i) continue;
+    a->s[i] = s[i];
+    if (!i || smax == 0) continue;
     int g = x->radius * a->s[i] * x->scheme.nstage;
     TSR_CALL(tsr_halo_plan_build(&x->layout, x->rank, g, &a->plan[i]));
     TSR_CALL(x->be->halo_new(x, &a->plan[i], &a->halo[i]));
@@ -127,7 +147,6 @@ tsr_err tsr_run_fuse_auto_create(tsr_run_ctx *x) {
 int tsr_run_fuse_auto_busy(const tsr_run_ctx *x) { return x->fa && x->fa->measuring; }
 
 tsr_err tsr_run_fuse_auto_after_step(tsr_run_ctx *x, int64_t step, char *line, size_t size) {
-  (void)step;
   line[0] = '\0';
   struct tsr_fuse_auto *a = x->fa;
   if (!a || !a->measuring) return TSR_OK;
@@ -141,10 +160,13 @@ tsr_err tsr_run_fuse_auto_after_step(tsr_run_ctx *x, int64_t step, char *line, s
     int i = cand_of(a, a->slot);
     a->sec[i] += now - a->t0 - (skipped(x) - a->skip0);
     a->steps[i] += a->done;
+    a->passes[i] += x->tile_passes - a->pass0;
   }
+  a->last = step + 1;
   if (++a->slot == a->n * ROUNDS) return choose(x, a, line, size);
   use(x, a, cand_of(a, a->slot));
   a->done = 0;
+  a->pass0 = x->tile_passes;
   a->t0 = MPI_Wtime();
   a->skip0 = skipped(x);
   return TSR_OK;
@@ -161,6 +183,9 @@ void tsr_run_fuse_auto_report(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_array_end(j);
   tsr_json_array_begin(j, "seconds_per_step");
   for (int i = 0; i < a->n && !a->measuring; ++i) tsr_json_number(j, NULL, a->sec[i]);
+  tsr_json_array_end(j);
+  tsr_json_array_begin(j, "passes"); /* time tiles' passes while it measured */
+  for (int i = 0; i < a->n; ++i) tsr_json_int(j, NULL, a->passes[i]);
   tsr_json_array_end(j);
   tsr_json_object_end(j);
 }

@@ -242,10 +242,12 @@ void tsr_run_tiles_report(const tsr_run_ctx *x, tsr_json *j);
 
 /* ---- time.fuse: auto (solver/run_fuse.c) ----------------------------------------------- */
 
-/* After the backend's set-up, with time.fuse: auto: x->fa, the measurement of fuse 1, 2, 4,
- * ... up to x's largest on the run's first steps (each with an exchange of its own depth),
- * or x->fuse fixed at 1 with the reason when there is nothing to choose (no exchanged face,
- * boxes too thin, too few steps, a rebalancing decision too soon). Collective. */
+/* After the backend's and the time tiles' set-up, with time.fuse: auto: x->fa, the
+ * measurement of fuse 1, 2, 4, ... up to x's largest on the run's first steps (each with an
+ * exchange of its own depth and its time tiles; where no face is exchanged, the odd fuses up
+ * to the longest pass), or x->fuse fixed at 1 with the reason when there is nothing to choose
+ * (no exchanged face and no time tiles, boxes too thin, too few steps, a rebalancing decision
+ * too soon). Collective. */
 tsr_err tsr_run_fuse_auto_create(tsr_run_ctx *x);
 
 /* Whether step `step` is one of the measurement's (issued plainly, not as a CUDA graph). */
@@ -256,8 +258,8 @@ int tsr_run_fuse_auto_busy(const tsr_run_ctx *x);
  * log line in line (else line is empty). Collective. */
 tsr_err tsr_run_fuse_auto_after_step(tsr_run_ctx *x, int64_t step, char *line, size_t size);
 
-/* report.json's "fuse_auto" member (rank 0): the candidates, their seconds per step, the
- * choice and why. Nothing without time.fuse: auto. */
+/* report.json's "fuse_auto" member (rank 0): the candidates, their seconds per step and time
+ * tile passes, the choice and why. Nothing without time.fuse: auto. */
 void tsr_run_fuse_auto_report(const tsr_run_ctx *x, tsr_json *j);
 
 /* Frees the measurement's exchanges and plans (before the backend's teardown). */

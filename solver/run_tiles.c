@@ -52,7 +52,7 @@ static int exchanges_any(const tsr_run_ctx *x) {
 }
 
 int tsr_run_tiles_pass(const tsr_run_ctx *x, int pos) {
-  if (x->tile_max < 3 || x->fuse <= 1 || tsr_run_fuse_auto_busy(x)) return 1;
+  if (x->tile_max < 3 || x->fuse <= 1) return 1;
   if (pos == 0 && exchanges_any(x)) return 1;
   /* the passes before pos, from the block's first step that takes them */
   int p = exchanges_any(x) ? 1 : 0;

@@ -145,38 +145,61 @@ if [ "$np" = 2 ]; then
       failure "rebalancing with fuse 2: final fields differ, or no migration"
   fi
 fi
-# time.fuse: auto measures 1, 2, 4, 8 (those that fit) on the run's first steps and goes on
-# with the fastest: the same bits, and report.json says what it measured and chose
+# time.fuse: auto measures 1, 2, 4, 8 (those that fit) on the run's first steps, with their
+# time tiles (forward Euler, a source that does not depend on t: 4 and 8 take passes), and goes
+# on with the fastest: the same bits, and report.json says what it measured and chose
 cat >"$work/auto.yaml" <<YAML
 model: heat
 grid: {cells: [24, 24, 24], periodic: [true, true, true]}
 params: {kappa: 1.0}
 initial: {u: "sin(2*pi*x)*sin(2*pi*y)*cos(2*pi*z)"}
-source: {u: "sin(t)*x"}
+source: {u: "x"}
 time: {scheme: euler, dt: auto, steps: 300}
 backend: $backend
 output: {progress: none}
 YAML
+# check_auto REPORT CANDIDATES GHOST: fuse_auto measured CANDIDATES, every one but fuse 1 with
+# passes of time tiles where the backend has them for the case (max_steps), and chose one
+check_auto() {
+  python3 - "$@" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+a, want, tiles = r["fuse_auto"], json.loads(sys.argv[2]), r["time_tiles"]["max_steps"] >= 3
+passes = [(p > 0) == (tiles and s in (3, 4, 5, 7, 8)) for s, p in zip(a["candidates"], a["passes"])]
+ok = a["candidates"] == want and len(a["seconds_per_step"]) == len(want) and \
+     all(t > 0 for t in a["seconds_per_step"]) and a["chosen"] in a["candidates"] and \
+     all(passes) and len(passes) == len(want) and r["fuse"] == a["chosen"] and \
+     r["ghost_width"] == int(sys.argv[3]) and "measured" in a["why"]
+print("  fuse_auto:", a)
+sys.exit(0 if ok else 1)
+PY
+}
+# on one rank without periodic axes nothing is exchanged: the odd fuses up to the longest pass
+# (1, 3, 5, 7 on CPU ranks, 1, 3 on GPUs), each block one pass
+auto_np1=(--set grid.periodic=[false,false,false] --set time.steps=400)
+want1="[1, 3, 5, 7]"
+[ "$backend" = cuda ] && want1="[1, 3]"
 if run_ok "auto ref" 1 "$work/auto.yaml" --out "$work/auto1" &&
    run_ok "auto np$np" $np "$work/auto.yaml" --out "$work/auto2" --set time.fuse=auto; then
   same_fields "$work/auto1/final.h5" "$work/auto2/final.h5" 0 >/dev/null &&
     pass "auto np$np: the bits of fuse 1" || failure "auto np$np: final fields differ"
-  python3 - "$work/auto2/report.json" <<'PY' && pass "auto np$np: report.json says what it measured and chose" || failure "auto np$np: report.json's fuse_auto"
-import json, sys
-r = json.load(open(sys.argv[1]))
-a = r["fuse_auto"]
-ok = a["candidates"] == [1, 2, 4, 8] and len(a["seconds_per_step"]) == 4 and \
-     all(t > 0 for t in a["seconds_per_step"]) and a["chosen"] in a["candidates"] and \
-     r["fuse"] == a["chosen"] and r["ghost_width"] == 8 and "measured" in a["why"]
-print("  fuse_auto:", a)
-sys.exit(0 if ok else 1)
-PY
+  check_auto "$work/auto2/report.json" "[1, 2, 4, 8]" 8 &&
+    pass "auto np$np: report.json says what it measured (4 and 8 with time tiles) and chose" ||
+    failure "auto np$np: report.json's fuse_auto"
 fi
-for why in "no face of any box is exchanged:1:--set grid.periodic=[false,false,false]" \
+if run_ok "auto ref, no exchange" 1 "$work/auto.yaml" --out "$work/auto3" "${auto_np1[@]}" &&
+   run_ok "auto, no exchange" 1 "$work/auto.yaml" --out "$work/auto4" "${auto_np1[@]}" --set time.fuse=auto; then
+  same_fields "$work/auto3/final.h5" "$work/auto4/final.h5" 0 >/dev/null &&
+    pass "auto without exchanges: the bits of fuse 1" || failure "auto without exchanges: final fields differ"
+  check_auto "$work/auto4/report.json" "$want1" 1 &&
+    pass "auto without exchanges: measured $want1, each above 1 in passes" ||
+    failure "auto without exchanges: report.json's fuse_auto"
+fi
+for why in "no face of any box is exchanged and no time tiles (the source depends on t):1:--set grid.periodic=[false,false,false] --set source.u=sin(t)" \
            "too few steps to measure:$np:--set time.steps=40"; do
   IFS=: read -r want k opt <<<"$why"
   if run_ok "auto: $want" "$k" "$work/auto.yaml" --out "$work/auto-$k" --set time.fuse=auto $opt &&
-     grep -q "\"why\": \"$want" "$work/auto-$k/report.json" && grep -q '"fuse": 1,' "$work/auto-$k/report.json"; then
+     grep -qF "\"why\": \"$want" "$work/auto-$k/report.json" && grep -q '"fuse": 1,' "$work/auto-$k/report.json"; then
     pass "auto: fuse 1 where $want"
   else failure "auto: expected fuse 1 with the reason '$want'"; fi
 done
