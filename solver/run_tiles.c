@@ -105,6 +105,8 @@ void tsr_run_tiles_report(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_int(j, "passes", x->tile_passes);
   tsr_json_int(j, "tiled_steps", x->tile_steps);
   if (x->tile_why) tsr_json_string(j, "off_because", x->tile_why);
-  else if (x->fuse <= 1) tsr_json_string(j, "off_because", "time.fuse is 1");
+  else if (x->fuse <= 1) /* auto's measurement may have run passes (report.json fuse_auto) */
+    tsr_json_string(j, "off_because", x->c->time.fuse == TSR_FUSE_AUTO ? "time.fuse auto chose 1"
+                                                                       : "time.fuse is 1");
   tsr_json_object_end(j);
 }

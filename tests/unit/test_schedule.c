@@ -120,6 +120,11 @@ static void test_case_keys(void **state) {
   assert_true(c->output.snapshot_every.steps == 0 && c->output.snapshot_every.time == 0.25);
   assert_int_equal(c->output.snapshot_single, 1);
   tsr_case_destroy(&c);
+  /* none turns off what the case file set */
+  assert_int_equal(load("  checkpoint_every: none\n  snapshot_every: ~\n", &c), TSR_OK);
+  assert_true(c->output.checkpoint_every.steps == 0 && c->output.checkpoint_every.time == 0.0);
+  assert_true(c->output.snapshot_every.steps == 0 && c->output.snapshot_every.time == 0.0);
+  tsr_case_destroy(&c);
   char *set[] = {"output.snapshot_every={time: 1e-3}", "output.checkpoint_every=4"};
   char text[512];
   snprintf(text, sizeof text, "%s", head);
@@ -157,7 +162,7 @@ static void test_case_keys_refused(void **state) {
           "'output.snapshot_every.time'?)");
   refused("  snapshot_every: {stpes: 3}\n", "(did you mean 'output.snapshot_every.steps'?)");
   refused("  checkpoint_every: {}\n", "s.yaml:6:3: output.checkpoint_every: expected {steps: N} or {time: T}, got an empty map");
-  refused("  checkpoint_every: [1, 2]\n", "s.yaml:6:21: output.checkpoint_every: expected a number of steps (e.g. 500), {steps: 500} or {time: 0.25}");
+  refused("  checkpoint_every: [1, 2]\n", "s.yaml:6:21: output.checkpoint_every: expected a number of steps (e.g. 500), {steps: 500}, {time: 0.25} or none");
   refused("  snapshot_every: {time: soon}\n", "output.snapshot_every.time: expected a number, got 'soon'");
   refused("  snapshot_precision: half\n",
           "s.yaml:6:23: output.snapshot_precision: unknown value 'half'; expected one of double, single");
