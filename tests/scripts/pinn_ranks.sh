@@ -282,19 +282,30 @@ cs="$sl --set pinn.adam.iterations=100 --set pinn.log_every=50 --set output.chec
     --set output.keep=10 --set pinn.slabs=causal"
 run_ok causal_straight 2 "$cases/pinn_heat2d.yaml" --out "$work/cs" $cs
 run_ok causal_again 2 "$cases/pinn_heat2d.yaml" --out "$work/cs2" $cs
+# same A B LAST: runs A and B end with the same final fields and the same weights in their
+# checkpoint at iteration LAST, bit for bit
 same() { h5diff "$1/final.h5" "$2/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
-         h5diff "$1/checkpoint_00000200.h5" "$2/checkpoint_00000200.h5" /pinn/theta /pinn/theta \
-           >/dev/null 2>&1; }
-if same "$work/cs" "$work/cs2"; then pass "slabs: a causal run on 2 slabs repeats bit for bit"
+         h5diff "$1/checkpoint_$(printf %08d "$3").h5" "$2/checkpoint_$(printf %08d "$3").h5" \
+           /pinn/theta /pinn/theta >/dev/null 2>&1; }
+# restarts_same RUN LAST OPTS CK...: restarts of pinn_heat2d run RUN (options OPTS, 2 ranks)
+# from each of its checkpoints CK end as RUN did (same, at LAST)
+restarts_same() {
+  local run=$1 last=$2 opts=$3 ck d f ok=0
+  shift 3
+  for ck in "$@"; do
+    d=${run}_r$ck f=checkpoint_$(printf %08d "$ck").h5
+    mkdir -p "$d" && cp "$run/$f" "$d/"
+    # shellcheck disable=SC2086
+    run_ok "$(basename "$run")_restart_$ck" 2 "$cases/pinn_heat2d.yaml" --out "$d" $opts \
+      --restart "$d/$f" || { ok=1; continue; }
+    same "$run" "$d" "$last" || ok=1
+  done
+  return $ok
+}
+if same "$work/cs" "$work/cs2" 200; then pass "slabs: a causal run on 2 slabs repeats bit for bit"
 else failure "slabs: two causal runs differ"; fi
-ok=1
-for ck in 75 150; do
-  d=$work/cs_r$ck
-  mkdir -p "$d" && cp "$work/cs/checkpoint_0000$(printf %04d $ck).h5" "$d/"
-  run_ok "causal_restart_$ck" 2 "$cases/pinn_heat2d.yaml" --out "$d" $cs \
-    --restart "$d/checkpoint_0000$(printf %04d $ck).h5" || { ok=0; continue; }
-  same "$work/cs" "$d" || ok=0
-done
+ok=0
+restarts_same "$work/cs" 200 "$cs" 75 150 && ok=1
 if [ $ok = 1 ] && h5dump -a slabs "$work/cs/checkpoint_00000150.h5" 2>/dev/null | grep -q "2, 1, 100"
 then pass "slabs: causal restarts in slab 0 (iteration 75) and slab 1 (150) end bit for bit as the straight run; the checkpoint records the slab layout"
 else failure "slabs: a causal restart differs from the straight run (or no slabs attribute)"; fi
@@ -366,16 +377,8 @@ refused_run "lbfgs: restart inside L-BFGS with other Adam iterations" \
 cl="$sl --set pinn.adam.iterations=100 --set pinn.lbfgs.iterations=40 --set pinn.log_every=20
     --set output.checkpoint_every=30 --set output.keep=20 --set pinn.slabs=causal"
 run_ok causal_lbfgs 2 "$cases/pinn_heat2d.yaml" --out "$work/cl" $cl
-ok=1
-for ck in 120 270; do
-  d=$work/cl_r$ck
-  mkdir -p "$d" && cp "$work/cl/checkpoint_00000$ck.h5" "$d/"
-  run_ok "causal_lbfgs_restart_$ck" 2 "$cases/pinn_heat2d.yaml" --out "$d" $cl \
-    --restart "$d/checkpoint_00000$ck.h5" || { ok=0; continue; }
-  h5diff "$work/cl/final.h5" "$d/final.h5" /fields/u /fields/u >/dev/null 2>&1 &&
-    h5diff "$work/cl/checkpoint_00000280.h5" "$d/checkpoint_00000280.h5" /pinn/theta /pinn/theta \
-      >/dev/null 2>&1 || ok=0
-done
+ok=0
+restarts_same "$work/cl" 280 "$cl" 120 270 && ok=1
 if [ $ok = 1 ] && "$py" - "$work/cl" <<'PY'
 import csv, json, sys
 d = sys.argv[1]
