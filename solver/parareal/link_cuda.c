@@ -28,9 +28,11 @@
  * its operations without waiting for a later pair: by the time g waits in (b), g + 1 has
  * issued recv(k - 1) (both passed iteration k - 1's MPI_Allgather in parareal.c, which
  * g + 1 reaches only after that receive). Nothing on the compute streams waits for a send;
- * the compute stream waits only for a recv the host itself waits for. The halo exchanges of
- * the groups use other communicators among a group's own ranks, which issue them in the same
- * order, and the link's pending send holds a few threads of the GPU, not the GPU. */
+ * the compute stream waits only for a recv the host itself waits for. Nor does a link kernel
+ * wait on the GPU beside another communicator's (the groups' halo exchanges): a rank's recv(k)
+ * is issued after its fine solves were waited for and is waited for before its coarse solves;
+ * after send(k) the rank's host goes to the iteration's MPI_Allgather, past which its next
+ * exchanges come only once g + 1 has its recv(k), that is once send(k) is done. */
 #include <stdlib.h>
 
 #include "kernels/cuda_util.h"
