@@ -114,7 +114,7 @@ tsr_err tsr_pr_link_gpu_send(tsr_pr_link_gpu *g, const tsr_field *f, double chan
   TSR_CALL(check_shape(g, f));
   cudaStream_t compute = tsr_backend_cuda_stream(g->x);
   /* sbuf and *hsend are the previous send's until it completed (the MPI way's MPI_Wait);
-   * the stream then holds nothing else that could be pending (link.h, the order above) */
+   * the stream then holds nothing else that could be pending (the order at the top) */
   if (g->sending) TSR_CALL(wait_link(g, "parareal's wait for its previous send to the next group"));
   g->sending = 0;
   const tsr_pack_geom gf = tsr_pack_geom_of(f), gb = tsr_pack_geom_packed(&f->box, f);
