@@ -150,8 +150,8 @@ tsr_err tsr_pr_link_gpu_recv(tsr_pr_link_gpu *g, tsr_field *f, double *change) {
   const tsr_pack_geom gf = tsr_pack_geom_of(f), gb = tsr_pack_geom_packed(&f->box, f);
   const int n[3] = {tsr_box_len(&f->box, 0), tsr_box_len(&f->box, 1), tsr_box_len(&f->box, 2)};
   TSR_CALL(tsr_copy_box_cuda(f->box.lo, n, &gb, g->rbuf, &gf, f->data, compute));
-  /* only the 8 bytes of the change: the stream's send before them has completed already
-   * (link.h: the previous send waited for, or pair (k - 1, g) done before iteration k) */
+  /* the host waits only for the 8 bytes of the change (the unpack stays on the GPU): the
+   * stream's send before them, pair (k - 1, g) of the order at the top, is done already */
   TSR_CALL(wait_link(g, "parareal's wait for the start state from the previous group"));
   *change = *g->hrecv;
   return TSR_OK;
