@@ -227,17 +227,6 @@ static tsr_err check_device(const halo_nccl *h) {
   return TSR_OK;
 }
 
-static tsr_pack_geom geom_of(const tsr_field *f) {
-  tsr_pack_geom g;
-  for (int d = 0; d < 3; ++d) g.glo[d] = f->gbox.lo[d];
-  g.sy = f->sy;
-  g.sz = f->sz;
-  g.scomp = f->scomp;
-  g.ncomp = f->ncomp;
-  g.esize = (int)tsr_prec_size(f->prec);
-  return g;
-}
-
 /* One group for every remote peer, so NCCL can progress all of them at once and no
  * send/receive order between ranks can deadlock. The group is always closed, even after a
  * failed call inside it, so that NCCL leaves group mode. */
@@ -275,7 +264,7 @@ static tsr_err enqueue_begin(halo_nccl *h, tsr_field *f, cudaStream_t producer) 
     TSR_CUDA(cudaEventRecord(h->ready, producer));
     TSR_CUDA(cudaStreamWaitEvent(h->stream, h->ready, 0));
   }
-  tsr_pack_geom g = geom_of(f);
+  tsr_pack_geom g = tsr_pack_geom_of(f);
   for (int i = 0; i < p->npeer; ++i) {
     const tsr_halo_peer *q = &p->peers[i];
     TSR_CALL(tsr_pack_cuda(h->segs + h->seg_at[i], q->nseg, h->most[i], &g, f->data,
@@ -288,7 +277,7 @@ static tsr_err enqueue_begin(halo_nccl *h, tsr_field *f, cudaStream_t producer) 
 static tsr_err enqueue_end(halo_nccl *h, tsr_field *f) {
   const tsr_halo_plan *p = h->base.plan;
   TSR_CALL(check_device(h));
-  tsr_pack_geom g = geom_of(f);
+  tsr_pack_geom g = tsr_pack_geom_of(f);
   for (int i = 0; i < p->npeer; ++i) {
     const tsr_halo_peer *q = &p->peers[i];
     const void *buf = q->peer == p->rank ? h->sendbuf[i] : h->recvbuf[i];

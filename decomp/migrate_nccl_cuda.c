@@ -64,29 +64,6 @@ static tsr_err bufs_setup(const tsr_migrate_plan *p, const tsr_field *f, tsr_mig
   return TSR_OK;
 }
 
-static tsr_pack_geom geom_of(const tsr_field *f) {
-  tsr_pack_geom g;
-  for (int d = 0; d < 3; ++d) g.glo[d] = f->gbox.lo[d];
-  g.sy = f->sy;
-  g.sz = f->sz;
-  g.scomp = f->scomp;
-  g.ncomp = f->ncomp;
-  g.esize = (int)tsr_prec_size(f->prec);
-  return g;
-}
-
-/* A box packed contiguously, component by component, x fastest (the messages' layout). */
-static tsr_pack_geom geom_packed(const tsr_box *b, const tsr_field *f) {
-  tsr_pack_geom g;
-  for (int d = 0; d < 3; ++d) g.glo[d] = b->lo[d];
-  g.sy = tsr_box_len(b, 0);
-  g.sz = g.sy * tsr_box_len(b, 1);
-  g.scomp = tsr_box_cells(b);
-  g.ncomp = f->ncomp;
-  g.esize = (int)tsr_prec_size(f->prec);
-  return g;
-}
-
 static tsr_err copy_box(const tsr_box *b, const tsr_pack_geom *gs, const void *src,
                         const tsr_pack_geom *gd, void *dst, cudaStream_t stream) {
   int n[3] = {tsr_box_len(b, 0), tsr_box_len(b, 1), tsr_box_len(b, 2)};
@@ -99,7 +76,7 @@ static tsr_err copy_box(const tsr_box *b, const tsr_pack_geom *gs, const void *s
  * from a row of zeros read with strides 0: cudaMemset3D of the slabs across x, rows one value
  * wide, took 4-9 ms at 512^2 x 700 cells (a whole migration's critical path on 2 H100s). */
 static tsr_err zero_ghosts(const tsr_field *f, const void *zeros, cudaStream_t stream) {
-  const tsr_pack_geom gd = geom_of(f);
+  const tsr_pack_geom gd = tsr_pack_geom_of(f);
   for (int d = 0; d < f->dim; ++d)
     for (int side = 0; side < 2; ++side) {
       tsr_box s = f->gbox;
@@ -180,7 +157,7 @@ static tsr_err migrate(const tsr_migrate_plan *p, ncclComm_t nccl, cudaStream_t 
   TSR_CALL(bufs_setup(p, src, b));
   /* writes to src issued on the legacy stream or on blocking streams come first */
   TSR_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
-  tsr_pack_geom gs = geom_of(src), gd = geom_of(dst);
+  tsr_pack_geom gs = tsr_pack_geom_of(src), gd = tsr_pack_geom_of(dst);
   if (aux != stream) {
     TSR_CUDA(cudaEventRecord(b->start, stream));
     TSR_CUDA(cudaStreamWaitEvent(aux, b->start, 0));
@@ -190,14 +167,14 @@ static tsr_err migrate(const tsr_migrate_plan *p, ncclComm_t nccl, cudaStream_t 
   const size_t es = tsr_prec_size(src->prec);
   size_t off = 0;
   for (int i = 0; i < p->nsend; ++i) {
-    tsr_pack_geom gb = geom_packed(&p->send[i].box, src);
+    tsr_pack_geom gb = tsr_pack_geom_packed(&p->send[i].box, src);
     TSR_CALL(copy_box(&p->send[i].box, &gs, src->data, &gb, (char *)b->send + off * es, stream));
     off += (size_t)tsr_box_cells(&p->send[i].box) * src->ncomp;
   }
   TSR_CALL(post_group(p, b, src, nccl, stream));
   off = 0;
   for (int i = 0; i < p->nrecv; ++i) {
-    tsr_pack_geom gb = geom_packed(&p->recv[i].box, src);
+    tsr_pack_geom gb = tsr_pack_geom_packed(&p->recv[i].box, src);
     TSR_CALL(copy_box(&p->recv[i].box, &gb, (const char *)b->recv + off * es, &gd, dst->data,
                       stream));
     off += (size_t)tsr_box_cells(&p->recv[i].box) * src->ncomp;

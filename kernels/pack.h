@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "io/error.h"
+#include "kernels/field.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +35,31 @@ typedef struct {
   int ncomp;
   int esize;        /* bytes per value: 8 (double) or 4 (float); buffers hold the same type */
 } tsr_pack_geom;
+
+/* The geometry of field f's allocation. */
+static inline tsr_pack_geom tsr_pack_geom_of(const tsr_field *f) {
+  tsr_pack_geom g;
+  for (int d = 0; d < 3; ++d) g.glo[d] = f->gbox.lo[d];
+  g.sy = f->sy;
+  g.sz = f->sz;
+  g.scomp = f->scomp;
+  g.ncomp = f->ncomp;
+  g.esize = (int)tsr_prec_size(f->prec);
+  return g;
+}
+
+/* The geometry of box b of f's components packed contiguously, component by component, x
+ * fastest (the messages' layout). */
+static inline tsr_pack_geom tsr_pack_geom_packed(const tsr_box *b, const tsr_field *f) {
+  tsr_pack_geom g;
+  for (int d = 0; d < 3; ++d) g.glo[d] = b->lo[d];
+  g.sy = tsr_box_len(b, 0);
+  g.sz = g.sy * tsr_box_len(b, 1);
+  g.scomp = tsr_box_cells(b);
+  g.ncomp = f->ncomp;
+  g.esize = (int)tsr_prec_size(f->prec);
+  return g;
+}
 
 /* Copies the nseg segments segs (device memory, uploaded once) of the field data (device)
  * into buf (device), asynchronously on stream. most_cells is the largest segment's cell count

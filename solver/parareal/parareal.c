@@ -128,9 +128,9 @@ static tsr_err state(pr *p) {
   }
   TSR_CALL(new_field(p, &p->gnew));
   TSR_CALL(new_field(p, &p->scratch));
-  p->nbuf = (int64_t)p->c->ncomp * tsr_box_cells(&p->fx[0].box) + 1;
-  TSR_ALLOC(p->sbuf, (size_t)p->nbuf, "parareal transfer buffer");
-  TSR_ALLOC(p->rbuf, (size_t)p->nbuf, "parareal transfer buffer");
+  const size_t n = (size_t)p->c->ncomp * (size_t)tsr_box_cells(&p->fx[0].box);
+  TSR_ALLOC(p->sbuf, n, "parareal transfer buffer");
+  TSR_ALLOC(p->rbuf, n, "parareal transfer buffer");
   return TSR_OK;
 }
 
@@ -184,7 +184,7 @@ static void teardown(pr *p) {
   }
   tsr_field_destroy(&p->gnew);
   tsr_field_destroy(&p->scratch);
-  if (p->sreq != MPI_REQUEST_NULL) MPI_Wait(&p->sreq, MPI_STATUS_IGNORE);
+  tsr_pr_link_destroy(&p->link);
   free(p->in), free(p->fv), free(p->gold), free(p->fresh), free(p->chg);
   free(p->sbuf), free(p->rbuf), free(p->step_of), free(p->cn), free(p->cdt), free(p->hist);
   tsr_run_ctx_free(&p->coarse);
@@ -301,18 +301,11 @@ tsr_err tsr_pr_coarse_solve(pr *p, int j) {
 /* ---- between groups ------------------------------------------------------------------------ */
 
 /* The group's end state (and its change this iteration) to the same space rank of the next
- * group; the send completes in the background. */
+ * group; the send completes in the background (link.h). */
 static tsr_err send_end(pr *p, double change) {
   if (last_group(p)) return TSR_OK;
   double t0 = MPI_Wtime();
-  tsr_run_ctx *x = &p->fx[0];
-  if (p->sreq != MPI_REQUEST_NULL) MPI_Wait(&p->sreq, MPI_STATUS_IGNORE);
-  const int64_t n = tsr_box_cells(&x->box);
-  for (int q = 0; q < p->c->ncomp; ++q) TSR_CALL(x->be->download(x, p->in[p->m], q, p->sbuf + q * n));
-  p->sbuf[p->nbuf - 1] = change;
-  if (MPI_Isend(p->sbuf, (int)p->nbuf, MPI_DOUBLE, p->rank + p->nspace, 7, p->world,
-                &p->sreq) != MPI_SUCCESS)
-    return tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Isend of a slice's end state");
+  TSR_CALL(tsr_pr_link_send(p->link, p->in[p->m], change));
   p->t_iter[T_COMM] += MPI_Wtime() - t0;
   return TSR_OK;
 }
@@ -320,13 +313,7 @@ static tsr_err send_end(pr *p, double change) {
 /* in[0] from the previous group; *change: how much it changed (its sender's figure). */
 static tsr_err recv_start(pr *p, double *change) {
   double t0 = MPI_Wtime();
-  tsr_run_ctx *x = &p->fx[0];
-  if (MPI_Recv(p->rbuf, (int)p->nbuf, MPI_DOUBLE, p->rank - p->nspace, 7, p->world,
-               MPI_STATUS_IGNORE) != MPI_SUCCESS)
-    return tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "MPI_Recv of a slice's start state");
-  const int64_t n = tsr_box_cells(&x->box);
-  for (int q = 0; q < p->c->ncomp; ++q) TSR_CALL(x->be->upload(x, p->in[0], q, p->rbuf + q * n));
-  *change = p->rbuf[p->nbuf - 1];
+  TSR_CALL(tsr_pr_link_recv(p->link, p->in[0], change));
   p->t_iter[T_COMM] += MPI_Wtime() - t0;
   return TSR_OK;
 }
@@ -470,7 +457,9 @@ static void say_iteration(pr *p, int k, double wall) {
 /* ---- output ----------------------------------------------------------------------------- */
 
 /* The slice ends due by output.snapshot_every go to the last group, which writes them with
- * the initial state as one series. */
+ * the initial state as one series. Over MPI through host memory on GPUs too: this runs once,
+ * at the end of the run, and the file is written from the host anyway (the sweeps' transfers
+ * are the link's, link.h). */
 static tsr_err snapshots(pr *p) {
   const tsr_case *c = p->c;
   if (!tsr_schedule_any(&c->output.snapshot_every)) return TSR_OK;
@@ -516,6 +505,7 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_int(j, "space_ranks", p->nspace);
   tsr_json_int(j, "coarsen", p->r);
   tsr_json_bool(j, "fine_batched", p->batch != NULL);
+  tsr_json_string(j, "link", tsr_pr_link_name(p->link));
   tsr_json_string(j, "coarse_scheme", names[c->parareal.coarse_scheme]);
   tsr_json_number(j, "coarse_dt_max", p->dtc_max);
   tsr_json_number(j, "coarse_dt_limit", p->limit);
@@ -578,16 +568,20 @@ static tsr_err finish(pr *p, tsr_run_result *res, double wall) {
 static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
   double t0 = MPI_Wtime();
   TSR_CALL(tsr_run_agree(p->world, setup(p, opts)));
+  /* collective, agreed (and so after the set-up's agreement): NCCL's or MPI's */
+  TSR_CALL(tsr_pr_link_create(&p->fx[0], p->world, p->group > 0 ? p->rank - p->nspace : -1,
+                              last_group(p) ? -1 : p->rank + p->nspace, &p->link));
   p->fx[0].phase[PH_SETUP] = MPI_Wtime() - t0;
   TSR_CALL(tsr_run_agree(p->world, tsr_run_start_watchdog(&p->fx[0])));
   if (p->fx[0].opts.write_output)
     TSR_CALL(tsr_run_prepare_outdir(p->world, p->fx[0].out_dir, &p->fx[0].created_dir));
   if (p->rank == 0 && !p->fx[0].opts.quiet) {
-    printf("parareal: %d time slices on %d rank group%s of %d rank%s (%d slice%s each), %" PRId64
-           " fine steps of dt %.6g in all%s; coarse grid /%d, %s, %" PRId64 " steps of dt %.6g "
-           "per slice (stable limit %.6g); tol %g, at most %d iterations\n",
+    printf("parareal: %d time slices on %d rank group%s of %d rank%s (%d slice%s each%s%s), "
+           "%" PRId64 " fine steps of dt %.6g in all%s; coarse grid /%d, %s, %" PRId64
+           " steps of dt %.6g per slice (stable limit %.6g); tol %g, at most %d iterations\n",
            p->P, p->ngroup, p->ngroup == 1 ? "" : "s", p->nspace, p->nspace == 1 ? "" : "s",
-           p->m, p->m == 1 ? "" : "s", p->fx[0].nsteps, p->fx[0].dt,
+           p->m, p->m == 1 ? "" : "s", p->ngroup > 1 ? ", end states by " : "",
+           p->ngroup > 1 ? tsr_pr_link_name(p->link) : "", p->fx[0].nsteps, p->fx[0].dt,
            p->batch ? ", the slices of a GPU in batched launches" : "", p->r,
            tsr_integrate_plan(p->c->parareal.coarse_scheme).name, p->cn[0], p->cdt[0], p->limit,
            p->c->parareal.tol, p->c->parareal.max_iterations);
@@ -618,7 +612,7 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
     tsr_fault_after_step(o->fault, p->rank, k, p->fx[0].out_dir);
     if (why) break;
   }
-  if (p->sreq != MPI_REQUEST_NULL) MPI_Wait(&p->sreq, MPI_STATUS_IGNORE);
+  TSR_CALL(tsr_run_agree(p->world, tsr_pr_link_wait(p->link)));
   if (!why && !p->converged && p->rank == 0 && !o->quiet) {
     printf("parareal: the changes did not fall below tol %g in %d iterations%s\n",
            p->c->parareal.tol, p->iterations,
@@ -653,7 +647,6 @@ tsr_err tsr_parareal_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *o
   p.c = c;
   p.world = comm;
   p.slice = MPI_COMM_NULL;
-  p.sreq = MPI_REQUEST_NULL;
   tsr_run_opts o = opts ? *opts : tsr_run_opts_default();
   p.nctx = 1;
   p.fx = calloc(1, sizeof *p.fx);

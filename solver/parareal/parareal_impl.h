@@ -8,6 +8,7 @@
 
 #include "io/case.h"
 #include "solver/parareal/graphs.h"
+#include "solver/parareal/link.h"
 #include "solver/run_internal.h"
 
 enum { T_FINE, T_COARSE, T_COMM, T_COUNT };
@@ -38,9 +39,9 @@ typedef struct {
   tsr_field *gnew, *scratch;
   int *fresh;               /* m: fv[j] is F of in[j] as it is now */
   double *chg;              /* m x 2: this iteration's max |change| and max |U| of each end */
-  double *sbuf, *rbuf;      /* a group's end state on the wire (values, then its change) */
-  int64_t nbuf;
-  MPI_Request sreq;
+  tsr_pr_link *link;        /* the end states to the next group (link.h) */
+  double *sbuf, *rbuf;      /* a state through host memory (MPI): the snapshots and checkpoints
+                               gathered to the last group, once per output, not per iteration */
   double t[T_COUNT], t_iter[T_COUNT];
   int iterations, converged;
   double *hist;             /* per iteration (1..), P relative changes then the 3 times */

@@ -93,6 +93,9 @@ static tsr_err write_file(pr *p, int k, double *all) {
   return tsr_run_agree(x->comm, err);
 }
 
+/* The states go to the last group over MPI through host memory, on GPUs too: a checkpoint
+ * is written from the host, and once per output.checkpoint_every iterations, not per sweep
+ * (the sweeps' transfers are the link's, link.h). */
 tsr_err tsr_pr_checkpoint(pr *p, int k) {
   tsr_run_ctx *x = &p->fx[0];
   const int nc = p->c->ncomp;

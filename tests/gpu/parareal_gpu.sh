@@ -6,7 +6,9 @@
 # - backends: the same parareal run on the GPU and on a CPU rank gives the same bits, in
 #   double and single precision, on a case of polynomial expressions (the per-cell
 #   arithmetic is one source for both);
-# - with GPU_RANKS=2 (label gpu2): 2 groups of one GPU each equal 1 group, bit for bit.
+# - with GPU_RANKS=2 (label gpu2): 2 groups of one GPU each equal 1 group, bit for bit; with
+#   P_t = 2 groups the end state goes over NCCL, the result after 2 iterations is the serial
+#   run's bits, and the MPI link (TESSERA_PARAREAL_LINK=mpi) gives the same bits.
 set -u
 . "$TESSERA_SOURCE/tests/scripts/lib.bash"
 work=$(mktemp -d)
@@ -98,6 +100,25 @@ for prec in double single; do
     else failure "2 GPUs differ from 1 ($prec)"; fi
   fi
 done
+# 2 groups of one GPU each (P_t = 2): the end state goes GPU to GPU over NCCL (link.h); after
+# k = P_t iterations the whole run is the serial run's bits, report.json names the link, and
+# the MPI link through host memory (TESSERA_PARAREAL_LINK=mpi) gives the same bits
+if [ "$ranks" = 2 ]; then
+  L="--set decomposition.time_slices=2 --set parareal.slices_per_rank=1 --set parareal.max_iterations=2"
+  L="$L --set parareal.tol=1e-300 --set output.snapshot_every=1000000"
+  if run_ok "link nccl" 2 "$work/heat.yaml" --out "$work/l_nccl" --backend cuda $L &&
+     TESSERA_PARAREAL_LINK=mpi run_ok "link mpi" 2 "$work/heat.yaml" --out "$work/l_mpi" --backend cuda $L; then
+    grep -q '"link": *"nccl"' "$work/l_nccl/report.json" && pass "link: 2 groups on 2 GPUs use NCCL (report.json)" ||
+      failure "link: report.json of 2 groups on 2 GPUs does not say nccl"
+    grep -q '"link": *"mpi"' "$work/l_mpi/report.json" && pass "link: TESSERA_PARAREAL_LINK=mpi takes MPI (report.json)" ||
+      failure "link: TESSERA_PARAREAL_LINK=mpi did not take MPI"
+    grep -q '"iterations": *2' "$work/l_nccl/report.json" || failure "link: not 2 iterations"
+    if same "$work/serial/final.h5" "$work/l_nccl/final.h5"; then pass "link nccl: after P_t = 2 iterations the serial run's bits"
+    else failure "link nccl: after P_t = 2 iterations the result differs from the serial run"; fi
+    if same "$work/l_nccl/final.h5" "$work/l_mpi/final.h5"; then pass "link: NCCL and MPI give the same bits"
+    else failure "link: NCCL and MPI differ"; fi
+  fi
+fi
 # checkpoints on the GPU: 3 iterations straight against a stop after iteration 1 (a signal)
 # continued from its checkpoint, bit for bit
 C="--set decomposition.time_slices=4 --set parareal.slices_per_rank=4 --set parareal.max_iterations=3"

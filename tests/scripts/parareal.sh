@@ -7,7 +7,8 @@
 #   advection-diffusion in single precision with a periodic axis);
 # - convergence: heat and Allen-Cahn stop below tol in far fewer iterations than slices, within
 #   tol of the serial result; the wave equation's iterations are reported;
-# - report.json's parareal member, and refusals (rank counts, an unstable coarse step).
+# - report.json's parareal member, and refusals (rank counts, an unstable coarse step, a
+#   link TESSERA_PARAREAL_LINK cannot give).
 set -u
 . "$(dirname "$0")/lib.bash"
 work=$(mktemp -d)
@@ -166,8 +167,9 @@ ch = p["history"][1]["change"]
 # the end of slice 1 was exact after iteration 1: unchanged in iteration 2, the others moved
 assert ch[0] == 0 and min(ch[1:]) > 0, ch
 assert p["coarse_dt_max"] <= p["coarse_dt_limit"] and p["fine_seconds"] >= 0
+assert p["link"] == "mpi", p["link"]  # CPU ranks: the end states go over MPI
 PY
-then pass "report.json: parareal's settings, iterations and per-slice changes"
+then pass "report.json: parareal's settings, iterations, per-slice changes and the link (mpi)"
 else failure "report.json: the parareal member is missing or wrong"; fi
 
 # --- checkpoints: 3 iterations straight = killed after 2 (or stopped by a signal, which
@@ -221,4 +223,8 @@ refused "unstable coarse step" 1 "is past the coarse grid's stability limit" \
   --set decomposition.time_slices=4 --set parareal.slices_per_rank=4 --set parareal.coarse_dt=0.01
 refused "more slices than steps" 1 "each slice needs a step at least" \
   --set decomposition.time_slices=128 --set parareal.slices_per_rank=128
+TESSERA_PARAREAL_LINK=nccl refused "the NCCL link on CPU ranks" 2 \
+  "TESSERA_PARAREAL_LINK=nccl: the run is on the host backend" --set decomposition.time_slices=2
+TESSERA_PARAREAL_LINK=shm refused "an unknown link" 2 \
+  "TESSERA_PARAREAL_LINK=shm: not a way between parareal's rank groups" --set decomposition.time_slices=2
 finish
