@@ -9,7 +9,10 @@
 # Usage, from the repository root after a build:
 #   NP=2 BACKEND=host bench/parareal_ranks.sh [OUTDIR]     (default $OUT or /tmp/parareal_ranks)
 # Environment: TESSERA (build/tessera), MPIEXEC (mpiexec), NP (2), BACKEND (host), N (128: an
-# N^2 heat case), STEPS (20480), SLICES (NP * 4), COARSEN (4), TOL (1e-6), PYTHON (python3).
+# N^2 heat case), STEPS (20480), SLICES (NP * 4), COARSEN (4), COARSE (the coarse scheme:
+# ssp_rk3), TOL (1e-6), LINKS (1: the time layout again with TESSERA_PARAREAL_LINK=mpi, as
+# "time_mpi", to compare the NCCL link with MPI through host memory on GPUs), RUN_TIMEOUT
+# (seconds a run may take: 3600), PYTHON (python3).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-${OUT:-/tmp/parareal_ranks}}
@@ -35,16 +38,20 @@ backend: ${BACKEND:-host}
 output: {progress: none}
 YAML
 P="--set decomposition.time_slices=$slices --set parareal.coarsen=${COARSEN:-4} --set parareal.tol=${TOL:-1e-6}"
+P="$P --set parareal.coarse_scheme=${COARSE:-ssp_rk3}"
 fail=0
 go() { # NAME NP ARGS...
   local name=$1 k=$2
   shift 2
-  "$mpi" -n "$k" "$tess" run "$case" --out "$out/$name" "$@" >"$out/$name.log" 2>&1 ||
+  timeout "${RUN_TIMEOUT:-3600}" "$mpi" -n "$k" "$tess" run "$case" --out "$out/$name" "$@" >"$out/$name.log" 2>&1 ||
     { echo "$name failed:"; tail -3 "$out/$name.log"; fail=1; }
 }
 go serial 1
 go space "$np"
 go time "$np" $P --set parareal.slices_per_rank=$((slices / np))
+if [ "${LINKS:-0}" = 1 ]; then
+  TESSERA_PARAREAL_LINK=mpi go time_mpi "$np" $P --set parareal.slices_per_rank=$((slices / np))
+fi
 if [ "$np" -ge 4 ] || [ "$np" = 2 ]; then
   # space-time: NP / 2 groups of 2 ranks (with NP = 2: one group of 2 ranks, all slices)
   go spacetime "$np" $P --set parareal.slices_per_rank=$((slices * 2 / np))
@@ -58,7 +65,7 @@ rs, us = load("serial")
 print(f"heat {rs['cells']}, {rs['steps']} steps, backend {rs['backend']}; serial {rs['wall_time']:.3f} s")
 print(f"{'layout':11} {'ranks':>5} {'wall s':>8} {'speedup':>8} {'iter':>5} {'vs serial':>10}")
 res = {}
-for d in ["serial", "space", "time", "spacetime"]:
+for d in ["serial", "space", "time", "time_mpi", "spacetime"]:
     if not os.path.exists(f"{out}/{d}/report.json"):
         continue
     r, u = load(d)
@@ -67,7 +74,10 @@ for d in ["serial", "space", "time", "spacetime"]:
     print(f"{d:11} {r['ranks'] * p.get('rank_groups', 1):5d} {r['wall_time']:8.3f} "
           f"{rs['wall_time'] / r['wall_time']:8.2f} {p.get('iterations', ''):>5} {diff:10.2e}")
     res[d] = {"wall": r["wall_time"], "speedup": rs["wall_time"] / r["wall_time"],
-              "iterations": p.get("iterations"), "diff_vs_serial": diff}
+              "iterations": p.get("iterations"), "diff_vs_serial": diff,
+              "link": p.get("link"), "comm_seconds": p.get("comm_seconds")}
+    if p:
+        print(f"{'':11} link {p.get('link')}, communication {p.get('comm_seconds')} s")
 json.dump(res, open(f"{out}/parareal_ranks.json", "w"), indent=1)
 PY
 exit $fail
