@@ -12,7 +12,8 @@
 # N^2 heat case), STEPS (20480), SLICES (NP * 4), COARSEN (4), COARSE (the coarse scheme:
 # ssp_rk3), TOL (1e-6), LINKS (1: the time layout again with TESSERA_PARAREAL_LINK=mpi, as
 # "time_mpi", to compare the NCCL link with MPI through host memory on GPUs), RUN_TIMEOUT
-# (seconds a run may take: 3600), PYTHON (python3).
+# (seconds a run may take: 3600), LAYOUTS (which of "space time spacetime" to run besides
+# serial: all three), PYTHON (python3).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-${OUT:-/tmp/parareal_ranks}}
@@ -47,12 +48,13 @@ go() { # NAME NP ARGS...
     { echo "$name failed:"; tail -3 "$out/$name.log"; fail=1; }
 }
 go serial 1
-go space "$np"
-go time "$np" $P --set parareal.slices_per_rank=$((slices / np))
-if [ "${LINKS:-0}" = 1 ]; then
+want() { case " ${LAYOUTS:-space time spacetime} " in *" $1 "*) return 0 ;; esac; return 1; }
+want space && go space "$np"
+want time && go time "$np" $P --set parareal.slices_per_rank=$((slices / np))
+if want time && [ "${LINKS:-0}" = 1 ]; then
   TESSERA_PARAREAL_LINK=mpi go time_mpi "$np" $P --set parareal.slices_per_rank=$((slices / np))
 fi
-if [ "$np" -ge 4 ] || [ "$np" = 2 ]; then
+if want spacetime && { [ "$np" -ge 4 ] || [ "$np" = 2 ]; }; then
   # space-time: NP / 2 groups of 2 ranks (with NP = 2: one group of 2 ranks, all slices)
   go spacetime "$np" $P --set parareal.slices_per_rank=$((slices * 2 / np))
 fi
@@ -77,7 +79,9 @@ for d in ["serial", "space", "time", "time_mpi", "spacetime"]:
               "iterations": p.get("iterations"), "diff_vs_serial": diff,
               "link": p.get("link"), "comm_seconds": p.get("comm_seconds")}
     if p:
-        print(f"{'':11} link {p.get('link')}, communication {p.get('comm_seconds')} s")
+        per = ", ".join(f"{h['comm_seconds']:.4f}" for h in p.get("history", []))
+        print(f"{'':11} link {p.get('link')}, communication {p.get('comm_seconds'):.4f} s "
+              f"(per iteration: {per})")
 json.dump(res, open(f"{out}/parareal_ranks.json", "w"), indent=1)
 PY
 exit $fail
