@@ -410,8 +410,9 @@ shape pick_shape(int dim, int nx, int ny, int nz, ptrdiff_t sy, int esize, bool 
     const long tiles_xy = (long)((nx + kTX - 1) / kTX) * ((ny + kTY - 1) / kTY);
     /* a small region marches shorter chunks, so that its blocks fill the GPU: 64^3 made 16
      * blocks of 16 planes for 132 SMs on an H200 and took 14 us a stage, where an H100's
-     * march of 4 planes (64 blocks) took about 8 (session 12); not yet timed with this rule.
-     * The march never changes a value. */
+     * march of 4 planes (64 blocks) took about 8 (session 12); with this rule a 64^3
+     * SSP-RK3 step took 18.7 us on an H200 against 59.8 (bench/README.md, Parareal on one
+     * GPU). The march never changes a value. */
     for (long want = 2L * device_sms(); t.chunkt3 <= 0 && s.chunk > 1 &&
                                         tiles_xy * ((nz + s.chunk - 1) / s.chunk) < want;)
       s.chunk /= 2;
