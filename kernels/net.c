@@ -14,7 +14,9 @@
 
 /* ---- shapes ---------------------------------------------------------------------------- */
 
-int tsr_net_channels(const tsr_net_shape *s) { return 1 + s->nd1 + s->nd2; }
+int tsr_net_channels(const tsr_net_shape *s) {
+  return 1 + s->nd1 + (s->lap ? s->nd2 > 0 : s->nd2);
+}
 
 static int layer_in(const tsr_net_shape *s, int l) { return l == 0 ? s->nin : s->width; }
 static int layer_out(const tsr_net_shape *s, int l) { return l == s->depth ? s->nout : s->width; }
@@ -131,6 +133,9 @@ static tsr_err check_opts(const tsr_net_opts *o) {
   TSR_CHECK(s->nd2 >= 0 && s->nd2 <= s->nd1 && s->nd1 <= s->nin, TSR_ERR_INPUT,
             "network shape: derivative channels nd1 %d, nd2 %d for %d inputs; need 0 <= nd2 <= "
             "nd1 <= nin", s->nd1, s->nd2, s->nin);
+  TSR_CHECK(s->lap == 0 || s->lap == 1, TSR_ERR_INPUT,
+            "network shape: lap %d; 1 carries one Laplacian channel, 0 the diagonal second "
+            "derivatives", s->lap);
   TSR_CHECK(o->npts >= 1, TSR_ERR_INPUT, "network capacity npts %d; must be at least 1",
             o->npts);
   const int K = tsr_net_channels(s);

@@ -96,7 +96,13 @@ __global__ void layer0_fwd(tsr_net_kdims d, const T *__restrict__ theta, const T
   act<kAct>(a + theta[(size_t)w * d.nin + i], s, s1, s2, s3);
   Z0[e] = s;
   for (int j = 0; j < d.nd1; ++j) Z0[e + (1 + j) * cs] = s1 * aj[j];
-  for (int j = 0; j < d.nd2; ++j) Z0[e + (1 + d.nd1 + j) * cs] = s2 * aj[j] * aj[j];
+  if (d.lap) {
+    T q = T(0);
+    for (int j = 0; j < d.nd2; ++j) q += aj[j] * aj[j];
+    Z0[e + (1 + d.nd1) * cs] = s2 * q;
+  } else {
+    for (int j = 0; j < d.nd2; ++j) Z0[e + (1 + d.nd1 + j) * cs] = s2 * aj[j] * aj[j];
+  }
 }
 
 template <int kAct, typename T>
@@ -112,9 +118,16 @@ __global__ void act_fwd(tsr_net_kdims d, const T *__restrict__ b, const T *__res
     aj[j] = A[e + (1 + j) * cs];
     Z[e + (1 + j) * cs] = s1 * aj[j];
   }
-  for (int j = 0; j < d.nd2; ++j) {
-    const size_t o = e + (1 + d.nd1 + j) * cs;
-    Z[o] = s2 * aj[j] * aj[j] + s1 * A[o];
+  if (d.lap) {
+    T q = T(0);
+    for (int j = 0; j < d.nd2; ++j) q += aj[j] * aj[j];
+    const size_t o = e + (1 + d.nd1) * cs;
+    Z[o] = s2 * q + s1 * A[o];
+  } else {
+    for (int j = 0; j < d.nd2; ++j) {
+      const size_t o = e + (1 + d.nd1 + j) * cs;
+      Z[o] = s2 * aj[j] * aj[j] + s1 * A[o];
+    }
   }
 }
 
@@ -155,12 +168,25 @@ __global__ void act_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ b,
         dyj[j] = G[e + (1 + j) * cs];
         da0 += dyj[j] * s2 * aj[j];
       }
-      for (int j = 0; j < d.nd2; ++j) {
-        const size_t o = e + (1 + d.nd1 + j) * cs;
-        const T dyjj = G[o];
-        da0 += dyjj * (s3 * aj[j] * aj[j] + s2 * A[o]);
-        G[o] = dyjj * s1;
-        dyj[j] = dyj[j] * s1 + dyjj * T(2) * s2 * aj[j];
+      if (d.lap) {
+        // the Laplacian channel: y_L = s'' sum_j a_j^2 + s' a_L in reverse
+        const size_t o = e + (1 + d.nd1) * cs;
+        const T gL = G[o];
+        T q = T(0);
+        for (int j = 0; j < d.nd2; ++j) {
+          q += aj[j] * aj[j];
+          dyj[j] = dyj[j] * s1 + gL * T(2) * s2 * aj[j];
+        }
+        da0 += gL * (s3 * q + s2 * A[o]);
+        G[o] = gL * s1;
+      } else {
+        for (int j = 0; j < d.nd2; ++j) {
+          const size_t o = e + (1 + d.nd1 + j) * cs;
+          const T dyjj = G[o];
+          da0 += dyjj * (s3 * aj[j] * aj[j] + s2 * A[o]);
+          G[o] = dyjj * s1;
+          dyj[j] = dyj[j] * s1 + dyjj * T(2) * s2 * aj[j];
+        }
       }
       for (int j = d.nd2; j < d.nd1; ++j) dyj[j] = dyj[j] * s1;
       for (int j = 0; j < d.nd1; ++j) G[e + (1 + j) * cs] = dyj[j];
@@ -197,17 +223,28 @@ __global__ void layer0_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ thet
       const size_t e = i + (size_t)w * p;
       T s, s1, s2, s3;
       act<kAct>(A0[e] + bi, s, s1, s2, s3);
-      // A0's second-derivative channels are 0: their gradient reaches no parameter
+      // A0's second-derivative (Laplacian) channels are 0: their gradient reaches no
+      // parameter
       T da0 = G[e] * s1, daj[4];
       for (int j = 0; j < d.nd1; ++j) {
         const T dyj = G[e + (1 + j) * cs];
         da0 += dyj * s2 * aj[j];
         daj[j] = dyj * s1;
       }
-      for (int j = 0; j < d.nd2; ++j) {
-        const T dyjj = G[e + (1 + d.nd1 + j) * cs];
-        da0 += dyjj * (s3 * aj[j] * aj[j]);
-        daj[j] += dyjj * T(2) * s2 * aj[j];
+      if (d.lap) {
+        const T gL = G[e + (1 + d.nd1) * cs];
+        T q = T(0);
+        for (int j = 0; j < d.nd2; ++j) {
+          q += aj[j] * aj[j];
+          daj[j] += gL * T(2) * s2 * aj[j];
+        }
+        da0 += gL * (s3 * q);
+      } else {
+        for (int j = 0; j < d.nd2; ++j) {
+          const T dyjj = G[e + (1 + d.nd1 + j) * cs];
+          da0 += dyjj * (s3 * aj[j] * aj[j]);
+          daj[j] += dyjj * T(2) * s2 * aj[j];
+        }
       }
       acc[0] += da0;
       for (int j = 0; j < d.nin; ++j) {

@@ -14,6 +14,15 @@
  * space axes). A layer is one matrix product over the channels stacked as columns
  * (A = W Z, bias added to the value channel only), then the elementwise chain rule:
  *   y = s(a0),  y_j = s'(a0) a_j,  y_jj = s''(a0) a_j^2 + s'(a0) a_jj.
+ * Laplacian mode (shape.lap = 1): the nd2 second-derivative channels are replaced by one,
+ * channel nd1 + 1, holding their sum L = sum_{j<nd2} d2/dx_j2, so K = 1 + nd1 + (nd2 > 0)
+ * (nd2 = 0: no second-derivative channel, as in the diagonal mode). Its chain rule:
+ *   y_L = s''(a0) sum_{j<nd2} a_j^2 + s'(a0) a_L.
+ * Every PDE of the PINN method reads only the Laplacian, so its engine takes this mode:
+ * nd2 - 1 channels fewer than the diagonal mode (one in 2-D, two in 3-D) in every product and
+ * every array. The diagonal mode (lap = 0) is there for models that need the separate second
+ * derivatives. With nd2 <= 1 the two modes carry the same channels (the same network, up to
+ * rounding).
  *
  * Parameters: one flat vector theta of tsr_net_nparam values. Layer l (0..depth; depth is the
  * output layer) has n_out(l) x n_in(l) weights W_l, column-major (W_l(i, j) at
@@ -46,10 +55,10 @@
  *             TSR_NET_FUSED=1 (read at tsr_net_create) selects it where it applies
  *             (bench/pinn_gpu.sh measures both paths; see bench/README.md):
  *               (nd1, nd2) one of (0,0), (1,1), (2,2), (3,3), (2,1), (3,2), (4,3) (values alone;
- *               steady 1-3 D; 1-3 D + t), any nin and nout;
+ *               steady 1-3 D; 1-3 D + t), in either mode, any nin and nout;
  *               width a multiple of 4 whose reverse-pass tile fits one block's shared memory
  *               (checked at create; on an H100, fp32 K = 5: width up to 124, fp64 K = 5: up
- *               to 96);
+ *               to 96; fewer channels, wider);
  *               its workspace no larger than the cuBLAS path's (tsr_net_workspace_bytes).
  *             Elsewhere the cuBLAS path runs; TSR_NET_FUSED=0 forces it.
  *   The two paths sum in different orders: they agree to rounding, and each repeats its own
@@ -76,9 +85,12 @@ typedef struct {
   int depth;        /* hidden layers, >= 1 */
   tsr_net_act act;
   int nd1, nd2;     /* derivative channels (above); 0 <= nd2 <= nd1 <= nin */
+  int lap;          /* 1: one Laplacian channel for the nd2 second derivatives; 0: nd2
+                       diagonal channels (above). Last, so positional initialisers that end
+                       at nd2 keep the diagonal mode. */
 } tsr_net_shape;
 
-/* K = 1 + nd1 + nd2. */
+/* K = 1 + nd1 + nd2 (diagonal mode), 1 + nd1 + (nd2 > 0) (Laplacian mode). */
 int tsr_net_channels(const tsr_net_shape *s);
 
 /* Number of parameters (weights and biases of every layer). */
@@ -108,9 +120,9 @@ typedef struct tsr_net tsr_net;
 
 /* A network's workspace: what a forward pass keeps for the backward pass (pre-activations and
  * outputs of every layer over all channels of npts points) and the BLAS handle. Owned by the
- * caller (tsr_net_destroy). Not collective. Errors: TSR_ERR_INPUT (a shape out of range, npts
- * below 1 or beyond 2^31 entries of one product, an in_scale[j < nin] zero or not finite, an
- * in_shift not finite; *out is NULL on every error),
+ * caller (tsr_net_destroy). Not collective. Errors: TSR_ERR_INPUT (a shape out of range, lap
+ * neither 0 nor 1, npts below 1 or beyond 2^31 entries of one product, an in_scale[j < nin]
+ * zero or not finite, an in_shift not finite; *out is NULL on every error),
  * TSR_ERR_MEMORY (host or device: the message says how many bytes), TSR_ERR_CUDA,
  * TSR_ERR_UNSUPPORTED (device on a build without CUDA). */
 tsr_err tsr_net_create(const tsr_net_opts *o, tsr_net **out);

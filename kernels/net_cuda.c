@@ -190,6 +190,7 @@ static tsr_err create_in(struct tsr_net *n, dev_ws *w) {
   w->d.nd1 = s->nd1;
   w->d.nd2 = s->nd2;
   w->d.K = n->K;
+  w->d.lap = s->lap && s->nd2 > 0;
   w->d.width = s->width;
   for (int j = 0; j < 4; ++j) {
     w->d.in_scale[j] = o->in_scale[j];

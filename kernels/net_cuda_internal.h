@@ -22,6 +22,8 @@ typedef struct {
   int single;                      /* float, else double */
   int act;                         /* tsr_net_act */
   int nin, nd1, nd2, K;            /* inputs and channels (kernels/net.h) */
+  int lap;                         /* 1: channel 1 + nd1 is the Laplacian of the nd2 second
+                                      derivatives (shape.lap with nd2 > 0), K = 2 + nd1 */
   int width;                       /* units of a hidden layer */
   double in_scale[4], in_shift[4]; /* xhat_j = in_scale[j] * x_j + in_shift[j] */
 } tsr_net_kdims;
@@ -36,7 +38,8 @@ int tsr_net_cuda_chunks(int rows, int npts);
 
 /* Layer 0 and its activation: A0's value channel = W0 xhat (without the bias: every kernel
  * adds it where it reads A), Z0's channels by the chain rule with A0's first-derivative
- * channels W0(:, j) in_scale[j] and second-derivative channels 0 (neither is stored). theta is
+ * channels W0(:, j) in_scale[j] and second-derivative (or Laplacian) channels 0 (neither is
+ * stored). theta is
  * the whole parameter vector; X is nin x npts. */
 tsr_err tsr_net_cuda_layer0_fwd(const tsr_net_kdims *d, const void *theta, const void *X,
                                 int npts, void *A0, void *Z0, cudaStream_t stream);
@@ -90,7 +93,7 @@ typedef struct {
 } tsr_net_fused_plan;
 
 /* Decides whether the fused kernels apply (the channel sets (0,0), (1,1), (2,2), (3,3), (2,1),
- * (3,2), (4,3) of (nd1, nd2); width a multiple of 4 up to 1024; the reverse pass's tile fits
+ * (3,2), (4,3) of (nd1, nd2), in either mode; width a multiple of 4 up to 1024; the reverse pass's tile fits
  * the device's shared memory) and fills the plan for a capacity of `capacity` points; sets the
  * kernels' shared-memory limits (call outside a graph capture). pl->ok 0 with pl->why set is
  * no error. Errors: TSR_ERR_CUDA. */

@@ -12,10 +12,17 @@
 // thread's 4 units. Every product is a fixed-order loop of explicit fma (no contraction by the
 // compiler: -fmad=false), so a call repeats its bits.
 //
+// Channels. The kernels are templated on <T, K, ND1, NL>: NL = 0 is the diagonal mode (ND2 =
+// K - 1 - ND1 second-derivative channels after the ND1 first ones), NL > 0 the Laplacian mode
+// (kernels/net.h: one channel, K - 1, summing the second derivatives in the first NL inputs;
+// K = ND1 + 2). A Laplacian with NL = 1 is the diagonal mode's one channel, so those shapes
+// take the diagonal kernels.
+//
 // Forward (tsr_net_fused_forward): layer 0 from the inputs (its derivative channels are
-// W_0(:, j) in_scale[j], its second-derivative channels 0), then per hidden layer A = W Z in
-// registers, A (without the bias) stored to global memory for the reverse pass, Z = s(A + b)
-// by the chain rule of kernels/net.h written back over the tile; the output layer last.
+// W_0(:, j) in_scale[j], its second-derivative or Laplacian channels 0), then per hidden layer
+// A = W Z in registers, A (without the bias) stored to global memory for the reverse pass,
+// Z = s(A + b) by the chain rule of kernels/net.h written back over the tile; the output layer
+// last.
 // Layer 0's pre-activations are not stored: the reverse pass recomputes them from X (nin
 // products a unit, the same operations, so the same bits).
 //
@@ -138,9 +145,9 @@ inline geo geometry(int W, int K, int TP, int es) {
 }
 
 // Layer 0 over the thread's units and points: Z_0's channels into Zs (shared) from X.
-template <typename T, int K, int ND1, int TP>
+template <typename T, int K, int ND1, int NL, int TP>
 __device__ __forceinline__ void layer0_z(const fargs &a, int tile, int ug, int pg, T *Zs) {
-  constexpr int ND2 = K - 1 - ND1;
+  constexpr int ND2 = NL > 0 ? 0 : K - 1 - ND1;
   const T *th = (const T *)a.theta, *X = (const T *)a.X;
   const int W = a.d.width, nin = a.d.nin, NUG = a.NUG, P = a.P, S = a.S;
   T xh[4][TP];
@@ -177,6 +184,12 @@ __device__ __forceinline__ void layer0_z(const fargs &a, int tile, int ug, int p
       for (int j = 0; j < ND1; ++j) z[1 + j][q] = s1 * aj[j];
 #pragma unroll
       for (int j = 0; j < ND2; ++j) z[1 + ND1 + j][q] = s2 * aj[j] * aj[j];
+      if constexpr (NL > 0) {
+        T sq = T(0);
+#pragma unroll
+        for (int j = 0; j < NL; ++j) sq += aj[j] * aj[j];
+        z[K - 1][q] = s2 * sq;
+      }
     }
 #pragma unroll
     for (int c = 0; c < K; ++c) stv<TP>(Zs + (size_t)i * S + c * P + pg * TP, z[c]);
@@ -184,9 +197,9 @@ __device__ __forceinline__ void layer0_z(const fargs &a, int tile, int ug, int p
 }
 
 // The chain rule forward on the thread's registers: acc = A (without bias) in, Z out.
-template <typename T, int K, int ND1, int TP>
+template <typename T, int K, int ND1, int NL, int TP>
 __device__ __forceinline__ void chain_fwd(int act, T b, T (&acc)[K][TP]) {
-  constexpr int ND2 = K - 1 - ND1;
+  constexpr int ND2 = NL > 0 ? 0 : K - 1 - ND1;
 #pragma unroll
   for (int q = 0; q < TP; ++q) {
     T s, s1, s2, s3;
@@ -197,16 +210,22 @@ __device__ __forceinline__ void chain_fwd(int act, T b, T (&acc)[K][TP]) {
       const T aj = acc[1 + j][q];
       acc[1 + ND1 + j][q] = s2 * aj * aj + s1 * acc[1 + ND1 + j][q];
     }
+    if constexpr (NL > 0) {
+      T sq = T(0);
+#pragma unroll
+      for (int j = 0; j < NL; ++j) sq += acc[1 + j][q] * acc[1 + j][q];
+      acc[K - 1][q] = s2 * sq + s1 * acc[K - 1][q];
+    }
 #pragma unroll
     for (int j = 0; j < ND1; ++j) acc[1 + j][q] = s1 * acc[1 + j][q];
   }
 }
 
 // Z_l of the thread's units and points into Zs: layer 0 from X, else from the stored A_l.
-template <typename T, int K, int ND1, int TP>
+template <typename T, int K, int ND1, int NL, int TP>
 __device__ __forceinline__ void make_z(const fargs &a, int l, int tile, int ug, int pg, T *Zs) {
   if (l == 0) {
-    layer0_z<T, K, ND1, TP>(a, tile, ug, pg, Zs);
+    layer0_z<T, K, ND1, NL, TP>(a, tile, ug, pg, Zs);
     return;
   }
   const T *th = (const T *)a.theta;
@@ -220,13 +239,13 @@ __device__ __forceinline__ void make_z(const fargs &a, int l, int tile, int ug, 
     T v[K][TP];
 #pragma unroll
     for (int c = 0; c < K; ++c) ldv<TP>(Ag + (size_t)i * K * P + c * P + pg * TP, v[c]);
-    chain_fwd<T, K, ND1, TP>(a.d.act, th[bo + i], v);
+    chain_fwd<T, K, ND1, NL, TP>(a.d.act, th[bo + i], v);
 #pragma unroll
     for (int c = 0; c < K; ++c) stv<TP>(Zs + (size_t)i * S + c * P + pg * TP, v[c]);
   }
 }
 
-template <typename T, int K, int ND1>
+template <typename T, int K, int ND1, int NL>
 __global__ void __launch_bounds__(kMaxThreads, 2) fused_fwd(fargs a) {
   constexpr int TP = tp_of<T, K>::v;
   extern __shared__ __align__(16) unsigned char smem_[];
@@ -236,7 +255,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) fused_fwd(fargs a) {
   const int tid = threadIdx.x, ug = tid % NUG, pg = tid / NUG, tile = blockIdx.x;
   const int nth = blockDim.x;
 
-  layer0_z<T, K, ND1, TP>(a, tile, ug, pg, Zs);
+  layer0_z<T, K, ND1, NL, TP>(a, tile, ug, pg, Zs);
   for (int l = 1; l < L; ++l) {
     size_t wo, bo;
     offsets(a, l, &wo, &bo);
@@ -274,7 +293,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) fused_fwd(fargs a) {
       const int i = ug + NUG * r;
 #pragma unroll
       for (int c = 0; c < K; ++c) stv<TP>(Ag + (size_t)i * K * P + c * P + pg * TP, acc[r][c]);
-      chain_fwd<T, K, ND1, TP>(a.d.act, th[bo + i], acc[r]);
+      chain_fwd<T, K, ND1, NL, TP>(a.d.act, th[bo + i], acc[r]);
 #pragma unroll
       for (int c = 0; c < K; ++c) stv<TP>(Zs + (size_t)i * S + c * P + pg * TP, acc[r][c]);
     }
@@ -297,10 +316,10 @@ __global__ void __launch_bounds__(kMaxThreads, 2) fused_fwd(fargs a) {
   }
 }
 
-template <typename T, int K, int ND1>
+template <typename T, int K, int ND1, int NL>
 __global__ void __launch_bounds__(kMaxThreads, 1) fused_bwd(fargs a) {
   constexpr int TP = tp_of<T, K>::v;
-  constexpr int ND2 = K - 1 - ND1;
+  constexpr int ND2 = NL > 0 ? 0 : K - 1 - ND1;
   extern __shared__ __align__(16) unsigned char smem_[];
   const int W = a.d.width, NUG = a.NUG, NPG = a.NPG, P = a.P, S = a.S, nout = a.nout;
   const int L = a.depth, nin = a.d.nin, act = a.d.act;
@@ -323,7 +342,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) fused_bwd(fargs a) {
       dUs[e] = p < a.npts ? dU[o + (size_t)nout * ((size_t)c * a.npts + p)] : T(0);
     }
     for (int e = tid; e < nout * W; e += nth) Ws[e] = th[wo + e];
-    make_z<T, K, ND1, TP>(a, L - 1, tile, ug, pg, ZB);
+    make_z<T, K, ND1, NL, TP>(a, L - 1, tile, ug, pg, ZB);
     __syncthreads();
     // the output layer (linear): dW_L = dU Z_(L-1)^T, db_L = sum of dU's value channel
     for (int e = tid; e < nout * W; e += nth) {
@@ -369,7 +388,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1) fused_bwd(fargs a) {
         for (int q = 0; q < TP; ++q) {
           T s, s1, s2, s3;
           act_(act, av[0][q] + b, s, s1, s2, s3);
-          T da0 = g[r][0][q] * s1;
+          T da0 = g[r][0][q] * s1, sq = T(0);
+          const T gL = NL > 0 ? g[r][K - 1][q] : T(0); // the Laplacian's dL/dy
 #pragma unroll
           for (int j = 0; j < ND1; ++j) {
             const T aj = av[1 + j][q], gj = g[r][1 + j][q];
@@ -380,8 +400,15 @@ __global__ void __launch_bounds__(kMaxThreads, 1) fused_bwd(fargs a) {
               da0 += gjj * (s3 * aj * aj + s2 * av[1 + ND1 + j][q]);
               dj += gjj * T(2) * s2 * aj;
               g[r][1 + ND1 + j][q] = gjj * s1;
+            } else if (j < NL) {
+              sq += aj * aj;
+              dj += gL * T(2) * s2 * aj;
             }
             g[r][1 + j][q] = dj;
+          }
+          if constexpr (NL > 0) {
+            da0 += gL * (s3 * sq + s2 * av[K - 1][q]);
+            g[r][K - 1][q] = gL * s1;
           }
           g[r][0][q] = da0;
         }
@@ -397,7 +424,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) fused_bwd(fargs a) {
         const int i = e % W, k = e / W;
         Ws[i * W + (k % NUG) * kTU + k / NUG] = th[wo + e];
       }
-      make_z<T, K, ND1, TP>(a, l - 1, tile, ug, pg, ZB);
+      make_z<T, K, ND1, NL, TP>(a, l - 1, tile, ug, pg, ZB);
       __syncthreads();
       for (int i = tid; i < W; i += nth) {
         T s = T(0);
@@ -500,6 +527,16 @@ __global__ void __launch_bounds__(kMaxThreads, 1) fused_bwd(fargs a) {
           da0 += dyjj * (s3 * aj[j] * aj[j]);
           daj[j] += dyjj * T(2) * s2 * aj[j];
         }
+        if constexpr (NL > 0) {
+          const T gL = g[r][K - 1][q];
+          T sq = T(0);
+#pragma unroll
+          for (int j = 0; j < NL; ++j) {
+            sq += aj[j] * aj[j];
+            daj[j] += gL * T(2) * s2 * aj[j];
+          }
+          da0 += gL * (s3 * sq);
+        }
         sums[r][0] += da0;
 #pragma unroll
         for (int j = 0; j < 4; ++j)
@@ -533,34 +570,44 @@ __global__ void fused_finish(int nblk, size_t nparam, const T *__restrict__ part
   grad[k] = s;
 }
 
-// The kernels of (element type, K, nd1); nullptr where the fused path has none.
+// The kernels of (element type, K, nd1, NL); nullptr where the fused path has none.
 struct kern {
   const void *fwd, *bwd;
   int TP;
 };
 
-template <typename T, int K, int ND1>
+template <typename T, int K, int ND1, int NL>
 kern kern_of() {
-  return {reinterpret_cast<const void *>(&fused_fwd<T, K, ND1>),
-          reinterpret_cast<const void *>(&fused_bwd<T, K, ND1>), tp_of<T, K>::v};
+  return {reinterpret_cast<const void *>(&fused_fwd<T, K, ND1, NL>),
+          reinterpret_cast<const void *>(&fused_bwd<T, K, ND1, NL>), tp_of<T, K>::v};
 }
 
 template <typename T>
-kern pick(int nd1, int nd2) {
+kern pick(int nd1, int nd2, int lap) {
   // the channel sets of the PINN method: steady (nd1 = nd2 = nin), with time (nd1 = nin,
-  // nd2 = nin - 1), values alone (0, 0)
-  if (nd1 == 0 && nd2 == 0) return kern_of<T, 1, 0>();
-  if (nd1 == 1 && nd2 == 1) return kern_of<T, 3, 1>();
-  if (nd1 == 2 && nd2 == 2) return kern_of<T, 5, 2>();
-  if (nd1 == 3 && nd2 == 3) return kern_of<T, 7, 3>();
-  if (nd1 == 2 && nd2 == 1) return kern_of<T, 4, 2>();
-  if (nd1 == 3 && nd2 == 2) return kern_of<T, 6, 3>();
-  if (nd1 == 4 && nd2 == 3) return kern_of<T, 8, 4>();
+  // nd2 = nin - 1), values alone (0, 0); a Laplacian of one second derivative is the
+  // diagonal mode's channel (lap is set only with nd2 > 0: kernels/net_cuda_internal.h)
+  if (lap && nd2 > 1) {
+    if (nd1 == 2 && nd2 == 2) return kern_of<T, 4, 2, 2>();
+    if (nd1 == 3 && nd2 == 3) return kern_of<T, 5, 3, 3>();
+    if (nd1 == 3 && nd2 == 2) return kern_of<T, 5, 3, 2>();
+    if (nd1 == 4 && nd2 == 3) return kern_of<T, 6, 4, 3>();
+    return {nullptr, nullptr, 0};
+  }
+  if (nd1 == 0 && nd2 == 0) return kern_of<T, 1, 0, 0>();
+  if (nd1 == 1 && nd2 == 1) return kern_of<T, 3, 1, 0>();
+  if (nd1 == 2 && nd2 == 1) return kern_of<T, 4, 2, 0>();
+  if (lap) return {nullptr, nullptr, 0};
+  if (nd1 == 2 && nd2 == 2) return kern_of<T, 5, 2, 0>();
+  if (nd1 == 3 && nd2 == 3) return kern_of<T, 7, 3, 0>();
+  if (nd1 == 3 && nd2 == 2) return kern_of<T, 6, 3, 0>();
+  if (nd1 == 4 && nd2 == 3) return kern_of<T, 8, 4, 0>();
   return {nullptr, nullptr, 0};
 }
 
 kern pick_any(const tsr_net_kdims *d) {
-  return d->single ? pick<float>(d->nd1, d->nd2) : pick<double>(d->nd1, d->nd2);
+  return d->single ? pick<float>(d->nd1, d->nd2, d->lap)
+                   : pick<double>(d->nd1, d->nd2, d->lap);
 }
 
 fargs args_of(const tsr_net_fused_plan *pl, const tsr_net_kdims *d) {
@@ -587,7 +634,7 @@ extern "C" tsr_err tsr_net_fused_make_plan(const tsr_net_kdims *d, int nout, int
   const int W = d->width, es = d->single ? 4 : 8;
   if (!k.fwd) {
     snprintf(pl->why, sizeof pl->why, "no fused kernel for %d first and %d second derivative "
-             "channels", d->nd1, d->nd2);
+             "channels (%s)", d->nd1, d->nd2, d->lap ? "Laplacian mode" : "diagonal mode");
     return TSR_OK;
   }
   if (W % kTU != 0 || W / kTU > kMaxThreads) {

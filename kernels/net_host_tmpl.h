@@ -23,9 +23,11 @@ static inline NET_R NET_FN(act_value)(tsr_net_act act, NET_R a) {
  * costs more than the loop. Each pair is computed alone, so the bits do not depend on it. */
 #define NET_OMP_MIN 8192
 
-/* Z = s(A) on every channel by the chain rule (kernels/net.h). */
+/* Z = s(A) on every channel by the chain rule (kernels/net.h); the Laplacian mode's channel
+ * L = 1 + nd1 sums its s'' a_j^2 over j < nd2 (lap is set only with nd2 > 0). */
 static void NET_FN(act_forward)(const tsr_net *n, const NET_R *A, NET_R *Z, int np) {
   const int w = n->o.shape.width, nd1 = n->o.shape.nd1, nd2 = n->o.shape.nd2;
+  const int lap = n->o.shape.lap && nd2 > 0;
   const tsr_net_act act = n->o.shape.act;
   const size_t cs = (size_t)w * np;
 #pragma omp parallel for schedule(static) if (cs > NET_OMP_MIN)
@@ -36,33 +38,49 @@ static void NET_FN(act_forward)(const tsr_net *n, const NET_R *A, NET_R *Z, int 
       NET_FN(act_derivs)(act, A[e], y, &s1, &s2, &s3);
       Z[e] = y;
       for (int j = 0; j < nd1; ++j) Z[e + (1 + j) * cs] = s1 * A[e + (1 + j) * cs];
-      for (int j = 0; j < nd2; ++j) {
-        const NET_R aj = A[e + (1 + j) * cs], ajj = A[e + (1 + nd1 + j) * cs];
-        Z[e + (1 + nd1 + j) * cs] = s2 * aj * aj + s1 * ajj;
+      if (lap) {
+        NET_R q = 0;
+        for (int j = 0; j < nd2; ++j) {
+          const NET_R aj = A[e + (1 + j) * cs];
+          q += aj * aj;
+        }
+        const size_t eL = e + (1 + nd1) * cs;
+        Z[eL] = s2 * q + s1 * A[eL];
+      } else {
+        for (int j = 0; j < nd2; ++j) {
+          const NET_R aj = A[e + (1 + j) * cs], ajj = A[e + (1 + nd1 + j) * cs];
+          Z[e + (1 + nd1 + j) * cs] = s2 * aj * aj + s1 * ajj;
+        }
       }
     }
 }
 
 /* D: dL/dZ of a hidden layer in, dL/dA out (in place: each (unit, point) reads its channels
- * before writing them). The reverse of act_forward. */
+ * before writing them). The reverse of act_forward: the Laplacian channel's g_L reaches
+ * a0 as g_L (s''' sum a_j^2 + s'' a_L), a_j (j < nd2) as g_L 2 s'' a_j, a_L as g_L s'. */
 static void NET_FN(act_backward)(const tsr_net *n, const NET_R *A, const NET_R *Z, NET_R *D,
                                  int np) {
   const int w = n->o.shape.width, nd1 = n->o.shape.nd1, nd2 = n->o.shape.nd2;
+  const int lap = n->o.shape.lap && nd2 > 0;
   const tsr_net_act act = n->o.shape.act;
   const size_t cs = (size_t)w * np;
 #pragma omp parallel for schedule(static) if (cs > NET_OMP_MIN)
   for (int p = 0; p < np; ++p)
     for (int i = 0; i < w; ++i) {
-      const size_t e = (size_t)i + (size_t)w * p;
+      const size_t e = (size_t)i + (size_t)w * p, eL = e + (1 + nd1) * cs;
       NET_R s1, s2, s3;
       NET_FN(act_derivs)(act, A[e], Z[e], &s1, &s2, &s3);
-      NET_R g0 = D[e] * s1;
+      NET_R g0 = D[e] * s1, q = 0;
+      const NET_R gL = lap ? D[eL] : 0;
       for (int j = 0; j < nd1; ++j) {
         const size_t ej = e + (1 + j) * cs;
         const NET_R aj = A[ej], gj = D[ej];
         g0 += gj * s2 * aj;
         NET_R dj = gj * s1;
-        if (j < nd2) {
+        if (j < nd2 && lap) {
+          q += aj * aj;
+          dj += gL * 2 * s2 * aj;
+        } else if (j < nd2) {
           const size_t ejj = e + (1 + nd1 + j) * cs;
           const NET_R gjj = D[ejj];
           g0 += gjj * (s3 * aj * aj + s2 * A[ejj]);
@@ -70,6 +88,10 @@ static void NET_FN(act_backward)(const tsr_net *n, const NET_R *A, const NET_R *
           D[ejj] = gjj * s1;
         }
         D[ej] = dj;
+      }
+      if (lap) {
+        g0 += gL * (s3 * q + s2 * A[eL]);
+        D[eL] = gL * s1;
       }
       D[e] = g0;
     }
@@ -100,8 +122,8 @@ static void NET_FN(gemm)(int ta, int tb, int m, int ncol, int k, const NET_R *A,
 }
 
 /* Layer 0 from the inputs: its input channels are xhat (value), in_scale[j] e_j (first
- * derivative j, the same for every point) and 0 (second derivatives), so only the value
- * channel needs a product; the others are broadcast columns of W_0. */
+ * derivative j, the same for every point) and 0 (second derivatives or the Laplacian), so only
+ * the value channel needs a product; the others are broadcast columns of W_0. */
 static void NET_FN(layer0_forward)(const tsr_net *n, const NET_R *W, const NET_R *b,
                                    const NET_R *X, int np, NET_R *xhat, NET_R *A) {
   const tsr_net_shape *s = &n->o.shape;
@@ -121,12 +143,12 @@ static void NET_FN(layer0_forward)(const tsr_net *n, const NET_R *W, const NET_R
     for (int p = 0; p < np; ++p)
       for (int i = 0; i < w; ++i) Aj[(size_t)i + (size_t)w * p] = Wj[i] * sc;
   }
-  memset(A + (1 + s->nd1) * cs, 0, (size_t)s->nd2 * cs * sizeof(NET_R));
+  memset(A + (1 + s->nd1) * cs, 0, (size_t)(n->K - 1 - s->nd1) * cs * sizeof(NET_R));
 }
 
 /* Layer 0's gradients from D = dL/dA_0: dW_0 = D Z_in^T over the value channel (xhat) and the
  * first-derivative channels (in_scale[j] e_j, so column j gains in_scale[j] times the row sums
- * of D's channel 1 + j); the second-derivative channels, zero, add nothing. */
+ * of D's channel 1 + j); the second-derivative (or Laplacian) channels, zero, add nothing. */
 static void NET_FN(layer0_backward)(const tsr_net *n, const NET_R *D, const NET_R *xhat,
                                     int np, NET_R *gW, NET_R *gb) {
   const tsr_net_shape *s = &n->o.shape;

@@ -62,7 +62,9 @@ typedef struct {
   int ncomp;
   int nspace;        /* space axes: the network's first inputs */
   int timed;         /* 1: the last input is t, channel 1 + nspace its derivative */
-  int nd1;           /* the network's first-derivative channels (nspace + timed) */
+  int nd1;           /* the network's first-derivative channels (nspace + timed); channel
+                        1 + nd1 holds the Laplacian in the space axes (the network's Laplacian
+                        mode, kernels/net.h: lap = 1, nd2 = nspace) */
   int npts;          /* the batch */
   int single;        /* U and dU are float (else double) */
   tsr_cell_coef coef; /* the model's p and q (strides and h unused) */
@@ -71,6 +73,10 @@ typedef struct {
   int if_start, if_count; /* the interface points (at most one interface term, over them) */
   double wi[3];           /* interface weights: value (XPINN), flux (cPINN), residual (XPINN) */
 } tsr_pinn_loss_desc;
+
+/* Channels per point of U and dU: value, nd1 first derivatives, the Laplacian (every model's
+ * F reads the second derivatives through the Laplacian alone). */
+TSR_HD static inline int tsr_pinn_channels(const tsr_pinn_loss_desc *d) { return 2 + d->nd1; }
 
 /* Values per interface point and component exchanged with the neighbour: value, outward flux,
  * residual. N[(p - if_start) * 3 * ncomp + k * ncomp + c] holds quantity k of component c. */

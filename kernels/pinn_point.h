@@ -43,10 +43,8 @@ TSR_HD static inline void tsr_pinn_residual(const tsr_pinn_loss_desc *d, const v
     pt.u[c] = tsr_pinn_ld(d, U, c, 0, p);
     pt.lap[c] = 0.0;
     for (int a = 0; a < 3; ++a) pt.g[c][a] = 0.0;
-    for (int a = 0; a < d->nspace; ++a) {
-      pt.g[c][a] = tsr_pinn_ld(d, U, c, 1 + a, p);
-      pt.lap[c] = pt.lap[c] + tsr_pinn_ld(d, U, c, 1 + d->nd1 + a, p);
-    }
+    for (int a = 0; a < d->nspace; ++a) pt.g[c][a] = tsr_pinn_ld(d, U, c, 1 + a, p);
+    pt.lap[c] = tsr_pinn_ld(d, U, c, 1 + d->nd1, p);
   }
   tsr_model_point(d->model, &pt, &d->coef, F, J);
   for (int c = 0; c < nc; ++c) {
@@ -76,8 +74,8 @@ TSR_HD static inline void tsr_pinn_residual_adjoint(const tsr_pinn_loss_desc *d,
       double dg = dg0 && a == axis ? dg0[e] : 0.0;
       for (int c = 0; c < nc; ++c) dg = dg - dr[c] * J->dg[c][e][a];
       tsr_pinn_st(d, dU, e, 1 + a, p, dg);
-      tsr_pinn_st(d, dU, e, 1 + d->nd1 + a, p, dl);
     }
+    tsr_pinn_st(d, dU, e, 1 + d->nd1, p, dl);
   }
 }
 
@@ -102,7 +100,7 @@ TSR_HD static inline void tsr_pinn_iface_point(const tsr_pinn_loss_desc *d, int 
 TSR_HD static inline double tsr_pinn_point(const tsr_pinn_loss_desc *d, int p, const void *U,
                                            const double *T, const double *N, const int *F,
                                            void *dU) {
-  const int K = 1 + d->nd1 + d->nspace, nc = d->ncomp;
+  const int K = tsr_pinn_channels(d), nc = d->ncomp;
   int k = tsr_pinn_term_of(d, p);
   const tsr_loss_term *t = k < 0 ? NULL : &d->term[k];
   /* a periodic pair is written by its lo point alone (the image's entries included), so no

@@ -28,7 +28,7 @@ void tsr_pinn_engine_opts_of(const tsr_case *c, const tsr_pinn_sub *sub, const t
   o->shape = (tsr_net_shape){.nin = nin, .nout = c->ncomp, .width = c->pinn.width,
                              .depth = c->pinn.depth,
                              .act = c->pinn.act == TSR_PINN_SIN ? TSR_NET_SIN : TSR_NET_TANH,
-                             .nd1 = nin, .nd2 = c->dim};
+                             .nd1 = nin, .nd2 = c->dim, .lap = 1};
   o->single = c->precision == TSR_PRECISION_SINGLE;
   o->device = device;
   tsr_pinn_loss_desc *d = &o->loss;

@@ -16,7 +16,8 @@
 #include "solver/pinn/points.h"
 
 typedef struct {
-  tsr_net_shape shape;     /* nd1 = inputs, nd2 = space axes */
+  tsr_net_shape shape;     /* nd1 = inputs, nd2 = space axes, lap = 1 (the loss reads the
+                              Laplacian alone, kernels/pinn.h) */
   /* loss.if_count > 0: the batch's last points are interface points; each iteration the
    * engine evaluates its network there (value, flux, residual), sends that to the neighbours
    * through the exchange of tsr_pinn_engine_set_interface, overlapped with the forward pass over

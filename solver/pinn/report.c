@@ -309,7 +309,7 @@ tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out) {
   tsr_pinn_shape(c, ps, &nin, sc, sh);
   int npts = tsr_pinn_batch_size(c, ps, &nterm, &nif);
   tsr_net_shape s = {.nin = nin, .nout = c->ncomp, .width = c->pinn.width,
-                     .depth = c->pinn.depth, .nd1 = nin, .nd2 = c->dim};
+                     .depth = c->pinn.depth, .nd1 = nin, .nd2 = c->dim, .lap = 1};
   tsr_net_opts no = {.shape = s, .single = c->precision == TSR_PRECISION_SINGLE, .npts = npts};
   fprintf(out, "case %s: model %s, method pinn, %dD%s, %s precision\n", c->name,
           tsr_models[c->model].name, c->dim, tsr_models[c->model].steady ? " (steady)" : " + t",

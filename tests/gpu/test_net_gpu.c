@@ -1,4 +1,5 @@
-/* kernels/net on GPUs: for networks of several shapes (inputs 1..4, derivative channels,
+/* kernels/net on GPUs: for networks of several shapes (inputs 1..4, derivative channels in
+ * the diagonal and the Laplacian modes,
  * depth 1..4, widths 5..300, tanh and sin, 1 to 3 outputs), on both device paths (the cuBLAS
  * path, TSR_NET_FUSED=0, and the fused kernels, TSR_NET_FUSED=1, which fall back to cuBLAS
  * where they do not apply: the test asserts which path each shape takes), the device's forward
@@ -45,8 +46,9 @@ typedef struct {
 static const char *act_name(tsr_net_act a) { return a == TSR_NET_TANH ? "tanh" : "sin"; }
 
 static void describe(const net_case *c, char *buf, size_t n) {
-  snprintf(buf, n, "nin %d nout %d width %d depth %d %s nd1 %d nd2 %d npts %d", c->s.nin,
-           c->s.nout, c->s.width, c->s.depth, act_name(c->s.act), c->s.nd1, c->s.nd2, c->npts);
+  snprintf(buf, n, "nin %d nout %d width %d depth %d %s nd1 %d nd2 %d%s npts %d", c->s.nin,
+           c->s.nout, c->s.width, c->s.depth, act_name(c->s.act), c->s.nd1, c->s.nd2,
+           c->s.lap ? " lap" : "", c->npts);
 }
 
 /* A device copy of n doubles as float (single) or double. Owned by the caller (cudaFree). */
@@ -276,26 +278,41 @@ int main(int argc, char **argv) {
   cudaStream_t stream;
   CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  /* {nin, nout, width, depth, act, nd1, nd2}, npts, fused in float, in double */
+  /* {nin, nout, width, depth, act, nd1, nd2[, lap]}, npts, fused in float, in double */
   static const net_case cases[] = {
-      {{1, 1, 5, 1, TSR_NET_TANH, 1, 1}, 333, 0, 0}, /* width not a multiple of 4 */
-      {{1, 2, 7, 3, TSR_NET_SIN, 1, 0}, 1000, 0, 0},
-      {{2, 1, 16, 2, TSR_NET_SIN, 2, 2}, 2049, 1, 1},
-      {{2, 2, 64, 4, TSR_NET_TANH, 2, 0}, 1500, 0, 0}, /* channels (2, 0): no fused kernel */
-      {{3, 1, 20, 2, TSR_NET_SIN, 0, 0}, 777, 1, 1},
-      {{3, 2, 32, 3, TSR_NET_TANH, 3, 2}, 4000, 1, 1}, /* x, y, t: second derivatives in space */
-      {{3, 1, 64, 4, TSR_NET_SIN, 3, 3}, 1200, 1, 1},
-      {{2, 1, 48, 1, TSR_NET_TANH, 1, 0}, 100, 0, 0},
-      {{2, 1, 300, 2, TSR_NET_TANH, 2, 2}, 400, 0, 0}, /* wider than a block: tiles of units */
-      {{2, 1, 64, 2, TSR_NET_TANH, 2, 2}, 70000, 1, 1}, /* enough points to cap the chunks */
+      {{1, 1, 5, 1, TSR_NET_TANH, 1, 1, 0}, 333, 0, 0}, /* width not a multiple of 4 */
+      {{1, 2, 7, 3, TSR_NET_SIN, 1, 0, 0}, 1000, 0, 0},
+      {{2, 1, 16, 2, TSR_NET_SIN, 2, 2, 0}, 2049, 1, 1},
+      {{2, 2, 64, 4, TSR_NET_TANH, 2, 0, 0}, 1500, 0, 0}, /* channels (2, 0): no fused kernel */
+      {{3, 1, 20, 2, TSR_NET_SIN, 0, 0, 0}, 777, 1, 1},
+      {{3, 2, 32, 3, TSR_NET_TANH, 3, 2, 0}, 4000, 1, 1}, /* x, y, t: second derivatives in space */
+      {{3, 1, 64, 4, TSR_NET_SIN, 3, 3, 0}, 1200, 1, 1},
+      {{2, 1, 48, 1, TSR_NET_TANH, 1, 0, 0}, 100, 0, 0},
+      {{2, 1, 300, 2, TSR_NET_TANH, 2, 2, 0}, 400, 0, 0}, /* wider than a block: tiles of units */
+      {{2, 1, 64, 2, TSR_NET_TANH, 2, 2, 0}, 70000, 1, 1}, /* enough points to cap the chunks */
       /* fp64: the fused plan declines this shape on an H100 (nvidia-h100-x2, session 11:
        * the cuBLAS path was taken with TSR_NET_FUSED=1; fp32 takes the fused one) */
-      {{1, 1, 64, 4, TSR_NET_TANH, 1, 1}, 3001, 1, 0},
-      {{2, 1, 64, 4, TSR_NET_SIN, 2, 1}, 2500, 1, 1},
-      {{4, 3, 32, 3, TSR_NET_TANH, 4, 3}, 1111, 1, 1}, /* x, y, z, t */
-      {{2, 1, 124, 2, TSR_NET_TANH, 2, 2}, 3000, 1, 0}, /* fp64: the tile is too large */
-      {{2, 1, 128, 2, TSR_NET_SIN, 2, 2}, 500, 0, 0},
-      {{2, 1, 64, 4, TSR_NET_TANH, 2, 2}, 66560, 1, 1}, /* the Poisson 2D benchmark's shape */
+      {{1, 1, 64, 4, TSR_NET_TANH, 1, 1, 0}, 3001, 1, 0},
+      {{2, 1, 64, 4, TSR_NET_SIN, 2, 1, 0}, 2500, 1, 1},
+      {{4, 3, 32, 3, TSR_NET_TANH, 4, 3, 0}, 1111, 1, 1}, /* x, y, z, t */
+      {{2, 1, 124, 2, TSR_NET_TANH, 2, 2, 0}, 3000, 1, 0}, /* fp64: the tile is too large */
+      {{2, 1, 128, 2, TSR_NET_SIN, 2, 2, 0}, 500, 0, 0},
+      {{2, 1, 64, 4, TSR_NET_TANH, 2, 2, 0}, 66560, 1, 1}, /* the Poisson 2D benchmark's shape */
+      /* the Laplacian mode ({..., lap = 1}: one second-derivative channel); which path each
+       * takes is this table's reading of tsr_net_fused_make_plan (shared memory of an H100,
+       * 227 KiB a block), not yet seen on the GPU */
+      {{2, 1, 64, 4, TSR_NET_TANH, 2, 2, 1}, 66560, 1, 1}, /* Poisson 2D as the PINN runs it */
+      {{2, 1, 16, 2, TSR_NET_SIN, 2, 2, 1}, 2049, 1, 1},
+      {{3, 1, 64, 4, TSR_NET_SIN, 3, 3, 1}, 1200, 1, 1},   /* 3D */
+      {{3, 2, 32, 3, TSR_NET_TANH, 3, 2, 1}, 4000, 1, 1},  /* 2D + t */
+      {{2, 1, 64, 4, TSR_NET_SIN, 2, 1, 1}, 2500, 1, 1},   /* 1D + t: the diagonal kernels */
+      {{4, 3, 32, 3, TSR_NET_TANH, 4, 3, 1}, 1111, 1, 1},  /* 3D + t */
+      {{3, 1, 20, 2, TSR_NET_SIN, 3, 3, 1}, 777, 1, 1},
+      {{2, 1, 64, 2, TSR_NET_TANH, 2, 2, 1}, 70000, 1, 1}, /* enough points to cap the chunks */
+      {{2, 1, 124, 2, TSR_NET_TANH, 2, 2, 1}, 3000, 1, 0}, /* fp64: the tile is too large */
+      {{2, 2, 64, 4, TSR_NET_TANH, 2, 0, 1}, 1500, 0, 0},  /* no Laplacian channel: K = 3 */
+      {{1, 1, 5, 1, TSR_NET_TANH, 1, 1, 1}, 333, 0, 0},
+      {{2, 1, 300, 2, TSR_NET_SIN, 2, 2, 1}, 400, 0, 0},
   };
   for (size_t k = 0; k < sizeof cases / sizeof *cases; ++k) run_case(&cases[k], stream);
 

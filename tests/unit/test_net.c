@@ -43,14 +43,25 @@ static int all_shapes(tsr_net_shape *out) {
           for (int act = 0; act <= 1; ++act)
             for (int nout = 1; nout <= 2; ++nout)
               out[n++] = (tsr_net_shape){nin, nout, widths[wi], depth, (tsr_net_act)act, nin,
-                                         time ? nin - 1 : nin};
-  out[n++] = (tsr_net_shape){3, 2, 5, 2, TSR_NET_TANH, 2, 1};
-  out[n++] = (tsr_net_shape){2, 1, 5, 3, TSR_NET_SIN, 1, 0};
-  out[n++] = (tsr_net_shape){2, 2, 16, 2, TSR_NET_TANH, 0, 0};
-  out[n++] = (tsr_net_shape){4, 3, 8, 2, TSR_NET_TANH, 4, 3};
+                                         time ? nin - 1 : nin, 0};
+  out[n++] = (tsr_net_shape){3, 2, 5, 2, TSR_NET_TANH, 2, 1, 0};
+  out[n++] = (tsr_net_shape){2, 1, 5, 3, TSR_NET_SIN, 1, 0, 0};
+  out[n++] = (tsr_net_shape){2, 2, 16, 2, TSR_NET_TANH, 0, 0, 0};
+  out[n++] = (tsr_net_shape){4, 3, 8, 2, TSR_NET_TANH, 4, 3, 0};
+  /* the Laplacian mode (lap, the last field): 2D, 3D, 2D+t, 1D+t, 3D+t, in both activations;
+   * a width-1 depth-4 network; no second derivatives (no Laplacian channel) */
+  static const tsr_net_shape lap[] = {
+      {2, 1, 16, 3, TSR_NET_TANH, 2, 2, 1}, {2, 2, 5, 2, TSR_NET_SIN, 2, 2, 1},
+      {3, 1, 16, 3, TSR_NET_SIN, 3, 3, 1},  {3, 2, 5, 4, TSR_NET_TANH, 3, 3, 1},
+      {3, 1, 16, 2, TSR_NET_TANH, 3, 2, 1}, {3, 2, 5, 3, TSR_NET_SIN, 3, 2, 1},
+      {2, 1, 16, 3, TSR_NET_SIN, 2, 1, 1},  {2, 2, 5, 2, TSR_NET_TANH, 2, 1, 1},
+      {4, 1, 8, 2, TSR_NET_TANH, 4, 3, 1},  {2, 1, 1, 4, TSR_NET_TANH, 2, 2, 1},
+      {2, 1, 5, 2, TSR_NET_TANH, 2, 0, 1},
+  };
+  for (size_t k = 0; k < sizeof lap / sizeof lap[0]; ++k) out[n++] = lap[k];
   return n;
 }
-#define MAX_SHAPES 300
+#define MAX_SHAPES 320
 
 static tsr_net_opts make_opts(const tsr_net_shape *s, int npts, int single) {
   tsr_net_opts o = {.shape = *s, .single = single, .npts = npts};
@@ -114,8 +125,9 @@ static double rel_err(const double *a, const double *b, size_t count, double flo
 }
 
 static void shape_text(const tsr_net_shape *s, char *buf, size_t len) {
-  snprintf(buf, len, "nin %d nout %d width %d depth %d %s nd1 %d nd2 %d", s->nin, s->nout,
-           s->width, s->depth, s->act == TSR_NET_TANH ? "tanh" : "sin", s->nd1, s->nd2);
+  snprintf(buf, len, "nin %d nout %d width %d depth %d %s nd1 %d nd2 %d%s", s->nin, s->nout,
+           s->width, s->depth, s->act == TSR_NET_TANH ? "tanh" : "sin", s->nd1, s->nd2,
+           s->lap ? " lap" : "");
 }
 
 /* ---- the value channel against a plain evaluation, point by point ----------------------- */
@@ -204,20 +216,55 @@ static void central_diff(tsr_net *n, const double *th, double *X, int nin, int n
     out[q] = second ? (Up[q] - 2 * U[q] + Um[q]) / (h * h) : (Up[q] - Um[q]) / (2 * h);
 }
 
+/* A Laplacian-mode network (o) against the diagonal-mode network of the same theta: the value
+ * and first-derivative channels agree, and the Laplacian channel is the sum of the diagonal
+ * channels, to rounding. Returns the worst relative error. */
+static double check_lap_twin(const tsr_net_opts *o, const double *th, const double *X,
+                             int npts, const double *U) {
+  tsr_net_opts od = *o;
+  od.shape.lap = 0;
+  tsr_net *n = create(&od);
+  const int nd1 = o->shape.nd1, nd2 = o->shape.nd2;
+  const size_t nv = (size_t)o->shape.nout * npts;
+  double *Ud = malloc(u_len(&od, npts) * sizeof *Ud), *sum = calloc(nv, sizeof *sum);
+  forward(n, th, X, npts, Ud);
+  char t[128];
+  shape_text(&o->shape, t, sizeof t);
+  double worst = 0;
+  for (int c = 0; c <= nd1; ++c) {
+    double e = rel_err(U + nv * c, Ud + nv * c, nv, 1e-300);
+    worst = fmax(worst, e);
+    if (!(e <= 1e-12)) fail_msg("%s: channel %d differs from the diagonal mode's by %.3g", t, c, e);
+  }
+  if (nd2 > 0) {
+    for (int j = 0; j < nd2; ++j)
+      for (size_t q = 0; q < nv; ++q) sum[q] += Ud[nv * (1 + nd1 + j) + q];
+    double e = rel_err(U + nv * (1 + nd1), sum, nv, 1e-300);
+    worst = fmax(worst, e);
+    if (!(e <= 1e-12))
+      fail_msg("%s: the Laplacian channel differs from the sum of the diagonal mode's second "
+               "derivatives by %.3g", t, e);
+  }
+  free(Ud), free(sum);
+  tsr_net_destroy(&n);
+  return worst;
+}
+
 static void test_derivative_channels(void **state) {
   (void)state;
   tsr_net_shape shapes[MAX_SHAPES];
   const int ns = all_shapes(shapes), npts = 17;
-  double worst1 = 0, worst2 = 0;
+  double worst1 = 0, worst2 = 0, worst_twin = 0;
   for (int k = 0; k < ns; ++k) {
     tsr_net_opts o = make_opts(&shapes[k], npts, 0);
     tsr_net *n = create(&o);
-    const int nin = o.shape.nin, nout = o.shape.nout;
+    const int nin = o.shape.nin, nout = o.shape.nout, lap = o.shape.lap;
     const size_t len = u_len(&o, npts), nv = (size_t)nout * npts;
     double *th = make_theta(&o.shape, 200 + k), *X = make_points(&o, npts);
     double *U = malloc(len * sizeof *U), *Up = malloc(len * sizeof *U),
            *Um = malloc(len * sizeof *U), *fd = malloc(nv * sizeof *fd),
-           *fd2 = malloc(nv * sizeof *fd);
+           *fd2 = malloc(nv * sizeof *fd), *fdlap = calloc(nv, sizeof *fd);
+    int jbig = 0; /* the Laplacian's floor: the input of the largest scale */
     forward(n, th, X, npts, U);
     for (int j = 0; j < o.shape.nd1; ++j)
       for (int second = 0; second <= (j < o.shape.nd2); ++second) {
@@ -229,17 +276,26 @@ static void test_derivative_channels(void **state) {
         central_diff(n, th, X, nin, npts, j, h, second, U, Up, Um, nv, fd);
         central_diff(n, th, X, nin, npts, j, h / 2, second, U, Up, Um, nv, fd2);
         for (size_t q = 0; q < nv; ++q) fd[q] = (4 * fd2[q] - fd[q]) / 3;
-        if (!second)
+        if (!second) {
           worst1 = fmax(worst1, check_channel(&o, U, 1 + j, npts, fd, 1e-6, "first", j));
-        else
+        } else if (lap) {
+          for (size_t q = 0; q < nv; ++q) fdlap[q] += fd[q];
+          if (fabs(o.in_scale[j]) > fabs(o.in_scale[jbig])) jbig = j;
+        } else {
           worst2 = fmax(worst2, check_channel(&o, U, 1 + o.shape.nd1 + j, npts, fd, 1e-5,
                                               "second", j));
+        }
       }
-    free(th), free(X), free(U), free(Up), free(Um), free(fd), free(fd2);
+    if (lap && o.shape.nd2 > 0)
+      worst2 = fmax(worst2, check_channel(&o, U, 1 + o.shape.nd1, npts, fdlap, 1e-5,
+                                          "second (their sum, the Laplacian)", jbig));
+    if (lap) worst_twin = fmax(worst_twin, check_lap_twin(&o, th, X, npts, U));
+    free(th), free(X), free(U), free(Up), free(Um), free(fd), free(fd2), free(fdlap);
     tsr_net_destroy(&n);
   }
   print_message("derivative channels vs central differences: worst relative error %.3g "
-                "(first), %.3g (second)\n", worst1, worst2);
+                "(first), %.3g (second); Laplacian mode vs the diagonal mode's sum %.3g\n",
+                worst1, worst2, worst_twin);
 }
 
 /* ---- (b) parameter gradients against finite differences --------------------------------- */
@@ -370,7 +426,7 @@ static void test_single_vs_double(void **state) {
 static void test_repeatable(void **state) {
   (void)state;
   for (int single = 0; single <= 1; ++single) {
-    tsr_net_shape s = {3, 2, 32, 3, TSR_NET_TANH, 3, 2};
+    tsr_net_shape s = {3, 2, 32, 3, TSR_NET_TANH, 3, 2, 0};
     const int npts = 2000;
     tsr_net_opts o = make_opts(&s, npts, single);
     tsr_net *a = create(&o), *b = create(&o);
@@ -409,7 +465,7 @@ static void test_repeatable(void **state) {
  * the gradient as the sum of the chunks' gradients. */
 static void test_chunks(void **state) {
   (void)state;
-  tsr_net_shape s = {3, 2, 24, 3, TSR_NET_SIN, 3, 2};
+  tsr_net_shape s = {3, 2, 24, 3, TSR_NET_SIN, 3, 2, 0};
   const int npts = 1500, chunk = 60, K = tsr_net_channels(&s), nout = s.nout;
   tsr_net_opts o = make_opts(&s, npts, 0);
   tsr_net *big = create(&o), *small;
@@ -460,7 +516,7 @@ static void expect_create_error(const tsr_net_opts *o, tsr_err want) {
 
 static void test_misuse(void **state) {
   (void)state;
-  tsr_net_shape s = {2, 1, 4, 2, TSR_NET_TANH, 2, 1};
+  tsr_net_shape s = {2, 1, 4, 2, TSR_NET_TANH, 2, 1, 0};
   tsr_net_opts o = make_opts(&s, 10, 0);
   tsr_net *n = create(&o);
   const size_t np = tsr_net_nparam(&s);
@@ -489,12 +545,13 @@ static void test_misuse(void **state) {
   free(th), free(X);
 
   const tsr_net_shape bad[] = {
-      {0, 1, 4, 2, TSR_NET_TANH, 0, 0},  {5, 1, 4, 2, TSR_NET_TANH, 2, 1},
-      {2, 0, 4, 2, TSR_NET_TANH, 2, 1},  {2, TSR_MAX_COMP + 1, 4, 2, TSR_NET_TANH, 2, 1},
-      {2, 1, 0, 2, TSR_NET_TANH, 2, 1},  {2, 1, 4, 0, TSR_NET_TANH, 2, 1},
-      {2, 1, 4, 2, (tsr_net_act)7, 2, 1}, {2, 1, 4, 2, TSR_NET_TANH, 3, 1},
-      {2, 1, 4, 2, TSR_NET_TANH, 1, 2},  {2, 1, 4, 2, TSR_NET_TANH, 2, -1},
-      {2, 1, 4, 2, TSR_NET_TANH, -1, 0},
+      {0, 1, 4, 2, TSR_NET_TANH, 0, 0, 0},  {5, 1, 4, 2, TSR_NET_TANH, 2, 1, 0},
+      {2, 0, 4, 2, TSR_NET_TANH, 2, 1, 0},  {2, TSR_MAX_COMP + 1, 4, 2, TSR_NET_TANH, 2, 1, 0},
+      {2, 1, 0, 2, TSR_NET_TANH, 2, 1, 0},  {2, 1, 4, 0, TSR_NET_TANH, 2, 1, 0},
+      {2, 1, 4, 2, (tsr_net_act)7, 2, 1, 0}, {2, 1, 4, 2, TSR_NET_TANH, 3, 1, 0},
+      {2, 1, 4, 2, TSR_NET_TANH, 1, 2, 0},  {2, 1, 4, 2, TSR_NET_TANH, 2, -1, 0},
+      {2, 1, 4, 2, TSR_NET_TANH, -1, 0, 0}, {2, 1, 4, 2, TSR_NET_TANH, 2, 2, 2},
+      {2, 1, 4, 2, TSR_NET_TANH, 2, 2, -1},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
     tsr_net_opts b = o;
@@ -526,11 +583,31 @@ static void test_misuse(void **state) {
 #endif
 }
 
+/* The Laplacian mode's channel counts and workspace: one second-derivative channel whatever
+ * nd2 (none with nd2 = 0), and a workspace of K channels. */
+static void test_lap_channels(void **state) {
+  (void)state;
+  static const struct { tsr_net_shape s; int K; } want[] = {
+      {{2, 1, 8, 2, TSR_NET_TANH, 2, 2, 1}, 4}, {{2, 1, 8, 2, TSR_NET_TANH, 2, 2, 0}, 5},
+      {{3, 1, 8, 2, TSR_NET_TANH, 3, 3, 1}, 5}, {{3, 1, 8, 2, TSR_NET_TANH, 3, 3, 0}, 7},
+      {{3, 1, 8, 2, TSR_NET_TANH, 3, 2, 1}, 5}, {{2, 1, 8, 2, TSR_NET_TANH, 2, 1, 1}, 4},
+      {{2, 1, 8, 2, TSR_NET_TANH, 2, 0, 1}, 3}, {{4, 1, 8, 2, TSR_NET_TANH, 4, 3, 1}, 6},
+  };
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; ++k) {
+    assert_int_equal(tsr_net_channels(&want[k].s), want[k].K);
+    /* each channel: 2 depth + 2 arrays of width x npts (8 x 1000 doubles: 64-byte multiples) */
+    tsr_net_opts o = make_opts(&want[k].s, 1000, 0), one = o;
+    one.shape.nd1 = one.shape.nd2 = 0;
+    assert_int_equal(tsr_net_workspace_bytes(&o) - tsr_net_workspace_bytes(&one),
+                     (size_t)(want[k].K - 1) * (2 * 2 + 2) * 8 * 1000 * 8);
+  }
+}
+
 /* ---- (e) initial parameters ----------------------------------------------------------- */
 
 static void test_init(void **state) {
   (void)state;
-  tsr_net_shape s = {4, 1, 200, 2, TSR_NET_TANH, 4, 3};
+  tsr_net_shape s = {4, 1, 200, 2, TSR_NET_TANH, 4, 3, 0};
   const size_t np = tsr_net_nparam(&s);
   assert_int_equal(np, 4 * 200 + 200 + 200 * 200 + 200 + 200 + 1);
   double *a = malloc(np * sizeof *a), *b = malloc(np * sizeof *b);
@@ -564,7 +641,7 @@ static void test_init(void **state) {
   }
   /* seed 42's first parameters, pinned bits (Python's splitmix64 + Box-Muller with its libm
    * agrees to 1e-15): a change of the generator or of the order shows here */
-  tsr_net_shape t = {2, 1, 3, 1, TSR_NET_TANH, 2, 2};
+  tsr_net_shape t = {2, 1, 3, 1, TSR_NET_TANH, 2, 2, 0};
   double th[13];
   tsr_net_init(&t, 42, th);
   const double want[13] = {0x1.0c9638c2fa348p-2,  0x1.a6b2e8186d395p-2, -0x1.20cee14cf1ae8p-1,
@@ -581,7 +658,7 @@ int main(void) {
       cmocka_unit_test(test_value_channel),   cmocka_unit_test(test_derivative_channels),
       cmocka_unit_test(test_gradients),       cmocka_unit_test(test_single_vs_double),
       cmocka_unit_test(test_repeatable),      cmocka_unit_test(test_chunks),
-      cmocka_unit_test(test_misuse),
+      cmocka_unit_test(test_misuse),          cmocka_unit_test(test_lap_channels),
       cmocka_unit_test(test_init),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
