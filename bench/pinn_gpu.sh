@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The PINN engine against PyTorch on the same GPU, in one call (issue 17's speed goals):
 # cases/pinn_poisson2d.yaml (Poisson 2D, width 64, depth 4, 65,536 interior points, Adam, fp32)
-# trained by tessera, once on each of the network's device paths (the fused kernels and the
-# cuBLAS products, kernels/net.h), and by bench/pinn_torch.py (eager, one CUDA graph per
-# iteration, the graph with TF32 products, torch.compile). Reports iterations/s and their
-# ratios, the time to a relative L2 error of 1e-3 (not with PINN_GPU_QUICK=1), and tessera's
-# iteration breakdown (forward, loss, backward, Adam) with the network products' FLOP rate. Usage, on a GPU machine from the repository root after building build-gpu/:
+# trained by tessera, once on each of the network's device paths (kernels/net.h: the fused
+# kernels, the cuBLAS products, and the layers path, a kernel per layer with its chain rule),
+# and by bench/pinn_torch.py (eager, one CUDA graph per iteration, the graph with TF32
+# products, torch.compile). Reports iterations/s and their ratios, the time to a relative L2
+# error of 1e-3 (not with PINN_GPU_QUICK=1), and tessera's iteration breakdown (forward, loss,
+# backward, Adam) with the network products' FLOP rate. Usage, on a GPU machine from the
+# repository root after building build-gpu/:
 #   bench/pinn_gpu.sh [OUTDIR]        (default $OUT or /tmp/pinn_gpu)
 # Prints a table last; OUTDIR gets tessera's report.json files, torch.jsonl and summary.json.
 set -u
@@ -18,10 +20,10 @@ case=$root/cases/pinn_poisson2d.yaml
 fail=0
 
 # throughput, for each of the network's device paths (kernels/net.h: TSR_NET_FUSED=1 the fused
-# kernels, 0 the cuBLAS products): 3000 iterations (the first hundreds include the graph's
-# capture), then 200 iterations timed phase by phase (TSR_PINN_PROFILE)
-for path in fused cublas; do
-  f=1; [ $path = cublas ] && f=0
+# kernels, 0 the cuBLAS products, 2 the layers path): 3000 iterations (the first hundreds
+# include the graph's capture), then 200 iterations timed phase by phase (TSR_PINN_PROFILE)
+for path in fused cublas layers; do
+  f=1; [ $path = cublas ] && f=0; [ $path = layers ] && f=2
   TSR_NET_FUSED=$f TSR_PINN_PROFILE=200 "$tess" run "$case" --out "$out/speed_$path" \
     --set pinn.adam.iterations=3000 --set pinn.log_every=1000 --set output.progress=none \
     >"$out/speed_$path.log" 2>&1 || fail=1
@@ -51,7 +53,7 @@ import json, os, sys
 out = sys.argv[1]
 def load(f):
     return json.load(open(f"{out}/{f}")) if os.path.exists(f"{out}/{f}") else None
-speed = {p: load(f"tessera_speed_{p}.json") for p in ("fused", "cublas")}
+speed = {p: load(f"tessera_speed_{p}.json") for p in ("fused", "cublas", "layers")}
 full = load("tessera_full.json")
 torch = []
 for f in ("torch.jsonl", "torch_tf32.jsonl", "torch_to_error.jsonl"):
@@ -64,7 +66,7 @@ def t(mode, to_error=False, tf32=False):
             return r
     return None
 rows = []
-for p in ("fused", "cublas"):
+for p in ("fused", "cublas", "layers"):
     if speed[p]:
         rows.append((f"tessera {p}", speed[p]["iterations_per_second"], None))
 for m in ("eager", "graph", "compile"):
@@ -103,7 +105,7 @@ tt = t("graph", True)
 if tt:
     print(f"torch graph to 1e-3: {tt.get('iterations')} iterations, {tt.get('seconds'):.2f} s")
     summary["torch_graph_to_1e-3"] = {"iterations": tt.get("iterations"), "seconds": tt.get("seconds")}
-for p in ("fused", "cublas"):
+for p in ("fused", "cublas", "layers"):
     b = speed[p] and speed[p].get("breakdown")
     if b:
         tot = b["forward"] + b["loss"] + b["backward"] + b["adam"]

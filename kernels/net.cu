@@ -62,6 +62,10 @@ inline int chunks_of(int rows, int npts) {
   return (int)nb;
 }
 
+// j = 0 .. n - 1 for a run-time n of at most 4 (inputs and derivative channels), unrolled so
+// that arrays indexed by j stay in registers (a loop to n kept them in local memory).
+#define UNROLL4(j, n) _Pragma("unroll") for (int j = 0; j < 4; ++j) if (j < (n))
+
 inline unsigned blocks_for(size_t n) { return (unsigned)((n + kThreads - 1) / kThreads); }
 
 // Sums sh[u + U * g] over the G lanes of each unit into sh[u] (fixed tree; all threads call).
@@ -84,8 +88,8 @@ __global__ void layer0_fwd(tsr_net_kdims d, const T *__restrict__ theta, const T
   const int i = (int)(e % w);
   const size_t p = e / w;
   const size_t cs = total; // one channel's plane
-  T a = T(0), aj[4];
-  for (int j = 0; j < d.nin; ++j) {
+  T a = T(0), aj[4] = {};
+  UNROLL4(j, d.nin) {
     const T wij = theta[i + (size_t)j * w];
     const T xhat = T(d.in_scale[j]) * X[j + (size_t)d.nin * p] + T(d.in_shift[j]);
     a += wij * xhat;
@@ -95,13 +99,13 @@ __global__ void layer0_fwd(tsr_net_kdims d, const T *__restrict__ theta, const T
   T s, s1, s2, s3;
   act<kAct>(a + theta[(size_t)w * d.nin + i], s, s1, s2, s3);
   Z0[e] = s;
-  for (int j = 0; j < d.nd1; ++j) Z0[e + (1 + j) * cs] = s1 * aj[j];
+  UNROLL4(j, d.nd1) Z0[e + (1 + j) * cs] = s1 * aj[j];
   if (d.lap) {
     T q = T(0);
-    for (int j = 0; j < d.nd2; ++j) q += aj[j] * aj[j];
+    UNROLL4(j, d.nd2) q += aj[j] * aj[j];
     Z0[e + (1 + d.nd1) * cs] = s2 * q;
   } else {
-    for (int j = 0; j < d.nd2; ++j) Z0[e + (1 + d.nd1 + j) * cs] = s2 * aj[j] * aj[j];
+    UNROLL4(j, d.nd2) Z0[e + (1 + d.nd1 + j) * cs] = s2 * aj[j] * aj[j];
   }
 }
 
@@ -111,20 +115,20 @@ __global__ void act_fwd(tsr_net_kdims d, const T *__restrict__ b, const T *__res
   const size_t cs = (size_t)d.width * npts;
   const size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (e >= cs) return;
-  T s, s1, s2, s3, aj[4];
+  T s, s1, s2, s3, aj[4] = {};
   act<kAct>(A[e] + b[e % d.width], s, s1, s2, s3);
   Z[e] = s;
-  for (int j = 0; j < d.nd1; ++j) {
+  UNROLL4(j, d.nd1) {
     aj[j] = A[e + (1 + j) * cs];
     Z[e + (1 + j) * cs] = s1 * aj[j];
   }
   if (d.lap) {
     T q = T(0);
-    for (int j = 0; j < d.nd2; ++j) q += aj[j] * aj[j];
+    UNROLL4(j, d.nd2) q += aj[j] * aj[j];
     const size_t o = e + (1 + d.nd1) * cs;
     Z[o] = s2 * q + s1 * A[o];
   } else {
-    for (int j = 0; j < d.nd2; ++j) {
+    UNROLL4(j, d.nd2) {
       const size_t o = e + (1 + d.nd1 + j) * cs;
       Z[o] = s2 * aj[j] * aj[j] + s1 * A[o];
     }
@@ -160,10 +164,10 @@ __global__ void act_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ b,
     const T bi = b[i];
     for (int p = p0 + g; p < p1; p += r.G) {
       const size_t e = i + (size_t)w * p;
-      T s, s1, s2, s3, aj[4], dyj[4];
+      T s, s1, s2, s3, aj[4] = {}, dyj[4] = {};
       act<kAct>(A[e] + bi, s, s1, s2, s3);
       T da0 = G[e] * s1;
-      for (int j = 0; j < d.nd1; ++j) {
+      UNROLL4(j, d.nd1) {
         aj[j] = A[e + (1 + j) * cs];
         dyj[j] = G[e + (1 + j) * cs];
         da0 += dyj[j] * s2 * aj[j];
@@ -173,14 +177,14 @@ __global__ void act_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ b,
         const size_t o = e + (1 + d.nd1) * cs;
         const T gL = G[o];
         T q = T(0);
-        for (int j = 0; j < d.nd2; ++j) {
+        UNROLL4(j, d.nd2) {
           q += aj[j] * aj[j];
           dyj[j] = dyj[j] * s1 + gL * T(2) * s2 * aj[j];
         }
         da0 += gL * (s3 * q + s2 * A[o]);
         G[o] = gL * s1;
       } else {
-        for (int j = 0; j < d.nd2; ++j) {
+        UNROLL4(j, d.nd2) {
           const size_t o = e + (1 + d.nd1 + j) * cs;
           const T dyjj = G[o];
           da0 += dyjj * (s3 * aj[j] * aj[j] + s2 * A[o]);
@@ -188,8 +192,8 @@ __global__ void act_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ b,
           dyj[j] = dyj[j] * s1 + dyjj * T(2) * s2 * aj[j];
         }
       }
-      for (int j = d.nd2; j < d.nd1; ++j) dyj[j] = dyj[j] * s1;
-      for (int j = 0; j < d.nd1; ++j) G[e + (1 + j) * cs] = dyj[j];
+      UNROLL4(j, d.nd1) if (j >= d.nd2) dyj[j] = dyj[j] * s1;
+      UNROLL4(j, d.nd1) G[e + (1 + j) * cs] = dyj[j];
       G[e] = da0;
       acc += da0;
     }
@@ -213,8 +217,8 @@ __global__ void layer0_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ thet
   for (int k = 0; k < TSR_NET_MAX_SUMS; ++k) acc[k] = T(0);
   if (i < w) {
     const T bi = theta[(size_t)w * d.nin + i];
-    T aj[4], sc[4], sh_[4];
-    for (int j = 0; j < d.nin; ++j) {
+    T aj[4] = {}, sc[4] = {}, sh_[4] = {};
+    UNROLL4(j, d.nin) {
       sc[j] = T(d.in_scale[j]);
       sh_[j] = T(d.in_shift[j]);
       aj[j] = theta[i + (size_t)j * w] * sc[j];
@@ -225,8 +229,8 @@ __global__ void layer0_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ thet
       act<kAct>(A0[e] + bi, s, s1, s2, s3);
       // A0's second-derivative (Laplacian) channels are 0: their gradient reaches no
       // parameter
-      T da0 = G[e] * s1, daj[4];
-      for (int j = 0; j < d.nd1; ++j) {
+      T da0 = G[e] * s1, daj[4] = {};
+      UNROLL4(j, d.nd1) {
         const T dyj = G[e + (1 + j) * cs];
         da0 += dyj * s2 * aj[j];
         daj[j] = dyj * s1;
@@ -234,26 +238,28 @@ __global__ void layer0_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ thet
       if (d.lap) {
         const T gL = G[e + (1 + d.nd1) * cs];
         T q = T(0);
-        for (int j = 0; j < d.nd2; ++j) {
+        UNROLL4(j, d.nd2) {
           q += aj[j] * aj[j];
           daj[j] += gL * T(2) * s2 * aj[j];
         }
         da0 += gL * (s3 * q);
       } else {
-        for (int j = 0; j < d.nd2; ++j) {
+        UNROLL4(j, d.nd2) {
           const T dyjj = G[e + (1 + d.nd1 + j) * cs];
           da0 += dyjj * (s3 * aj[j] * aj[j]);
           daj[j] += dyjj * T(2) * s2 * aj[j];
         }
       }
       acc[0] += da0;
-      for (int j = 0; j < d.nin; ++j) {
+      UNROLL4(j, d.nin) {
         const T xhat = sc[j] * X[j + (size_t)d.nin * p] + sh_[j];
         acc[1 + j] += j < d.nd1 ? da0 * xhat + sc[j] * daj[j] : da0 * xhat;
       }
     }
   }
-  for (int k = 0; k < nsum; ++k) sh[k * kThreads + threadIdx.x] = acc[k];
+#pragma unroll
+  for (int k = 0; k < TSR_NET_MAX_SUMS; ++k)
+    if (k < nsum) sh[k * kThreads + threadIdx.x] = acc[k];
   for (int k = 0; k < nsum; ++k) lane_tree(sh + k * kThreads, u, g, r.U, r.G);
   if (g == 0 && i < w)
     for (int k = 0; k < nsum; ++k)
@@ -415,15 +421,14 @@ extern "C" tsr_err tsr_net_cuda_rowsum(const tsr_net_kdims *d, int rows, const v
   return TSR_OK;
 }
 
-extern "C" tsr_err tsr_net_cuda_finish(const tsr_net_kdims *d, int rows, int nsums, int npts,
-                                       const void *partial, const size_t *base, void *out,
-                                       cudaStream_t stream) {
-  if (npts <= 0) return TSR_OK;
+extern "C" tsr_err tsr_net_cuda_finish_nb(const tsr_net_kdims *d, int rows, int nsums, int nb,
+                                          const void *partial, const size_t *base, void *out,
+                                          cudaStream_t stream) {
+  if (nb <= 0) return TSR_OK;
   TSR_CHECK(nsums >= 1 && nsums <= TSR_NET_MAX_SUMS, TSR_ERR_INTERNAL,
             "tsr_net_cuda_finish: %d sums (1..%d)", nsums, TSR_NET_MAX_SUMS);
   bases b = {};
   for (int s = 0; s < nsums; ++s) b.v[s] = base[s];
-  const int nb = chunks_of(rows, npts);
   const unsigned blocks = (unsigned)(rows * nsums);
   if (d->single)
     finish<float><<<blocks, kThreads, 0, stream>>>(rows, nb, (const float *)partial, b,
@@ -433,4 +438,12 @@ extern "C" tsr_err tsr_net_cuda_finish(const tsr_net_kdims *d, int rows, int nsu
                                                     (double *)out);
   TSR_CUDA_LAUNCHED("net partial sums");
   return TSR_OK;
+}
+
+extern "C" tsr_err tsr_net_cuda_finish(const tsr_net_kdims *d, int rows, int nsums, int npts,
+                                       const void *partial, const size_t *base, void *out,
+                                       cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  return tsr_net_cuda_finish_nb(d, rows, nsums, chunks_of(rows, npts), partial, base, out,
+                                stream);
 }

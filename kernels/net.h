@@ -43,7 +43,7 @@
  * repeat only for the same OPENBLAS_NUM_THREADS. Not to be called from inside an OpenMP
  * parallel region.
  *
- * The device backend has two paths (tsr_net_backend says which one a network took):
+ * The device backend has three paths (tsr_net_backend says which one a network took):
  *   "cublas"  each layer one cuBLAS product over all K * npts columns, then fused elementwise
  *             kernels for the chain rule and deterministic reductions for the biases;
  *   "fused"   one kernel for the whole forward pass and one for the whole reverse pass: a
@@ -61,7 +61,13 @@
  *               to 96; fewer channels, wider);
  *               its workspace no larger than the cuBLAS path's (tsr_net_workspace_bytes).
  *             Elsewhere the cuBLAS path runs; TSR_NET_FUSED=0 forces it.
- *   The two paths sum in different orders: they agree to rounding, and each repeats its own
+ *   "layers"  the cuBLAS path with each hidden layer's product and chain rule in one kernel,
+ *             forward and reverse (fp32 FMA, a tile of points with all K channels in shared
+ *             memory; the weight gradients stay cuBLAS products): TSR_NET_FUSED=2, float,
+ *             widths 4-128 whose quarter divides 256, values alone or the Laplacian mode's
+ *             PINN channel sets (kernels/net_cuda_internal.h). Opt-in until test_net_gpu has
+ *             run it (bench/README.md: 1.03x the cuBLAS path on Poisson 2D, H100).
+ *   The paths sum in different orders: they agree to rounding, and each repeats its own
  *   bits; a fused reverse pass's bits also depend on the device's multiprocessor count (the
  *   number of blocks that share the points). */
 #ifndef TSR_NET_H
@@ -133,7 +139,7 @@ tsr_err tsr_net_create(const tsr_net_opts *o, tsr_net **out);
  * inputs (nin x npts), each rounded up to 64 bytes, and a small header. */
 size_t tsr_net_workspace_bytes(const tsr_net_opts *o);
 
-/* Which path runs the passes: "host", "cublas" or "fused" (above). A static string. */
+/* Which path runs the passes: "host", "cublas", "fused" or "layers" (above). A static string. */
 const char *tsr_net_backend(const tsr_net *n);
 
 /* Frees and sets *n to NULL; accepts NULL. */

@@ -1,8 +1,11 @@
-/* The CUDA backend of kernels/net.h, two paths behind the same calls, chosen at create:
+/* The CUDA backend of kernels/net.h, three paths behind the same calls, chosen at create:
  *   cuBLAS  the matrix products through cuBLAS, the elementwise chain rule and the reductions in
  *           kernels/net.cu;
  *   fused   one kernel per pass (kernels/net_fused.cu), taken where TSR_NET_FUSED=1 asks for it
- *           and it applies (its limits are in kernels/net.h); bench/pinn_gpu.sh measures both.
+ *           and it applies (its limits are in kernels/net.h);
+ *   layers  the cuBLAS path's arrays and weight gradients, each hidden layer's product and chain
+ *           rule in one kernel (kernels/net_layer.cu), where TSR_NET_FUSED=2 asks for it and it
+ *           applies; bench/pinn_gpu.sh measures all three.
  * Everything a pass needs is allocated by create, so forward and backward only issue work on
  * the network's stream (capturable in a graph).
  *
@@ -56,6 +59,8 @@ typedef struct {
   void **A, **Z;    /* per hidden layer */
   void *G[2], *Xc, *partial;
   int fused;               /* the fused path (then A[0] holds the hidden layers' A) */
+  int layers;              /* the cuBLAS path with the layers path's kernels
+                              (net_cuda_internal.h) */
   tsr_net_fused_plan plan;
 } dev_ws;
 
@@ -117,21 +122,30 @@ static size_t fused_bytes(const tsr_net_opts *o, const tsr_net_fused_plan *pl) {
          align256((size_t)pl->blocks * pl->nparam * es);
 }
 
-/* Without TSR_NET_FUSED: the cuBLAS path, until bench/pinn_gpu.sh has shown the fused kernels
- * faster on the GPU machine (then 1, or a table of the shapes measured faster). */
+/* Without TSR_NET_FUSED: the path bench/pinn_gpu.sh measured fastest on the GPU machine
+ * (0 cuBLAS, 1 fused, 2 layers: kernels/net.h). */
 #define TSR_NET_FUSED_DEFAULT 0
 
-/* The fused path where TSR_NET_FUSED=1 (or the default) asks for it and it applies
- * (kernels/net.h); TSR_NET_FUSED=0 never. */
-static int want_fused(void) {
+/* TSR_NET_FUSED (0, 1 or 2), else the default. */
+static int want_path(void) {
   const char *env = getenv("TSR_NET_FUSED");
-  if (env && (env[0] == '0' || env[0] == '1') && env[1] == 0) return env[0] == '1';
+  if (env && env[0] >= '0' && env[0] <= '2' && env[1] == 0) return env[0] - '0';
   return TSR_NET_FUSED_DEFAULT;
 }
 
 static tsr_err choose_fused(struct tsr_net *n, dev_ws *w) {
-  w->fused = 0;
-  if (!want_fused()) return TSR_OK;
+  w->fused = w->layers = 0;
+  const int want = want_path();
+  if (want == 2) {
+    char why[160];
+    TSR_CALL(tsr_net_layer_plan(&w->d, &w->layers, why, sizeof why));
+    /* its bias partials go to the cuBLAS path's buffer (net_cuda_internal.h: they fit) */
+    const int chunks = tsr_net_cuda_chunks(n->o.shape.width, n->o.npts);
+    if (tsr_net_layer_blocks(n->o.shape.width, n->o.npts) > (1 + n->o.shape.nin) * chunks)
+      w->layers = 0;
+    return TSR_OK;
+  }
+  if (want != 1) return TSR_OK;
   TSR_CALL(tsr_net_fused_make_plan(&w->d, n->o.shape.nout, n->o.shape.depth, n->o.npts,
                                    n->nparam, &w->plan));
   w->fused = w->plan.ok && fused_bytes(&n->o, &w->plan) <= cublas_bytes(&n->o, n->K);
@@ -166,7 +180,7 @@ static tsr_err create_fused(struct tsr_net *n, dev_ws *w) {
 
 const char *tsr_net_cuda_path(const struct tsr_net *n) {
   const dev_ws *w = (const dev_ws *)n->dev;
-  return w && w->fused ? "fused" : "cublas";
+  return w && w->fused ? "fused" : w && w->layers ? "layers" : "cublas";
 }
 
 static tsr_err create_in(struct tsr_net *n, dev_ws *w) {
@@ -291,6 +305,11 @@ tsr_err tsr_net_cuda_forward(struct tsr_net *n, const void *theta, const void *X
     for (int l = 1; l < L; ++l) {
       size_t wo, bo;
       offsets(s, l, &wo, &bo);
+      if (w->layers) {
+        TSR_CALL(tsr_net_layer_fwd(&w->d, at(theta, wo, es), at(theta, bo, es), w->Z[l - 1], npts,
+                                   w->A[l], w->Z[l], w->stream));
+        continue;
+      }
       TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_N, width, cols, width, at(theta, wo, es), width,
                     w->Z[l - 1], width, w->A[l], width));
       TSR_CALL(tsr_net_cuda_act_fwd(&w->d, at(theta, bo, es), w->A[l], npts, w->Z[l], w->stream));
@@ -330,16 +349,31 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
   TSR_CALL(tsr_net_cuda_finish(&w->d, nout, 1, npts, w->partial, &bo, grad, w->stream));
   TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, nout, at(theta, wo, es), nout, dU, nout,
                 w->G[0], width));
-  int cur = 0;
+  /* G[cur] holds dL/dZ_l, or dL/dA_l where the layers path's reverse kernel took the chain
+   * rule already (dA) */
+  int cur = 0, dA = 0;
   for (int l = L - 1; l >= 1; --l) {
     offsets(s, l, &wo, &bo);
-    TSR_CALL(tsr_net_cuda_act_bwd(&w->d, at(theta, bo, es), w->A[l], npts, w->G[cur], w->partial,
-                                  w->stream));
-    TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1, npts, w->partial, &bo, grad, w->stream));
+    if (!dA) {
+      TSR_CALL(tsr_net_cuda_act_bwd(&w->d, at(theta, bo, es), w->A[l], npts, w->G[cur],
+                                    w->partial, w->stream));
+      TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1, npts, w->partial, &bo, grad, w->stream));
+    }
     TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_T, width, width, cols, w->G[cur], width, w->Z[l - 1],
                   width, at(grad, wo, es), width));
-    TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, width, at(theta, wo, es), width,
-                  w->G[cur], width, w->G[1 - cur], width));
+    if (w->layers && l >= 2) {
+      size_t wp, bp;
+      offsets(s, l - 1, &wp, &bp);
+      TSR_CALL(tsr_net_layer_bwd(&w->d, at(theta, wo, es), at(theta, bp, es), w->G[cur],
+                                 w->A[l - 1], npts, w->G[1 - cur], w->partial, w->stream));
+      TSR_CALL(tsr_net_cuda_finish_nb(&w->d, width, 1, tsr_net_layer_blocks(width, npts),
+                                      w->partial, &bp, grad, w->stream));
+      dA = 1;
+    } else {
+      TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, width, at(theta, wo, es), width,
+                    w->G[cur], width, w->G[1 - cur], width));
+      dA = 0;
+    }
     cur = 1 - cur;
   }
   offsets(s, 0, &wo, &bo);

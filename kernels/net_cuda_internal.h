@@ -75,6 +75,40 @@ tsr_err tsr_net_cuda_finish(const tsr_net_kdims *d, int rows, int nsums, int npt
                             const void *partial, const size_t *base, void *out,
                             cudaStream_t stream);
 
+/* The same for nb partials a sum (the layers path's reverse kernel: tsr_net_layer_blocks). */
+tsr_err tsr_net_cuda_finish_nb(const tsr_net_kdims *d, int rows, int nsums, int nb,
+                               const void *partial, const size_t *base, void *out,
+                               cudaStream_t stream);
+
+/* ---- the layers path (kernels/net_layer.cu) ------------------------------------------------
+ * fp32: each hidden layer l >= 1 one kernel forward (A_l = W_l Z_(l-1) over all K channels,
+ * Z_l by the chain rule in its epilogue) and one in reverse (dL/dZ_(l-1) = W_l^T dA_l, then the
+ * chain rule's reverse at A_(l-1) in its epilogue, with the bias partials of layer l - 1); the
+ * weight gradients, layer 0 and the output layer as on the cuBLAS path, with the same arrays.
+ * Where it applies: float; width 4, 8, 16, 32, 64 or 128; (nd1, nd2) (0, 0), or with lap the
+ * PINN's sets (1, 1), (2, 2), (3, 3), (2, 1), (3, 2), (4, 3); the block's shared memory within
+ * the device's. */
+
+/* *ok 1 where it applies (and the kernels' shared-memory limits set: call outside a capture),
+ * else 0 with why (n bytes) saying why not. Errors: TSR_ERR_CUDA. */
+tsr_err tsr_net_layer_plan(const tsr_net_kdims *d, int *ok, char *why, size_t n);
+
+/* Blocks of either kernel over npts points (each block's bias partials: one a unit). At most
+ * 1024, so the partials fit the cuBLAS path's buffer. */
+int tsr_net_layer_blocks(int width, int npts);
+
+/* A = W Zin (all channels, without the bias), Z = s(A + b) by the chain rule. W: the layer's
+ * width x width weights, column-major (kernels/net.h). */
+tsr_err tsr_net_layer_fwd(const tsr_net_kdims *d, const void *W, const void *b, const void *Zin,
+                          int npts, void *A, void *Z, cudaStream_t stream);
+
+/* dAprev = the reverse of layer l - 1's chain rule (at Aprev + bprev) applied to W^T dA, with
+ * W and dA layer l's; partial[i * tsr_net_layer_blocks(width, npts) + block]: the blocks' sums
+ * of dAprev's value channel (finish with tsr_net_cuda_finish_nb). */
+tsr_err tsr_net_layer_bwd(const tsr_net_kdims *d, const void *W, const void *bprev,
+                          const void *dA, const void *Aprev, int npts, void *dAprev,
+                          void *partial, cudaStream_t stream);
+
 
 /* ---- the fused path (kernels/net_fused.cu) ------------------------------------------------
  * One kernel for the whole forward pass and one for the whole reverse pass, each block on a

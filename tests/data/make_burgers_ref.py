@@ -12,7 +12,10 @@ eta = sqrt(4 nu t) z so that the Gaussian becomes Gauss-Hermite's weight exp(-z^
 at the 256 cell centres of [-1, 1] and t = 0, 0.05, ..., 1.0 (t = 0 is the initial condition,
 where the integral degenerates).
 
-    make_burgers_ref.py [--nodes N] [--out FILE] [--check] [--fd-cells M]
+    make_burgers_ref.py [--nodes N] [--out FILE] [--check] [--fd-cells M] [--nu-pi K] [--dt D]
+
+--nu-pi K takes nu = K/pi (0.01, the benchmark; CI's small Burgers uses 0.05:
+tests/data/burgers_nu05_ref.csv), --dt D the times 0, D, 2D, ..., 1 (0.05).
 
 The quadrature is verified by its change between N and 2N nodes (printed; the file is written
 with 2N). --check also integrates the equation by finite differences (4th-order central on a
@@ -101,7 +104,13 @@ def main():
                    help="also compare with a finite-difference solution at t = 0.25, 0.5, 1")
     p.add_argument("--fd-cells", type=int, default=8192,
                    help="points of the finite-difference check (a multiple of 512)")
+    p.add_argument("--nu-pi", type=float, default=0.01, help="nu = this / pi")
+    p.add_argument("--dt", type=float, default=0.05, help="the times 0, dt, 2 dt, ..., 1")
     a = p.parse_args()
+    global NU, TIMES
+    NU = a.nu_pi / math.pi
+    steps = round(1.0 / a.dt)
+    TIMES = [j / steps for j in range(steps + 1)]
 
     x = cell_centres()
     coarse = solution(x, a.nodes)
@@ -125,10 +134,11 @@ def main():
                   f"{d[np.abs(x) > 0.05].max():.3e}")
 
     with open(a.out, "w") as f:
-        f.write(f"# viscous Burgers u_t + u u_x = nu u_xx, nu = 0.01/pi, x in [-1,1], "
+        f.write(f"# viscous Burgers u_t + u u_x = nu u_xx, nu = {a.nu_pi:g}/pi, x in [-1,1], "
                 f"u(x,0) = -sin(pi x), u(+-1,t) = 0; exact via Cole-Hopf with {2 * a.nodes}-node "
                 f"Gauss-Hermite quadrature (change from {a.nodes} nodes: {change:.1e}); "
-                f"x = 256 cell centres, t = 0:0.05:1; made by tests/data/make_burgers_ref.py\n")
+                f"x = 256 cell centres, t = 0:{1 / steps:g}:1; made by "
+                f"tests/data/make_burgers_ref.py\n")
         f.write("t,x,u\n")
         for t, row in zip(TIMES, fine):
             for xi, ui in zip(x, row):

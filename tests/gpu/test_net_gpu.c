@@ -1,8 +1,9 @@
 /* kernels/net on GPUs: for networks of several shapes (inputs 1..4, derivative channels in
  * the diagonal and the Laplacian modes,
  * depth 1..4, widths 5..300, tanh and sin, 1 to 3 outputs), on both device paths (the cuBLAS
- * path, TSR_NET_FUSED=0, and the fused kernels, TSR_NET_FUSED=1, which fall back to cuBLAS
- * where they do not apply: the test asserts which path each shape takes), the device's forward
+ * path, TSR_NET_FUSED=0, the fused kernels, TSR_NET_FUSED=1, and the layers path,
+ * TSR_NET_FUSED=2, which fall back to cuBLAS where they do not apply: the test asserts which
+ * path each shape takes), the device's forward
  * values U and backward gradients agree with the host backend in double (max difference
  * <= 1e-12 of the array's largest magnitude) and, in float, with the host in double (<= 1e-4);
  * the two device paths agree with each other to the same bounds; a second device run gives the
@@ -42,6 +43,15 @@ typedef struct {
   int npts;
   int fused_s, fused_d; /* TSR_NET_FUSED=1 takes the fused path in float, in double */
 } net_case;
+
+/* Where TSR_NET_FUSED=2 takes the layers path in float (kernels/net_cuda_internal.h): widths
+ * whose quarter divides 256, up to 128; values alone, or the Laplacian mode's PINN sets. */
+static int layers_apply(const tsr_net_shape *s) {
+  const int w = s->width, lap = s->lap && s->nd2 > 0, set = s->nd1 * 10 + s->nd2;
+  if (w < 4 || w > 128 || w % 4 || 256 % (w / 4)) return 0;
+  if (s->nd1 == 0 && s->nd2 == 0) return 1;
+  return lap && (set == 11 || set == 22 || set == 33 || set == 21 || set == 32 || set == 43);
+}
 
 static const char *act_name(tsr_net_act a) { return a == TSR_NET_TANH ? "tanh" : "sin"; }
 
@@ -154,26 +164,28 @@ static void run_case(const net_case *c, cudaStream_t stream) {
 
   double *Uc = malloc(sizeof(double) * nu + 8), *gc = malloc(sizeof(double) * np + 8);
   CHECK(Uc && gc, "out of memory");
-  for (int k = 0; k < 4; ++k) {
-    const int single = k / 2, fused = k % 2;
+  for (int k = 0; k < 6; ++k) {
+    const int single = k / 3, fused = k % 3; /* TSR_NET_FUSED: 0 cuBLAS, 1 fused, 2 layers */
     const size_t es = single ? sizeof(float) : sizeof(double);
     const double tol = single ? 1e-4 : 1e-12;
     o.device = 1;
     o.single = single;
     o.stream = stream;
     tsr_net *dev = NULL;
-    setenv("TSR_NET_FUSED", fused ? "1" : "0", 1);
+    setenv("TSR_NET_FUSED", fused == 2 ? "2" : fused ? "1" : "0", 1);
     CHECK(tsr_net_create(&o, &dev) == TSR_OK, "device create (%s, %s)", what,
           single ? "float" : "double");
     unsetenv("TSR_NET_FUSED");
     const char *path = tsr_net_backend(dev);
-    const int want = fused && (single ? c->fused_s : c->fused_d);
+    const char *want = fused == 1 && (single ? c->fused_s : c->fused_d) ? "fused"
+                       : fused == 2 && single && layers_apply(&c->s) ? "layers"
+                                                                      : "cublas";
     /* a path other than the table's fails the test at its end, after every shape has been
      * compared on the path it took: one run then shows every shape the plan declines */
-    if (strcmp(path, want ? "fused" : "cublas") != 0) {
+    if (strcmp(path, want) != 0) {
       g_wrong_path++;
       printf("WRONG PATH: %s, %s, TSR_NET_FUSED=%d: the %s path, expected %s\n", what,
-             single ? "float" : "double", fused, path, want ? "fused" : "cublas");
+             single ? "float" : "double", fused, path, want);
     }
     void *dth = to_device(theta, np, single), *dX = to_device(X, nx, single);
     void *ddU = to_device(dU, nu, single);
@@ -206,7 +218,7 @@ static void run_case(const net_case *c, cudaStream_t stream) {
     if (g_rank == 0)
       printf("%-6s %-6s %s: U %.3g, grad %.3g (tolerance %g)\n", single ? "float" : "double",
              path, what, eu, eg, tol);
-    if (!fused) { /* the cuBLAS path's results, for the fused path's run next */
+    if (!fused) { /* the cuBLAS path's results, for the other paths' runs next */
       memcpy(Uc, Ud, sizeof(double) * nu);
       memcpy(gc, gd, sizeof(double) * np);
     } else {

@@ -55,17 +55,23 @@ else
   failure "heat: snapshots.xmf lacks the snapshots"
 fi
 
-# --- Burgers 1D + t against its Cole-Hopf solution (tests/data/burgers_ref.csv) -------------
+# --- Burgers 1D + t against its Cole-Hopf solution (tests/data/burgers_nu05_ref.csv) ---------
+# At the benchmark's nu = 0.01/pi the shock is a few cells wide, and whether a network this
+# small (width 20, depth 4, 2000 points: what CI affords) resolves it is chance: seeds 1-3 of
+# the earlier settings ended at 0.03-0.6 against 0.08. At nu = 0.05/pi (the same equation,
+# a smoother front; its own Cole-Hopf reference, make_burgers_ref.py --nu-pi 0.05 --dt 0.25)
+# seeds 1-4 ended at 4.3e-3 to 8.8e-3 after 4000 iterations (2-core host): the bound is 3x
+# the worst. The benchmark's nu is bench/pinn_accuracy_gpu.sh's (4.4e-4 on a GPU).
 out="$work/burgers"
 if run_ok burgers 1 "$cases/pinn_burgers1d.yaml" --out "$out" --set output.progress=none \
+     --set params.nu=0.015915494309189534 \
      --set pinn.lbfgs.iterations=0 --set pinn.network.width=20 --set pinn.network.depth=4 --set pinn.points.interior=2000 \
-     --set pinn.points.resample_every=500 --set pinn.adam.iterations=8000 --set pinn.adam.lr=1e-2 \
-     --set pinn.adam.decay_every=1000 --set pinn.log_every=1000 \
+     --set pinn.points.resample_every=500 --set pinn.adam.iterations=4000 --set pinn.adam.lr=1e-2 \
+     --set pinn.adam.decay_every=500 --set pinn.log_every=1000 \
      --set output.snapshot_every.time=0.25; then
-  # measured 2.7e-2 at t = 0, 0.25, 0.5, 0.75, 1 after 8000 iterations
   e=$("$py" "$TESSERA_SOURCE/tests/scripts/pinn_compare.py" "$out" \
-      "$TESSERA_SOURCE/tests/data/burgers_ref.csv" 2>&1)
-  if below "$e" 0.08; then pass "burgers: relative L2 error against Cole-Hopf $e <= 0.08"
+      "$TESSERA_SOURCE/tests/data/burgers_nu05_ref.csv" 2>&1)
+  if below "$e" 0.03; then pass "burgers (nu 0.05/pi): relative L2 error against Cole-Hopf $e <= 0.03"
   else failure "burgers: error against Cole-Hopf: $e"; fi
 fi
 
