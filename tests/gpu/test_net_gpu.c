@@ -227,10 +227,17 @@ static void run_case(const net_case *c, cudaStream_t stream) {
             "(U), %.3g (grad) of the largest value", what, single ? "float" : "double", path, fu,
             fg);
     }
-    CHECK(eu <= tol, "%s, %s: device U differs from the host's by %.3g of its largest value",
-          what, single ? "float" : "double", eu);
-    CHECK(eg <= tol, "%s, %s: device gradient differs from the host's by %.3g of its largest "
-          "value", what, single ? "float" : "double", eg);
+    CHECK(eu <= tol, "%s, %s, %s path: device U differs from the host's by %.3g of its largest "
+          "value", what, single ? "float" : "double", path, eu);
+    if (!(eg <= tol)) { /* where: the parameter whose gradient is furthest off */
+      size_t worst = 0;
+      for (size_t q = 1; q < np; ++q)
+        if (fabs(gd[q] - gh[q]) > fabs(gd[worst] - gh[worst])) worst = q;
+      printf("worst gradient: parameter %zu of %zu, device %.9g, host %.9g\n", worst, np,
+             gd[worst], gh[worst]);
+    }
+    CHECK(eg <= tol, "%s, %s, %s path: device gradient differs from the host's by %.3g of its "
+          "largest value", what, single ? "float" : "double", path, eg);
     CHECK(same_bits(dUo[0], dUo[1], nu * es), "%s, %s: a second forward pass gave other bits",
           what, single ? "float" : "double");
     CHECK(same_bits(dg[0], dg[1], np * es), "%s, %s: a second backward pass gave other bits",
@@ -277,6 +284,8 @@ static void run_case(const net_case *c, cudaStream_t stream) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  /* line by line: a failed CHECK aborts, and the shapes' lines before it must not be lost */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm node;
   int local_rank;
