@@ -83,6 +83,24 @@ __device__ __forceinline__ void product(const float *Ws, const float *Zs, int w,
   }
 }
 
+// The tile of points from p0 of the layer array In into Zs, and its product with Ws into acc
+// (overwritten). Every thread of the block calls it, tile after tile.
+template <int K>
+__device__ __forceinline__ void tile_product(const float *__restrict__ In, int w, int npts, int p0,
+                                             const float *Ws, float *Zs, int u0, int q0,
+                                             float (&acc)[K][2][4]) {
+  __syncthreads(); // the previous tile's products (and epilogue) are done with Zs
+  load_tile<K>(In, w, npts, p0, Zs);
+  __syncthreads();
+#pragma unroll
+  for (int c = 0; c < K; ++c)
+#pragma unroll
+    for (int pp = 0; pp < 2; ++pp)
+#pragma unroll
+      for (int u = 0; u < 4; ++u) acc[c][pp][u] = 0.0f;
+  product<K>(Ws, Zs, w, u0, q0, acc);
+}
+
 __device__ __forceinline__ float4 ld4(const float *p) {
   return *reinterpret_cast<const float4 *>(p);
 }
@@ -169,11 +187,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int u = 0; u < 4; ++u) bu[u] = b[u0 + u];
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int p0 = t * P;
-    __syncthreads(); // the previous tile's products are done with Zs
-    load_tile<K>(Zin, w, npts, p0, Zs);
-    __syncthreads();
-    float acc[K][2][4] = {};
-    product<K>(Ws, Zs, w, u0, q0, acc);
+    float acc[K][2][4];
+    tile_product<K>(Zin, w, npts, p0, Ws, Zs, u0, q0, acc);
 #pragma unroll
     for (int pp = 0; pp < 2; ++pp) {
       const int p = p0 + q0 + pp;
@@ -222,11 +237,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int u = 0; u < 4; ++u) bu[u] = bprev[u0 + u];
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int p0 = t * P;
-    __syncthreads();
-    load_tile<K>(dA, w, npts, p0, Zs);
-    __syncthreads();
-    float acc[K][2][4] = {};
-    product<K>(Ws, Zs, w, u0, q0, acc);
+    float acc[K][2][4];
+    tile_product<K>(dA, w, npts, p0, Ws, Zs, u0, q0, acc);
 #pragma unroll
     for (int pp = 0; pp < 2; ++pp) {
       const int p = p0 + q0 + pp;
