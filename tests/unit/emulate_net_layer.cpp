@@ -1,0 +1,177 @@
+/* The layers path's kernels (layer_fwd, layer_bwd: kernels/net_layer.cuh) run on the CPU
+ * against a plain double-precision evaluation of what they compute: one OS thread per CUDA
+ * thread, a block at a time, the barriers a std::barrier, shared memory a global array filled
+ * with garbage before each block. For networks of several widths and channel sets (values
+ * alone; the Laplacian mode's 2-D, 1-D + t, 2-D + t, 3-D + t), both activations, a last tile
+ * part full, and grids with fewer blocks than tiles (a block walking several tiles), it checks
+ *   forward  A = W Zin and Z = s(A + b) by the chain rule, every channel;
+ *   reverse  dAprev = the chain rule's reverse at Aprev + bprev applied to W^T dA, and the
+ *            blocks' bias partials (their sum over the blocks, per unit),
+ * each within 2e-5 of the largest magnitude of its array (fp32 products of width terms).
+ * This checks indexing, tiling, the tile loop and the reductions without a GPU; the device's
+ * own arithmetic is test_net_gpu's (TSR_NET_FUSED=2). Exits non-zero on a difference. */
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+struct float4 {
+  float x, y, z, w;
+};
+struct float2 {
+  float x, y;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+struct uint3e {
+  unsigned x, y, z;
+};
+thread_local uint3e threadIdx, blockIdx;
+static uint3e gridDim;
+static std::barrier<> *g_bar; /* the block in flight's */
+static void __syncthreads() { g_bar->arrive_and_wait(); }
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __shared__
+#undef __launch_bounds__
+#undef __restrict__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__
+alignas(16) static float4 g_smem[(200 << 10) / 16];
+#define TSR_NET_LAYER_SMEM float4 *smem4 = g_smem
+#include "kernels/net_layer.cuh"
+
+static int g_fails;
+static unsigned long long g_rng = 0x2545f4914f6cdd1dull;
+static double uniform() { /* [-1, 1) */
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return (double)(g_rng >> 11) * 0x1.0p-52 - 1.0;
+}
+
+/* fn() on every thread of every block of a grid of `blocks`, a block at a time. */
+template <typename F>
+static void launch(int blocks, F fn) {
+  gridDim = {(unsigned)blocks, 1, 1};
+  for (int b = 0; b < blocks; ++b) {
+    memset(g_smem, 0xff, sizeof g_smem); /* garbage, like fresh shared memory */
+    std::barrier<> bar(kThreads);
+    g_bar = &bar;
+    std::vector<std::thread> th;
+    for (int t = 0; t < kThreads; ++t)
+      th.emplace_back([=] {
+        threadIdx = {(unsigned)t, 0, 0};
+        blockIdx = {(unsigned)b, 0, 0};
+        fn();
+      });
+    for (auto &x : th) x.join();
+  }
+}
+
+/* max |got - want| / max |want| */
+static double rel(const std::vector<float> &got, const std::vector<double> &want) {
+  double d = 0, m = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    const double e = std::fabs((double)got[k] - want[k]);
+    d = e == e && e > d ? e : (e == e ? d : INFINITY);
+    m = std::fabs(want[k]) > m ? std::fabs(want[k]) : m;
+  }
+  return m > 0 ? d / m : d;
+}
+
+/* y = s(a) and s', s'', s''' in double, as kernels/net_act.h defines them. */
+static void act(int a_, double a, double *y, double *s1, double *s2, double *s3) {
+  *y = tsr_net_act_value_d(a_, a);
+  tsr_net_act_derivs_d(a_, a, *y, s1, s2, s3);
+}
+
+template <int ACT, int ND1, int ND2, int LAP>
+static void run(int w, int npts, int blocks, const char *what) {
+  constexpr int K = chans<ND1, ND2, LAP>::K;
+  const size_t plane = (size_t)w * npts, n = K * plane;
+  std::vector<float> W(w * w), b(w), bp(w), Zin(n), dA(n), Ap(n);
+  for (auto &v : W) v = (float)(uniform() / std::sqrt((double)w));
+  for (auto &v : b) v = (float)(0.3 * uniform());
+  for (auto &v : bp) v = (float)(0.3 * uniform());
+  for (auto &v : Zin) v = (float)uniform();
+  for (auto &v : dA) v = (float)uniform();
+  for (auto &v : Ap) v = (float)(1.5 * uniform());
+  std::vector<float> A(n, NAN), Z(n, NAN), dAp(n, NAN), partial((size_t)w * blocks, NAN);
+  launch(blocks, [&] { layer_fwd<ACT, ND1, ND2, LAP>(w, npts, W.data(), b.data(), Zin.data(), A.data(), Z.data()); });
+  launch(blocks, [&] {
+    layer_bwd<ACT, ND1, ND2, LAP>(w, npts, W.data(), bp.data(), dA.data(), Ap.data(), dAp.data(),
+                                  partial.data());
+  });
+
+  /* the reference, in double */
+  std::vector<double> Ar(n), Zr(n), Gr(n), dApr(n), bsum(w, 0.0), bgot(w, 0.0);
+  auto at = [&](int i, int c, int p) { return (size_t)i + (size_t)w * ((size_t)c * npts + p); };
+  for (int c = 0; c < K; ++c)
+    for (int p = 0; p < npts; ++p)
+      for (int i = 0; i < w; ++i) {
+        double a = 0, g = 0;
+        for (int k = 0; k < w; ++k) {
+          a += (double)W[i + k * w] * Zin[at(k, c, p)];
+          g += (double)W[k + i * w] * dA[at(k, c, p)];
+        }
+        Ar[at(i, c, p)] = a;
+        Gr[at(i, c, p)] = g;
+      }
+  for (int p = 0; p < npts; ++p)
+    for (int i = 0; i < w; ++i) {
+      double y, s1, s2, s3, q = 0;
+      act(ACT, Ar[at(i, 0, p)] + b[i], &y, &s1, &s2, &s3);
+      Zr[at(i, 0, p)] = y;
+      for (int j = 0; j < ND1; ++j) Zr[at(i, 1 + j, p)] = s1 * Ar[at(i, 1 + j, p)];
+      for (int j = 0; j < ND2; ++j) q += Ar[at(i, 1 + j, p)] * Ar[at(i, 1 + j, p)];
+      if (K > 1 + ND1) Zr[at(i, 1 + ND1, p)] = s2 * q + s1 * Ar[at(i, 1 + ND1, p)];
+      /* the reverse at Aprev + bprev */
+      double a[8], g[8];
+      for (int c = 0; c < K; ++c) a[c] = Ap[at(i, c, p)], g[c] = Gr[at(i, c, p)];
+      act(ACT, a[0] + bp[i], &y, &s1, &s2, &s3);
+      double da0 = g[0] * s1, aq = 0;
+      for (int j = 0; j < ND1; ++j) da0 += g[1 + j] * s2 * a[1 + j];
+      for (int j = 0; j < ND2; ++j) aq += a[1 + j] * a[1 + j];
+      double d[8];
+      for (int j = 0; j < ND1; ++j) d[j] = g[1 + j] * s1;
+      if (K > 1 + ND1) {
+        const double gl = g[1 + ND1];
+        da0 += gl * (s3 * aq + s2 * a[1 + ND1]);
+        for (int j = 0; j < ND2; ++j) d[j] += gl * 2 * s2 * a[1 + j];
+        dApr[at(i, 1 + ND1, p)] = gl * s1;
+      }
+      for (int j = 0; j < ND1; ++j) dApr[at(i, 1 + j, p)] = d[j];
+      dApr[at(i, 0, p)] = da0;
+      bsum[i] += da0;
+    }
+  for (int i = 0; i < w; ++i)
+    for (int k = 0; k < blocks; ++k) bgot[i] += partial[(size_t)i * blocks + k];
+  std::vector<float> bg(bgot.begin(), bgot.end());
+  const double ea = rel(A, Ar), ez = rel(Z, Zr), eg = rel(dAp, dApr), eb = rel(bg, bsum);
+  const bool ok = ea <= 2e-5 && ez <= 2e-5 && eg <= 2e-5 && eb <= 2e-5;
+  printf("%s %-28s width %3d, %4d points, %2d blocks: A %.2g, Z %.2g, dAprev %.2g, bias %.2g\n",
+         ok ? "ok  " : "FAIL", what, w, npts, blocks, ea, ez, eg, eb);
+  g_fails += !ok;
+}
+
+int main() {
+  run<0, 2, 2, 1>(16, 300, layer_blocks(16, 300), "tanh, 2-D Laplacian");
+  run<1, 2, 2, 1>(64, 70, layer_blocks(64, 70), "sin, 2-D Laplacian");
+  run<0, 2, 2, 1>(64, 200, 2, "tanh, 2-D, 2 blocks x 4 tiles");
+  run<0, 0, 0, 0>(32, 150, layer_blocks(32, 150), "tanh, values alone");
+  run<1, 2, 1, 1>(8, 600, layer_blocks(8, 600), "sin, 1-D + t");
+  run<0, 3, 2, 1>(32, 97, 1, "tanh, 2-D + t, 1 block");
+  run<0, 4, 3, 1>(128, 40, layer_blocks(128, 40), "tanh, 3-D + t");
+  run<1, 3, 3, 1>(4, 1000, 3, "sin, 3-D, width 4");
+  printf("emulate_net_layer: %d failed\n", g_fails);
+  return g_fails ? 1 : 0;
+}
