@@ -65,8 +65,9 @@
  *             forward and reverse (fp32 FMA, a tile of points with all K channels in shared
  *             memory; the weight gradients stay cuBLAS products): TSR_NET_FUSED=2, float,
  *             widths 4-128 whose quarter divides 256, values alone or the Laplacian mode's
- *             PINN channel sets (kernels/net_cuda_internal.h). Opt-in until test_net_gpu has
- *             run it (bench/README.md: 1.03x the cuBLAS path on Poisson 2D, H100).
+ *             PINN channel sets (kernels/net_cuda_internal.h). Its kernels run on the CPU in
+ *             CI (net_layer_emulated); opt-in until test_net_gpu has run it on a GPU
+ *             (bench/README.md: 1.03x the cuBLAS path on Poisson 2D, H100).
  *   The paths sum in different orders: they agree to rounding, and each repeats its own
  *   bits; a fused reverse pass's bits also depend on the device's multiprocessor count (the
  *   number of blocks that share the points). */
