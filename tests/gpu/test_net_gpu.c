@@ -10,8 +10,9 @@
  * same bits; a forward + backward captured in a CUDA graph and replayed gives the same bits as
  * the uncaptured calls; and misuse is refused (backward before forward, more points than the
  * capacity). Only the public interface kernels/net.h is used. Run on 1 and 2 ranks
- * (label gpu; gpu2 for 2), each on the GPU of its local rank. Exits non-zero (MPI_Abort) on the
- * first failure, printing the shape and the difference. */
+ * (label gpu; gpu2 for 2), each on the GPU of its local rank. A difference out of tolerance is
+ * printed (FAIL) and the shapes go on; the test then exits non-zero (MPI_Abort). Misuse, bits
+ * that do not repeat and CUDA errors stop it at once. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -118,6 +119,19 @@ static int same_bits(const void *a, const void *b, size_t bytes) {
 }
 
 static int g_wrong_path; /* networks that took another path than their case says */
+static int g_failed;     /* comparisons out of tolerance (each printed as FAIL) */
+
+/* A tolerance failure is printed and counted, and the test goes on: one run shows every shape
+ * and path that disagrees, which tells a kernel's fault from a shape's. */
+#define SOFT_CHECK(cond, ...)                                                                   \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
+      g_failed++;                                                                               \
+      printf("FAIL: ");                                                                         \
+      printf(__VA_ARGS__);                                                                      \
+      printf("\n");                                                                             \
+    }                                                                                           \
+  } while (0)
 
 static void run_case(const net_case *c, cudaStream_t stream) {
   char what[160];
@@ -223,11 +237,11 @@ static void run_case(const net_case *c, cudaStream_t stream) {
       memcpy(gc, gd, sizeof(double) * np);
     } else {
       const double fu = rel_diff(Ud, Uc, nu), fg = rel_diff(gd, gc, np);
-      CHECK(fu <= tol && fg <= tol, "%s, %s: the %s path differs from the cuBLAS path by %.3g "
+      SOFT_CHECK(fu <= tol && fg <= tol, "%s, %s: the %s path differs from the cuBLAS path by %.3g "
             "(U), %.3g (grad) of the largest value", what, single ? "float" : "double", path, fu,
             fg);
     }
-    CHECK(eu <= tol, "%s, %s, %s path: device U differs from the host's by %.3g of its largest "
+    SOFT_CHECK(eu <= tol, "%s, %s, %s path: device U differs from the host's by %.3g of its largest "
           "value", what, single ? "float" : "double", path, eu);
     if (!(eg <= tol)) { /* where: the parameter whose gradient is furthest off */
       size_t worst = 0;
@@ -236,7 +250,7 @@ static void run_case(const net_case *c, cudaStream_t stream) {
       printf("worst gradient: parameter %zu of %zu, device %.9g, host %.9g\n", worst, np,
              gd[worst], gh[worst]);
     }
-    CHECK(eg <= tol, "%s, %s, %s path: device gradient differs from the host's by %.3g of its "
+    SOFT_CHECK(eg <= tol, "%s, %s, %s path: device gradient differs from the host's by %.3g of its "
           "largest value", what, single ? "float" : "double", path, eg);
     CHECK(same_bits(dUo[0], dUo[1], nu * es), "%s, %s: a second forward pass gave other bits",
           what, single ? "float" : "double");
@@ -335,13 +349,28 @@ int main(int argc, char **argv) {
       {{1, 1, 5, 1, TSR_NET_TANH, 1, 1, 1}, 333, 0, 0},
       {{2, 1, 300, 2, TSR_NET_SIN, 2, 2, 1}, 400, 0, 0},
   };
-  for (size_t k = 0; k < sizeof cases / sizeof *cases; ++k) run_case(&cases[k], stream);
+  /* NET_GPU_CASES=3,15 runs those rows of the table alone (to tell a shape's fault from one
+   * that an earlier shape's device state causes) */
+  const char *only = getenv("NET_GPU_CASES");
+  size_t ran = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; ++k) {
+    if (only) {
+      int hit = 0;
+      for (const char *q = only; *q; ++q)
+        if ((q == only || q[-1] == ',') && strtoul(q, NULL, 10) == k) hit = 1;
+      if (!hit) continue;
+    }
+    run_case(&cases[k], stream);
+    ran++;
+  }
 
   CU(cudaStreamDestroy(stream));
+  CHECK(ran > 0, "NET_GPU_CASES=%s names no row of the table (0..%zu)", only,
+        sizeof cases / sizeof *cases - 1);
+  CHECK(g_failed == 0, "%d comparison(s) out of tolerance (FAIL lines above)", g_failed);
   CHECK(g_wrong_path == 0, "%d network(s) took another path than the table says (above)",
         g_wrong_path);
-  if (g_rank == 0) printf("net_gpu: %zu shapes agree with the host and repeat their bits\n",
-                          sizeof cases / sizeof *cases);
+  if (g_rank == 0) printf("net_gpu: %zu shapes agree with the host and repeat their bits\n", ran);
   MPI_Finalize();
   return 0;
 }
