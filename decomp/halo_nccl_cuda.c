@@ -82,6 +82,9 @@ static tsr_err upload_segments(halo_nccl *h) {
     if (e == cudaSuccess) h->seg_cap = total;
   }
   if (e == cudaSuccess) e = cudaMemcpy(h->segs, host, bytes, cudaMemcpyHostToDevice);
+  /* a copy from pageable memory may return before its DMA lands, and the exchange's streams
+   * are non-blocking (they do not order after the legacy stream): wait for it here */
+  if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamLegacy);
   free(host);
   TSR_CUDA(e);
   return TSR_OK;

@@ -264,6 +264,8 @@ static void misuse(void) {
 
   fill(hostf, cells, 0.0);
   CUDA_MUST(cudaMemcpy(f->data, hostf->data, field_bytes(f), cudaMemcpyHostToDevice));
+  /* a pageable copy may return before its DMA lands; the exchange's streams do not wait */
+  CUDA_MUST(cudaDeviceSynchronize());
   MUST(tsr_halo_begin_after(h, f, producer));
   EXPECT(tsr_halo_begin(h, f) == TSR_ERR_STATE, "second begin in flight");
   EXPECT(tsr_halo_begin_after(h, f, producer) == TSR_ERR_STATE, "second begin_after");

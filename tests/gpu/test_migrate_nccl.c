@@ -58,6 +58,8 @@ static void one(const tsr_layout *A, const tsr_layout *B, int ncomp, int ghost, 
   fill(h, cells, seed);
   CHECK(cudaMemcpy(d->data, h->data, tsr_field_bytes(h), cudaMemcpyHostToDevice) ==
             cudaSuccess, "upload");
+  /* a pageable copy may return before its DMA lands; the migration's stream does not wait */
+  CHECK(cudaDeviceSynchronize() == cudaSuccess, "upload landed");
   CHECK(tsr_migrate_field(&p, MPI_COMM_WORLD, h, &hn) == TSR_OK, "MPI migration");
   CHECK(tsr_migrate_field_nccl(&p, nccl, stream, d, &dn) == TSR_OK, "NCCL migration");
   CHECK(dn->mem == TSR_MEM_DEVICE && tsr_box_equal(&dn->box, &B->boxes[g_rank]), "new box");

@@ -212,7 +212,11 @@ static void run_case(const net_case *c, cudaStream_t stream) {
       CU(cudaMemsetAsync(dUo[r], 0xff, nu * es, stream));
       CU(cudaMemsetAsync(dg[r], 0xff, np * es, stream));
     }
-    CU(cudaStreamSynchronize(stream));
+    /* cudaMemcpy from pageable memory may return before its DMA lands, and the network's
+     * non-blocking stream does not order after the legacy stream that copy is on: without
+     * this, a large shape's first pass read part of dU before it arrived (session 16's and
+     * 17's "failures" of the 66,560-point shape, which passed alone) */
+    CU(cudaDeviceSynchronize());
 
     /* misuse: the backward pass before any forward pass, more points than the capacity */
     CHECK(tsr_net_backward(dev, dth, ddU, dg[0]) == TSR_ERR_STATE,
