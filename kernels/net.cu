@@ -149,8 +149,26 @@ __device__ __forceinline__ void chunk(int npts, int *p0, int *p1) {
   *p1 = lo + per < npts ? (int)(lo + per) : npts;
 }
 
+// The output layer's reverse on the fly: dL/dZ of the last hidden layer at (unit i, channel
+// plane c, point p) = sum over the outputs o of W_out(o, i) dU(o, c, p), so that it never
+// crosses DRAM (out.dU null: G holds it).
+template <typename T>
+struct out_rev {
+  const T *W, *dU; // W_out (nout x width, column-major), dU (nout x K npts)
+  int nout;
+};
+template <typename T>
+__device__ __forceinline__ T grad_in(const out_rev<T> &out, const T *__restrict__ G, size_t e,
+                                     int i, int c, int p, int npts, size_t cs) {
+  if (!out.dU) return G[e + c * cs];
+  const T *du = out.dU + (size_t)out.nout * ((size_t)c * npts + p);
+  T v = T(0);
+  for (int o = 0; o < out.nout; ++o) v += out.W[o + (size_t)out.nout * i] * du[o];
+  return v;
+}
+
 template <int kAct, typename T>
-__global__ void act_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ b,
+__global__ void act_bwd(tsr_net_kdims d, rshape r, out_rev<T> out, const T *__restrict__ b,
                         const T *__restrict__ A, int npts, T *__restrict__ G,
                         T *__restrict__ partial) {
   __shared__ T sh[kThreads];
@@ -166,16 +184,16 @@ __global__ void act_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ b,
       const size_t e = i + (size_t)w * p;
       T s, s1, s2, s3, aj[4] = {}, dyj[4] = {};
       act<kAct>(A[e] + bi, s, s1, s2, s3);
-      T da0 = G[e] * s1;
+      T da0 = grad_in(out, G, e, i, 0, p, npts, cs) * s1;
       UNROLL4(j, d.nd1) {
         aj[j] = A[e + (1 + j) * cs];
-        dyj[j] = G[e + (1 + j) * cs];
+        dyj[j] = grad_in(out, G, e, i, 1 + j, p, npts, cs);
         da0 += dyj[j] * s2 * aj[j];
       }
       if (d.lap) {
         // the Laplacian channel: y_L = s'' sum_j a_j^2 + s' a_L in reverse
         const size_t o = e + (1 + d.nd1) * cs;
-        const T gL = G[o];
+        const T gL = grad_in(out, G, e, i, 1 + d.nd1, p, npts, cs);
         T q = T(0);
         UNROLL4(j, d.nd2) {
           q += aj[j] * aj[j];
@@ -186,7 +204,7 @@ __global__ void act_bwd(tsr_net_kdims d, rshape r, const T *__restrict__ b,
       } else {
         UNROLL4(j, d.nd2) {
           const size_t o = e + (1 + d.nd1 + j) * cs;
-          const T dyjj = G[o];
+          const T dyjj = grad_in(out, G, e, i, 1 + d.nd1 + j, p, npts, cs);
           da0 += dyjj * (s3 * aj[j] * aj[j] + s2 * A[o]);
           G[o] = dyjj * s1;
           dyj[j] = dyj[j] * s1 + dyjj * T(2) * s2 * aj[j];
@@ -331,16 +349,18 @@ tsr_err act_fwd_t(const tsr_net_kdims *d, const void *b, const void *A, int npts
 }
 
 template <typename T>
-tsr_err act_bwd_t(const tsr_net_kdims *d, const void *b, const void *A, int npts, void *G,
-                  void *partial, cudaStream_t st) {
+tsr_err act_bwd_t(const tsr_net_kdims *d, int nout, const void *Wout, const void *dU,
+                  const void *b, const void *A, int npts, void *G, void *partial,
+                  cudaStream_t st) {
   const rshape r = reduce_shape(d->width);
   const dim3 grid((unsigned)chunks_of(d->width, npts), (unsigned)r.tiles);
+  const out_rev<T> out = {(const T *)Wout, (const T *)dU, nout};
   if (d->act == TSR_NET_TANH)
-    act_bwd<TSR_NET_TANH, T><<<grid, r.U * r.G, 0, st>>>(*d, r, (const T *)b, (const T *)A, npts,
-                                                         (T *)G, (T *)partial);
+    act_bwd<TSR_NET_TANH, T><<<grid, r.U * r.G, 0, st>>>(*d, r, out, (const T *)b, (const T *)A,
+                                                         npts, (T *)G, (T *)partial);
   else
-    act_bwd<TSR_NET_SIN, T><<<grid, r.U * r.G, 0, st>>>(*d, r, (const T *)b, (const T *)A, npts,
-                                                        (T *)G, (T *)partial);
+    act_bwd<TSR_NET_SIN, T><<<grid, r.U * r.G, 0, st>>>(*d, r, out, (const T *)b, (const T *)A,
+                                                        npts, (T *)G, (T *)partial);
   TSR_CUDA_LAUNCHED("net activation backward");
   return TSR_OK;
 }
@@ -394,8 +414,16 @@ extern "C" tsr_err tsr_net_cuda_bias_out(const tsr_net_kdims *d, int nout, const
 extern "C" tsr_err tsr_net_cuda_act_bwd(const tsr_net_kdims *d, const void *b, const void *A,
                                         int npts, void *G, void *partial, cudaStream_t stream) {
   if (npts <= 0) return TSR_OK;
-  return d->single ? act_bwd_t<float>(d, b, A, npts, G, partial, stream)
-                   : act_bwd_t<double>(d, b, A, npts, G, partial, stream);
+  return d->single ? act_bwd_t<float>(d, 0, NULL, NULL, b, A, npts, G, partial, stream)
+                   : act_bwd_t<double>(d, 0, NULL, NULL, b, A, npts, G, partial, stream);
+}
+
+extern "C" tsr_err tsr_net_cuda_out_bwd(const tsr_net_kdims *d, int nout, const void *Wout,
+                                        const void *dU, const void *b, const void *A, int npts,
+                                        void *G, void *partial, cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  return d->single ? act_bwd_t<float>(d, nout, Wout, dU, b, A, npts, G, partial, stream)
+                   : act_bwd_t<double>(d, nout, Wout, dU, b, A, npts, G, partial, stream);
 }
 
 extern "C" tsr_err tsr_net_cuda_layer0_bwd(const tsr_net_kdims *d, const void *theta,

@@ -347,11 +347,21 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
                 at(grad, wo, es), nout));
   TSR_CALL(tsr_net_cuda_rowsum(&w->d, nout, dU, npts, w->partial, w->stream));
   TSR_CALL(tsr_net_cuda_finish(&w->d, nout, 1, npts, w->partial, &bo, grad, w->stream));
-  TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, nout, at(theta, wo, es), nout, dU, nout,
-                w->G[0], width));
-  /* G[cur] holds dL/dZ_l, or dL/dA_l where the layers path's reverse kernel took the chain
-   * rule already (dA) */
+  /* G[cur] holds dL/dZ_l, or dL/dA_l where a reverse kernel took the chain rule already (dA):
+   * the last hidden layer's from dU directly (W_out^T dU never stored), where there is one
+   * after layer 0 */
   int cur = 0, dA = 0;
+  if (L >= 2) {
+    size_t wh, bh;
+    offsets(s, L - 1, &wh, &bh);
+    TSR_CALL(tsr_net_cuda_out_bwd(&w->d, nout, at(theta, wo, es), dU, at(theta, bh, es),
+                                  w->A[L - 1], npts, w->G[0], w->partial, w->stream));
+    TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1, npts, w->partial, &bh, grad, w->stream));
+    dA = 1;
+  } else {
+    TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, nout, at(theta, wo, es), nout, dU,
+                  nout, w->G[0], width));
+  }
   for (int l = L - 1; l >= 1; --l) {
     offsets(s, l, &wo, &bo);
     if (!dA) {

@@ -58,6 +58,14 @@ tsr_err tsr_net_cuda_bias_out(const tsr_net_kdims *d, int nout, const void *b, i
 tsr_err tsr_net_cuda_act_bwd(const tsr_net_kdims *d, const void *b, const void *A, int npts,
                              void *G, void *partial, cudaStream_t stream);
 
+/* The last hidden layer (l = depth - 1 >= 1) in reverse straight from the output layer's dU
+ * (nout x K npts) and weights Wout (nout x width): as tsr_net_cuda_act_bwd with G's input
+ * W_out^T dU formed point by point instead of read, so that it never crosses DRAM; G gets
+ * dL/dA_l. */
+tsr_err tsr_net_cuda_out_bwd(const tsr_net_kdims *d, int nout, const void *Wout, const void *dU,
+                             const void *b, const void *A, int npts, void *G, void *partial,
+                             cudaStream_t stream);
+
 /* Layer 0 in reverse, from G = dL/dZ_0: the partial sums of db0 (sum 0) and of dW0(:, j)
  * (sum 1 + j: dA0 xhat_j + in_scale[j] dA_j, point by point). G is left unchanged. */
 tsr_err tsr_net_cuda_layer0_bwd(const tsr_net_kdims *d, const void *theta, const void *X,

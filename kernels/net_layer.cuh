@@ -15,16 +15,30 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kMaxWidth = 128;
-// Blocks of a launch at most (each walks its tiles in order): the reverse pass's bias partials
-// are width x blocks, within the cuBLAS path's partial buffer (kernels/net_cuda.c).
-constexpr int kMaxBlocks = 1024;
+// Blocks of a launch at most, each walking its tiles in order: two resident blocks on each of
+// an H100's or H200's 132 multiprocessors, so that every block loads the weights once and
+// walks about as many tiles as the others. A constant (not the device's count), so that the
+// bias partials' order, and with it the bits, depends on the network and npts alone; the
+// reverse pass's partials are width x blocks, within the cuBLAS path's partial buffer
+// (kernels/net_cuda.c).
+constexpr int kMaxBlocks = 264;
+constexpr int kPts = 4; // points a thread (times 4 units times K channels in registers)
 
-// Shared memory of a block: the weights (w x w) and the input tile (K x w rows of P points,
-// padded by 2 so that the transposing stores of consecutive units fall in different banks).
-__host__ __device__ inline int tile_points(int w) { return 2 * (kThreads / (w / 4)); }
-__host__ __device__ inline int tile_stride(int w) { return tile_points(w) + 2; }
+// w is a power of two (w / 4 divides 256): its log, for the tile's index arithmetic.
+__host__ __device__ inline int log2w(int w) {
+  int l = 0;
+  while ((1 << l) < w) ++l;
+  return l;
+}
+
+// Shared memory of a block: the weights (w rows of w + 4) and the input tile (K channels x P
+// points, each point's w units in a row of w + 4, as in global memory). The 4 floats of padding
+// keep rows 16-byte aligned and put consecutive rows 4 banks apart, so that the rows a warp
+// reads at once (its threads' points, ty + ny pp) fall in different banks.
+__host__ __device__ inline int tile_points(int w) { return kPts * (kThreads / (w / 4)); }
+__host__ __device__ inline int row_stride(int w) { return w + 4; }
 inline size_t smem_bytes(int w, int K) {
-  return sizeof(float) * ((size_t)w * w + (size_t)K * w * tile_stride(w));
+  return sizeof(float) * (size_t)row_stride(w) * ((size_t)w + (size_t)K * tile_points(w));
 }
 
 template <int ND1, int ND2, int LAP>
@@ -33,61 +47,76 @@ struct chans {
   static constexpr int K = 1 + ND1 + nsec;
 };
 
-// The input tile: channel c, unit k, local point q at Zs[(c * w + k) * S + q], from the layer
-// array In (unit fastest; kernels/net.h's layout), zero past npts.
+// The input tile: channel c, local point q, unit k at Zs[(c P + q) S + k], copied 16 bytes at a
+// time from the layer array In (unit fastest; kernels/net.h's layout), zero past npts.
 template <int K>
-__device__ __forceinline__ void load_tile(const float *__restrict__ In, int w, int npts, int p0,
-                                          float *Zs) {
-  const int P = tile_points(w), S = tile_stride(w);
-  const int n = w * P;
+__device__ __forceinline__ void load_tile(const float *__restrict__ In, int w, int lw, int npts,
+                                          int p0, float *Zs) {
+  const int P = tile_points(w), S = row_stride(w), n4 = (w * P) >> 2;
+#pragma unroll
   for (int c = 0; c < K; ++c) {
-    const float *src = In + (size_t)w * ((size_t)c * npts + p0);
-    for (int e = threadIdx.x; e < n; e += kThreads) {
-      const int k = e % w, q = e / w;
-      Zs[(c * w + k) * S + q] = p0 + q < npts ? src[e] : 0.0f;
+    const float4 *src = reinterpret_cast<const float4 *>(In + (size_t)w * ((size_t)c * npts + p0));
+    for (int e = threadIdx.x; e < n4; e += kThreads) {
+      const int k = (e << 2) & (w - 1), q = (e << 2) >> lw;
+      const float4 v = p0 + q < npts ? src[e] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      *reinterpret_cast<float4 *>(Zs + (c * P + q) * S + k) = v;
     }
   }
 }
 
-// acc[c][pp][u] += sum over k of Wt(u0 + u, k) Zs(c, k, q0 + pp), Wt(i, k) at Ws[k * w + i].
+// acc[c][pp][u] = sum over k of Wt(u0 + u, k) Zs(c, q = ty + ny pp, k), Wt(i, k) at
+// Ws[k S + i]; the k in order, four at a time (a float4 of Zs along k, four of Ws along u).
 template <int K>
-__device__ __forceinline__ void product(const float *Ws, const float *Zs, int w, int u0, int q0,
-                                        float (&acc)[K][2][4]) {
-  const int S = tile_stride(w);
-#pragma unroll 4
-  for (int k = 0; k < w; ++k) {
-    const float4 wv = *reinterpret_cast<const float4 *>(Ws + k * w + u0);
+__device__ __forceinline__ void product(const float *Ws, const float *Zs, int w, int u0, int ty,
+                                        int ny, float (&acc)[K][kPts][4]) {
+  const int S = row_stride(w), P = tile_points(w);
 #pragma unroll
-    for (int c = 0; c < K; ++c) {
-      const float2 z = *reinterpret_cast<const float2 *>(Zs + (c * w + k) * S + q0);
-      acc[c][0][0] = fmaf(wv.x, z.x, acc[c][0][0]);
-      acc[c][0][1] = fmaf(wv.y, z.x, acc[c][0][1]);
-      acc[c][0][2] = fmaf(wv.z, z.x, acc[c][0][2]);
-      acc[c][0][3] = fmaf(wv.w, z.x, acc[c][0][3]);
-      acc[c][1][0] = fmaf(wv.x, z.y, acc[c][1][0]);
-      acc[c][1][1] = fmaf(wv.y, z.y, acc[c][1][1]);
-      acc[c][1][2] = fmaf(wv.z, z.y, acc[c][1][2]);
-      acc[c][1][3] = fmaf(wv.w, z.y, acc[c][1][3]);
-    }
+  for (int c = 0; c < K; ++c)
+#pragma unroll
+    for (int pp = 0; pp < kPts; ++pp)
+#pragma unroll
+      for (int u = 0; u < 4; ++u) acc[c][pp][u] = 0.0f;
+  for (int k = 0; k < w; k += 4) {
+    float4 wv[4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) wv[kk] = *reinterpret_cast<const float4 *>(Ws + (k + kk) * S + u0);
+#pragma unroll
+    for (int c = 0; c < K; ++c)
+#pragma unroll
+      for (int pp = 0; pp < kPts; ++pp) {
+        const float4 z =
+            *reinterpret_cast<const float4 *>(Zs + (c * P + ty + ny * pp) * S + k);
+        float *a = acc[c][pp];
+        a[0] = fmaf(wv[0].x, z.x, a[0]);
+        a[1] = fmaf(wv[0].y, z.x, a[1]);
+        a[2] = fmaf(wv[0].z, z.x, a[2]);
+        a[3] = fmaf(wv[0].w, z.x, a[3]);
+        a[0] = fmaf(wv[1].x, z.y, a[0]);
+        a[1] = fmaf(wv[1].y, z.y, a[1]);
+        a[2] = fmaf(wv[1].z, z.y, a[2]);
+        a[3] = fmaf(wv[1].w, z.y, a[3]);
+        a[0] = fmaf(wv[2].x, z.z, a[0]);
+        a[1] = fmaf(wv[2].y, z.z, a[1]);
+        a[2] = fmaf(wv[2].z, z.z, a[2]);
+        a[3] = fmaf(wv[2].w, z.z, a[3]);
+        a[0] = fmaf(wv[3].x, z.w, a[0]);
+        a[1] = fmaf(wv[3].y, z.w, a[1]);
+        a[2] = fmaf(wv[3].z, z.w, a[2]);
+        a[3] = fmaf(wv[3].w, z.w, a[3]);
+      }
   }
 }
 
 // The tile of points from p0 of the layer array In into Zs, and its product with Ws into acc
 // (overwritten). Every thread of the block calls it, tile after tile.
 template <int K>
-__device__ __forceinline__ void tile_product(const float *__restrict__ In, int w, int npts, int p0,
-                                             const float *Ws, float *Zs, int u0, int q0,
-                                             float (&acc)[K][2][4]) {
+__device__ __forceinline__ void tile_product(const float *__restrict__ In, int w, int lw,
+                                             int npts, int p0, const float *Ws, float *Zs, int u0,
+                                             int ty, int ny, float (&acc)[K][kPts][4]) {
   __syncthreads(); // the previous tile's products (and epilogue) are done with Zs
-  load_tile<K>(In, w, npts, p0, Zs);
+  load_tile<K>(In, w, lw, npts, p0, Zs);
   __syncthreads();
-#pragma unroll
-  for (int c = 0; c < K; ++c)
-#pragma unroll
-    for (int pp = 0; pp < 2; ++pp)
-#pragma unroll
-      for (int u = 0; u < 4; ++u) acc[c][pp][u] = 0.0f;
-  product<K>(Ws, Zs, w, u0, q0, acc);
+  product<K>(Ws, Zs, w, u0, ty, ny, acc);
 }
 
 __device__ __forceinline__ float4 ld4(const float *p) {
@@ -167,20 +196,22 @@ __global__ void __launch_bounds__(kThreads)
               const float *__restrict__ Zin, float *__restrict__ A, float *__restrict__ Z) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
   TSR_NET_LAYER_SMEM;
-  float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * w;
-  const int tx = threadIdx.x % (w / 4), ty = threadIdx.x / (w / 4);
-  const int u0 = 4 * tx, q0 = 2 * ty, P = tile_points(w), tiles = (npts + P - 1) / P;
-  for (int e = threadIdx.x; e < w * w; e += kThreads) Ws[e] = W[e]; // Ws[k w + i] = W(i, k)
+  const int lw = log2w(w), S = row_stride(w);
+  float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
+  const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
+  const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
+  for (int e = threadIdx.x; e < w * w; e += kThreads) // Ws[k S + i] = W(i, k)
+    Ws[(e >> lw) * S + (e & (w - 1))] = W[e];
   float bu[4];
 #pragma unroll
   for (int u = 0; u < 4; ++u) bu[u] = b[u0 + u];
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int p0 = t * P;
-    float acc[K][2][4];
-    tile_product<K>(Zin, w, npts, p0, Ws, Zs, u0, q0, acc);
+    float acc[K][kPts][4];
+    tile_product<K>(Zin, w, lw, npts, p0, Ws, Zs, u0, ty, ny, acc);
 #pragma unroll
-    for (int pp = 0; pp < 2; ++pp) {
-      const int p = p0 + q0 + pp;
+    for (int pp = 0; pp < kPts; ++pp) {
+      const int p = p0 + ty + ny * pp;
       if (p >= npts) continue;
       float zo[K][4];
 #pragma unroll
@@ -195,8 +226,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int c = 0; c < K; ++c) {
         const size_t o = (size_t)u0 + (size_t)w * ((size_t)c * npts + p);
-        const float av[4] = {acc[c][pp][0], acc[c][pp][1], acc[c][pp][2], acc[c][pp][3]};
-        st4(A + o, av);
+        st4(A + o, acc[c][pp]);
         st4(Z + o, zo[c]);
       }
     }
@@ -213,24 +243,23 @@ __global__ void __launch_bounds__(kThreads)
               float *__restrict__ dAprev, float *__restrict__ partial) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
   TSR_NET_LAYER_SMEM;
-  float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * w;
-  const int tx = threadIdx.x % (w / 4), ty = threadIdx.x / (w / 4), ny = kThreads / (w / 4);
-  const int u0 = 4 * tx, q0 = 2 * ty, P = tile_points(w), tiles = (npts + P - 1) / P;
-  // Ws[k w + i] = W^T(i, k) = W(k, i) = W[k + i w]
-  for (int e = threadIdx.x; e < w * w; e += kThreads) {
-    const int k = e % w, i = e / w;
-    Ws[k * w + i] = W[e];
-  }
+  const int lw = log2w(w), S = row_stride(w);
+  float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
+  const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
+  const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
+  // Ws[k S + i] = W^T(i, k) = W(k, i) = W[k + i w]: consecutive threads take consecutive k
+  // (coalesced reads; the stores land 4 banks apart, at most 4 to a bank)
+  for (int e = threadIdx.x; e < w * w; e += kThreads) Ws[(e & (w - 1)) * S + (e >> lw)] = W[e];
   float bu[4], sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int u = 0; u < 4; ++u) bu[u] = bprev[u0 + u];
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int p0 = t * P;
-    float acc[K][2][4];
-    tile_product<K>(dA, w, npts, p0, Ws, Zs, u0, q0, acc);
+    float acc[K][kPts][4];
+    tile_product<K>(dA, w, lw, npts, p0, Ws, Zs, u0, ty, ny, acc);
 #pragma unroll
-    for (int pp = 0; pp < 2; ++pp) {
-      const int p = p0 + q0 + pp;
+    for (int pp = 0; pp < kPts; ++pp) {
+      const int p = p0 + ty + ny * pp;
       if (p >= npts) continue;
       float4 av[K];
 #pragma unroll

@@ -166,7 +166,7 @@ static void run(int w, int npts, int blocks, const char *what) {
 int main() {
   run<0, 2, 2, 1>(16, 300, layer_blocks(16, 300), "tanh, 2-D Laplacian");
   run<1, 2, 2, 1>(64, 70, layer_blocks(64, 70), "sin, 2-D Laplacian");
-  run<0, 2, 2, 1>(64, 200, 2, "tanh, 2-D, 2 blocks x 4 tiles");
+  run<0, 2, 2, 1>(64, 420, 2, "tanh, 2-D, 2 blocks, 7 tiles");
   run<0, 0, 0, 0>(32, 150, layer_blocks(32, 150), "tanh, values alone");
   run<1, 2, 1, 1>(8, 600, layer_blocks(8, 600), "sin, 1-D + t");
   run<0, 3, 2, 1>(32, 97, 1, "tanh, 2-D + t, 1 block");
