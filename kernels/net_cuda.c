@@ -139,10 +139,10 @@ static tsr_err choose_fused(struct tsr_net *n, dev_ws *w) {
   if (want == 2) {
     char why[160];
     TSR_CALL(tsr_net_layer_plan(&w->d, &w->layers, why, sizeof why));
-    /* its bias partials go to the cuBLAS path's buffer (net_cuda_internal.h: they fit) */
+    /* its partials go to the cuBLAS path's buffer, sized for chunks a sum (they fit:
+     * net_cuda_internal.h) */
     const int chunks = tsr_net_cuda_chunks(n->o.shape.width, n->o.npts);
-    if (tsr_net_layer_blocks(n->o.shape.width, n->o.npts) > (1 + n->o.shape.nin) * chunks)
-      w->layers = 0;
+    if (tsr_net_layer_blocks(n->o.shape.width, n->o.npts) > chunks) w->layers = 0;
     return TSR_OK;
   }
   if (want != 1) return TSR_OK;
@@ -325,6 +325,17 @@ tsr_err tsr_net_cuda_forward(struct tsr_net *n, const void *theta, const void *X
   return TSR_OK;
 }
 
+/* Layer 0's gradient (bias, then the nin weight columns) from its nb partials a sum. */
+static tsr_err finish_layer0(struct tsr_net *n, dev_ws *w, void *grad, int nb) {
+  const tsr_net_shape *s = &n->o.shape;
+  size_t wo, bo, base[TSR_NET_MAX_SUMS];
+  offsets(s, 0, &wo, &bo);
+  base[0] = bo;
+  for (int j = 0; j < s->nin; ++j) base[1 + j] = wo + (size_t)j * s->width;
+  return tsr_net_cuda_finish_nb(&w->d, s->width, 1 + s->nin, nb, w->partial, base, grad,
+                                w->stream);
+}
+
 tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *dU, void *grad) {
   dev_ws *w = (dev_ws *)n->dev;
   TSR_CHECK(w, TSR_ERR_STATE, "tsr_net_backward: the network has no device workspace");
@@ -379,6 +390,11 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
       TSR_CALL(tsr_net_cuda_finish_nb(&w->d, width, 1, tsr_net_layer_blocks(width, npts),
                                       w->partial, &bp, grad, w->stream));
       dA = 1;
+    } else if (w->layers) { /* l = 1: into layer 0's parameters directly */
+      TSR_CALL(tsr_net_layer_bwd1(&w->d, at(theta, wo, es), theta, w->Xc, w->G[cur], w->A[0],
+                                  npts, w->partial, w->stream));
+      TSR_CALL(finish_layer0(n, w, grad, tsr_net_layer_blocks(width, npts)));
+      return TSR_OK;
     } else {
       TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, width, at(theta, wo, es), width,
                     w->G[cur], width, w->G[1 - cur], width));
@@ -386,12 +402,7 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
     }
     cur = 1 - cur;
   }
-  offsets(s, 0, &wo, &bo);
-  size_t base[TSR_NET_MAX_SUMS];
-  base[0] = bo;
-  for (int j = 0; j < s->nin; ++j) base[1 + j] = wo + (size_t)j * width;
   TSR_CALL(tsr_net_cuda_layer0_bwd(&w->d, theta, w->Xc, w->A[0], w->G[cur], npts, w->partial,
                                    w->stream));
-  TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1 + s->nin, npts, w->partial, base, grad, w->stream));
-  return TSR_OK;
+  return finish_layer0(n, w, grad, tsr_net_cuda_chunks(width, npts));
 }

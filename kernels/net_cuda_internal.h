@@ -91,8 +91,9 @@ tsr_err tsr_net_cuda_finish_nb(const tsr_net_kdims *d, int rows, int nsums, int 
 /* ---- the layers path (kernels/net_layer.cu) ------------------------------------------------
  * fp32: each hidden layer l >= 1 one kernel forward (A_l = W_l Z_(l-1) over all K channels,
  * Z_l by the chain rule in its epilogue) and one in reverse (dL/dZ_(l-1) = W_l^T dA_l, then the
- * chain rule's reverse at A_(l-1) in its epilogue, with the bias partials of layer l - 1); the
- * weight gradients, layer 0 and the output layer as on the cuBLAS path, with the same arrays.
+ * chain rule's reverse at A_(l-1) in its epilogue, with the bias partials of layer l - 1;
+ * for l = 1 layer 0's reverse and its parameters' partials); the weight gradients of layers
+ * 1.. and the output layer as on the cuBLAS path, with the same arrays.
  * Where it applies: float; width 4, 8, 16, 32, 64 or 128; (nd1, nd2) (0, 0), or with lap the
  * PINN's sets (1, 1), (2, 2), (3, 3), (2, 1), (3, 2), (4, 3); the block's shared memory within
  * the device's. */
@@ -101,8 +102,9 @@ tsr_err tsr_net_cuda_finish_nb(const tsr_net_kdims *d, int rows, int nsums, int 
  * else 0 with why (n bytes) saying why not. Errors: TSR_ERR_CUDA. */
 tsr_err tsr_net_layer_plan(const tsr_net_kdims *d, int *ok, char *why, size_t n);
 
-/* Blocks of either kernel over npts points (each block's bias partials: one a unit). At most
- * 1024, so the partials fit the cuBLAS path's buffer. */
+/* Blocks of the kernels over npts points (each block's partials: one a unit and sum). At most
+ * 264 and never more than tsr_net_cuda_chunks(width, npts), so the partials fit the cuBLAS
+ * path's buffer. */
 int tsr_net_layer_blocks(int width, int npts);
 
 /* A = W Zin (all channels, without the bias), Z = s(A + b) by the chain rule. W: the layer's
@@ -116,6 +118,15 @@ tsr_err tsr_net_layer_fwd(const tsr_net_kdims *d, const void *W, const void *b, 
 tsr_err tsr_net_layer_bwd(const tsr_net_kdims *d, const void *W, const void *bprev,
                           const void *dA, const void *Aprev, int npts, void *dAprev,
                           void *partial, cudaStream_t stream);
+
+/* Layer 1 in reverse into layer 0: dL/dZ_0 = W^T dA (W and dA layer 1's), then layer 0's chain
+ * rule in reverse at A0 (tsr_net_cuda_layer0_fwd's value plane) with X (nin x npts) and theta0
+ * (the parameter vector: W0 then b0), straight to the partials of layer 0's 1 + nin sums a unit
+ * as tsr_net_cuda_layer0_bwd writes them, tsr_net_layer_blocks(width, npts) a sum (finish with
+ * tsr_net_cuda_finish_nb): dL/dZ_0 never crosses DRAM. */
+tsr_err tsr_net_layer_bwd1(const tsr_net_kdims *d, const void *W, const void *theta0,
+                           const void *X, const void *dA, const void *A0, int npts,
+                           void *partial, cudaStream_t stream);
 
 
 /* ---- the fused path (kernels/net_fused.cu) ------------------------------------------------

@@ -25,14 +25,17 @@
 namespace {
 
 struct kernels {
-  const void *fwd, *bwd;
+  const void *fwd, *bwd, *bwd1;
 };
 
+template <int ACT, int ND1, int ND2, int LAP>
+kernels of() {
+  return {(const void *)&layer_fwd<ACT, ND1, ND2, LAP>, (const void *)&layer_bwd<ACT, ND1, ND2, LAP>,
+          (const void *)&layer1_bwd<ACT, ND1, ND2, LAP>};
+}
 template <int ND1, int ND2, int LAP>
 kernels pick_act(int act) {
-  if (act == 0)
-    return {(const void *)&layer_fwd<0, ND1, ND2, LAP>, (const void *)&layer_bwd<0, ND1, ND2, LAP>};
-  return {(const void *)&layer_fwd<1, ND1, ND2, LAP>, (const void *)&layer_bwd<1, ND1, ND2, LAP>};
+  return act == 0 ? of<0, ND1, ND2, LAP>() : of<1, ND1, ND2, LAP>();
 }
 
 // The channel sets the PINN method uses (values alone; steady 1-3 D; 1-3 D + t, the Laplacian as
@@ -40,7 +43,7 @@ kernels pick_act(int act) {
 kernels pick(const tsr_net_kdims *d) {
   const int lap = d->lap;
   if (d->nd1 == 0 && d->nd2 == 0) return pick_act<0, 0, 0>(d->act);
-  if (!lap) return {nullptr, nullptr};
+  if (!lap) return {nullptr, nullptr, nullptr};
   switch (d->nd1 * 10 + d->nd2) {
   case 11: return pick_act<1, 1, 1>(d->act);
   case 22: return pick_act<2, 2, 1>(d->act);
@@ -48,7 +51,7 @@ kernels pick(const tsr_net_kdims *d) {
   case 21: return pick_act<2, 1, 1>(d->act);
   case 32: return pick_act<3, 2, 1>(d->act);
   case 43: return pick_act<4, 3, 1>(d->act);
-  default: return {nullptr, nullptr};
+  default: return {nullptr, nullptr, nullptr};
   }
 }
 
@@ -78,6 +81,7 @@ extern "C" tsr_err tsr_net_layer_plan(const tsr_net_kdims *d, int *ok, char *why
                     optin), TSR_OK;
   TSR_CUDA(cudaFuncSetAttribute(k.fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   TSR_CUDA(cudaFuncSetAttribute(k.bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+  TSR_CUDA(cudaFuncSetAttribute(k.bwd1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   *ok = 1;
   return TSR_OK;
 }
@@ -108,6 +112,27 @@ extern "C" tsr_err tsr_net_layer_bwd(const tsr_net_kdims *d, const void *W, cons
   void *args[] = {(void *)&w,     (void *)&nn,     (void *)&W,      (void *)&bprev,
                   (void *)&dA,    (void *)&Aprev,  (void *)&dAprev, (void *)&partial};
   TSR_CUDA(cudaLaunchKernel(k.bwd, dim3((unsigned)tsr_net_layer_blocks(w, npts)), dim3(kThreads),
+                            args, smem_bytes(w, d->K), stream));
+  return TSR_OK;
+}
+
+extern "C" tsr_err tsr_net_layer_bwd1(const tsr_net_kdims *d, const void *W, const void *theta0,
+                                      const void *X, const void *dA, const void *A0, int npts,
+                                      void *partial, cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  kernels k = pick(d);
+  TSR_CHECK(k.bwd1 && d->single, TSR_ERR_STATE,
+            "tsr_net_layer_bwd1: not planned for this network");
+  const int w = d->width;
+  int nn = npts, nin = d->nin;
+  in_map xm;
+  for (int j = 0; j < 4; ++j) {
+    xm.scale[j] = (float)d->in_scale[j];
+    xm.shift[j] = (float)d->in_shift[j];
+  }
+  void *args[] = {(void *)&w,  (void *)&nn,  (void *)&nin, (void *)&W,      (void *)&theta0,
+                  (void *)&X,  (void *)&xm,  (void *)&dA,  (void *)&A0,     (void *)&partial};
+  TSR_CUDA(cudaLaunchKernel(k.bwd1, dim3((unsigned)tsr_net_layer_blocks(w, npts)), dim3(kThreads),
                             args, smem_bytes(w, d->K), stream));
   return TSR_OK;
 }

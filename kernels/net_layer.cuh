@@ -119,6 +119,10 @@ __device__ __forceinline__ void tile_product(const float *__restrict__ In, int w
   product<K>(Ws, Zs, w, u0, ty, ny, acc);
 }
 
+// v[u] (one sum) or v[u][s] (several): block_sums' accessor.
+__device__ __forceinline__ float sum_of(const float (&v)[4], int u, int) { return v[u]; }
+__device__ __forceinline__ float sum_of(const float (&v)[4][5], int u, int s) { return v[u][s]; }
+
 __device__ __forceinline__ float4 ld4(const float *p) {
   return *reinterpret_cast<const float4 *>(p);
 }
@@ -189,6 +193,39 @@ __device__ __forceinline__ void chain_bwd(float b, const float (&a)[chans<ND1, N
   g[0] = da0;
 }
 
+// Ws[k S + i] = W^T(i, k) = W(k, i) = W[k + i w] (the reverse kernels' operand): consecutive
+// threads take consecutive k (coalesced reads; the stores land 4 banks apart, at most 4 to a
+// bank).
+__device__ __forceinline__ void load_wt(const float *__restrict__ W, int w, int lw, float *Ws) {
+  const int S = row_stride(w);
+  for (int e = threadIdx.x; e < w * w; e += kThreads) Ws[(e & (w - 1)) * S + (e >> lw)] = W[e];
+}
+
+// The block's partials of ns sums a unit (ns <= NS): each thread's v[u][s] for units u0 + u,
+// summed over the ny point rows in a fixed tree (in Zs, which must hold ny w floats), to
+// partial[(s w + i) gridDim.x + blockIdx.x].
+template <int NS, typename V>
+__device__ __forceinline__ void block_sums(const V &v, int w, int tx, int ty, int ny, int ns,
+                                           float *Zs, float *__restrict__ partial) {
+  const int u0 = 4 * tx;
+#pragma unroll // a compile-time bound: v's indices stay static (v stays in registers)
+  for (int s = 0; s < NS; ++s) {
+    if (s >= ns) break;
+    __syncthreads(); // Zs free (the last tile's products, the previous sum's reads)
+#pragma unroll
+    for (int u = 0; u < 4; ++u) Zs[ty * w + u0 + u] = sum_of(v, u, s);
+    for (int h = ny / 2; h > 0; h /= 2) {
+      __syncthreads();
+      if (ty < h)
+#pragma unroll
+        for (int u = 0; u < 4; ++u) Zs[ty * w + u0 + u] += Zs[(ty + h) * w + u0 + u];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < w; i += kThreads)
+      partial[((size_t)s * w + i) * gridDim.x + blockIdx.x] = Zs[i];
+  }
+}
+
 // Forward: A = W Zin, Z = s(A + b). W column-major w x w (W(i, k) at W[i + k w]).
 template <int ACT, int ND1, int ND2, int LAP>
 __global__ void __launch_bounds__(kThreads)
@@ -247,9 +284,7 @@ __global__ void __launch_bounds__(kThreads)
   float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
   const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
   const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
-  // Ws[k S + i] = W^T(i, k) = W(k, i) = W[k + i w]: consecutive threads take consecutive k
-  // (coalesced reads; the stores land 4 banks apart, at most 4 to a bank)
-  for (int e = threadIdx.x; e < w * w; e += kThreads) Ws[(e & (w - 1)) * S + (e >> lw)] = W[e];
+  load_wt(W, w, lw, Ws);
   float bu[4], sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int u = 0; u < 4; ++u) bu[u] = bprev[u0 + u];
@@ -283,19 +318,84 @@ __global__ void __launch_bounds__(kThreads)
         st4(dAprev + (size_t)u0 + (size_t)w * ((size_t)c * npts + p), acc[c][pp]);
     }
   }
-  // the bias partials: the ny point rows of each unit summed in a fixed tree (reusing Zs)
-  __syncthreads();
+  block_sums<1>(sum, w, tx, ty, ny, 1, Zs, partial);
+}
+
+// Layer 1 in reverse into layer 0: G = W_1^T dA_1 (dL/dZ_0), then layer 0's chain rule in
+// reverse at A0 (its value channel; the first-derivative channels are W0(i, j) in_scale[j],
+// the second-derivative ones 0) and the block's sums per unit of layer 0's parameter
+// gradients: sum 0 the bias (dA0), sum 1 + j the weight column j (dA0 xhat_j, plus
+// in_scale[j] dA_j for a first-derivative input), to partial[(s w + i) gridDim.x + blockIdx.x]
+// as kernels/net.cu's layer0_bwd writes them. theta0: W0 (w x nin, column-major) then b0.
+struct in_map {
+  float scale[4], shift[4]; // xhat_j = scale[j] x_j + shift[j]
+};
+template <int ACT, int ND1, int ND2, int LAP>
+__global__ void __launch_bounds__(kThreads)
+    layer1_bwd(int w, int npts, int nin, const float *__restrict__ W, const float *__restrict__ theta0,
+               const float *__restrict__ X, in_map xm, const float *__restrict__ dA,
+               const float *__restrict__ A0, float *__restrict__ partial) {
+  constexpr int K = chans<ND1, ND2, LAP>::K;
+  TSR_NET_LAYER_SMEM;
+  const int lw = log2w(w), S = row_stride(w);
+  float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
+  const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
+  const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
+  load_wt(W, w, lw, Ws);
+  // per unit: the bias, W0(i, j) in_scale[j] (the first-derivative channels of A0)
+  float bu[4], aj[4][4], sum[4][5];
 #pragma unroll
-  for (int u = 0; u < 4; ++u) Zs[ty * w + u0 + u] = sum[u];
-  for (int s = ny / 2; s > 0; s /= 2) {
-    __syncthreads();
-    if (ty < s)
+  for (int u = 0; u < 4; ++u) {
+    bu[u] = theta0[(size_t)w * nin + u0 + u];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) Zs[ty * w + u0 + u] += Zs[(ty + s) * w + u0 + u];
+    for (int j = 0; j < 4; ++j) aj[u][j] = j < nin ? theta0[u0 + u + (size_t)j * w] * xm.scale[j] : 0.0f;
+#pragma unroll
+    for (int k = 0; k < 5; ++k) sum[u][k] = 0.0f;
   }
-  __syncthreads();
-  for (int i = threadIdx.x; i < w; i += kThreads)
-    partial[(size_t)i * gridDim.x + blockIdx.x] = Zs[i];
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int p0 = t * P;
+    float acc[K][kPts][4];
+    tile_product<K>(dA, w, lw, npts, p0, Ws, Zs, u0, ty, ny, acc);
+#pragma unroll
+    for (int pp = 0; pp < kPts; ++pp) {
+      const int p = p0 + ty + ny * pp;
+      if (p >= npts) continue;
+      const float4 a4 = ld4(A0 + (size_t)u0 + (size_t)w * p);
+      float xhat[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        xhat[j] = j < nin ? xm.scale[j] * X[j + (size_t)nin * p] + xm.shift[j] : 0.0f;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const float a0 = (u == 0 ? a4.x : u == 1 ? a4.y : u == 2 ? a4.z : a4.w) + bu[u];
+        const float y = tsr_net_act_value_f(ACT, a0);
+        float s1, s2, s3;
+        tsr_net_act_derivs_f(ACT, a0, y, &s1, &s2, &s3);
+        float da0 = acc[0][pp][u] * s1, daj[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < ND1; ++j) {
+          const float dyj = acc[1 + j][pp][u];
+          da0 += dyj * s2 * aj[u][j];
+          daj[j] = dyj * s1;
+        }
+        if (LAP && ND2 > 0) {
+          const float gl = acc[K - 1][pp][u];
+          float q = 0.0f;
+#pragma unroll
+          for (int j = 0; j < ND2; ++j) {
+            q += aj[u][j] * aj[u][j];
+            daj[j] += gl * 2.0f * s2 * aj[u][j];
+          }
+          da0 += gl * (s3 * q);
+        }
+        sum[u][0] += da0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (j < nin) sum[u][1 + j] += j < ND1 ? da0 * xhat[j] + xm.scale[j] * daj[j] : da0 * xhat[j];
+      }
+    }
+  }
+  block_sums<5>(sum, w, tx, ty, ny, 1 + nin, Zs, partial);
 }
 
 // Blocks of a launch over npts points: one a tile, at most kMaxBlocks.

@@ -7,6 +7,8 @@
  *   forward  A = W Zin and Z = s(A + b) by the chain rule, every channel;
  *   reverse  dAprev = the chain rule's reverse at Aprev + bprev applied to W^T dA, and the
  *            blocks' bias partials (their sum over the blocks, per unit),
+ *   layer 1 into layer 0 (layer1_bwd): layer 0's reverse applied to W^T dA, to the blocks'
+ *            partials of layer 0's bias and weight columns (their sums over the blocks),
  * each within 2e-5 of the largest magnitude of its array (fp32 products of width terms).
  * This checks indexing, tiling, the tile loop and the reductions without a GPU; the device's
  * own arithmetic is test_net_gpu's (TSR_NET_FUSED=2). Exits non-zero on a difference. */
@@ -156,10 +158,52 @@ static void run(int w, int npts, int blocks, const char *what) {
   for (int i = 0; i < w; ++i)
     for (int k = 0; k < blocks; ++k) bgot[i] += partial[(size_t)i * blocks + k];
   std::vector<float> bg(bgot.begin(), bgot.end());
+
+  /* layer 1 into layer 0 (layer1_bwd): W^T dA as above, then layer 0's reverse at A0 with
+   * nin inputs, to the 1 + nin sums a unit of layer 0's parameter gradients */
+  const int nin = ND1 > 0 ? ND1 : 2;
+  std::vector<float> th0((size_t)w * nin + w), X((size_t)nin * npts), A0((size_t)w * npts);
+  in_map xm;
+  for (int j = 0; j < 4; ++j) xm.scale[j] = (float)(1.0 + 0.5 * uniform()), xm.shift[j] = (float)(0.3 * uniform());
+  for (auto &v : th0) v = (float)uniform();
+  for (auto &v : X) v = (float)uniform();
+  for (auto &v : A0) v = (float)(1.5 * uniform());
+  std::vector<float> part0((size_t)(1 + nin) * w * blocks, NAN);
+  launch(blocks, [&] {
+    layer1_bwd<ACT, ND1, ND2, LAP>(w, npts, nin, W.data(), th0.data(), X.data(), xm, dA.data(),
+                                   A0.data(), part0.data());
+  });
+  std::vector<double> s0((size_t)(1 + nin) * w, 0.0), got0((size_t)(1 + nin) * w, 0.0);
+  for (int p = 0; p < npts; ++p)
+    for (int i = 0; i < w; ++i) {
+      double y, s1, s2, s3, aj[4], daj[4] = {0, 0, 0, 0}, q = 0;
+      for (int j = 0; j < nin; ++j) aj[j] = (double)th0[i + (size_t)j * w] * xm.scale[j];
+      act(ACT, (double)A0[i + (size_t)w * p] + th0[(size_t)w * nin + i], &y, &s1, &s2, &s3);
+      double da0 = Gr[at(i, 0, p)] * s1;
+      for (int j = 0; j < ND1; ++j) {
+        da0 += Gr[at(i, 1 + j, p)] * s2 * aj[j];
+        daj[j] = Gr[at(i, 1 + j, p)] * s1;
+      }
+      if (K > 1 + ND1) {
+        const double gl = Gr[at(i, 1 + ND1, p)];
+        for (int j = 0; j < ND2; ++j) q += aj[j] * aj[j], daj[j] += gl * 2 * s2 * aj[j];
+        da0 += gl * s3 * q;
+      }
+      s0[i] += da0;
+      for (int j = 0; j < nin; ++j) {
+        const double xh = (double)xm.scale[j] * X[j + (size_t)nin * p] + xm.shift[j];
+        s0[(size_t)(1 + j) * w + i] += j < ND1 ? da0 * xh + xm.scale[j] * daj[j] : da0 * xh;
+      }
+    }
+  for (size_t r = 0; r < s0.size(); ++r)
+    for (int k = 0; k < blocks; ++k) got0[r] += part0[r * blocks + k];
+  std::vector<float> g0(got0.begin(), got0.end());
+
   const double ea = rel(A, Ar), ez = rel(Z, Zr), eg = rel(dAp, dApr), eb = rel(bg, bsum);
-  const bool ok = ea <= 2e-5 && ez <= 2e-5 && eg <= 2e-5 && eb <= 2e-5;
-  printf("%s %-28s width %3d, %4d points, %2d blocks: A %.2g, Z %.2g, dAprev %.2g, bias %.2g\n",
-         ok ? "ok  " : "FAIL", what, w, npts, blocks, ea, ez, eg, eb);
+  const double e0 = rel(g0, s0);
+  const bool ok = ea <= 2e-5 && ez <= 2e-5 && eg <= 2e-5 && eb <= 2e-5 && e0 <= 2e-5;
+  printf("%s %-28s width %3d, %4d points, %2d blocks: A %.2g, Z %.2g, dAprev %.2g, bias %.2g, "
+         "layer 0 %.2g\n", ok ? "ok  " : "FAIL", what, w, npts, blocks, ea, ez, eg, eb, e0);
   g_fails += !ok;
 }
 
