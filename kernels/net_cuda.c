@@ -124,7 +124,7 @@ static size_t fused_bytes(const tsr_net_opts *o, const tsr_net_fused_plan *pl) {
 
 /* Without TSR_NET_FUSED: the path bench/pinn_gpu.sh measured fastest on the GPU machine
  * (0 cuBLAS, 1 fused, 2 layers: kernels/net.h). */
-#define TSR_NET_FUSED_DEFAULT 0
+#define TSR_NET_FUSED_DEFAULT 2
 
 /* TSR_NET_FUSED (0, 1 or 2), else the default. */
 static int want_path(void) {
