@@ -26,7 +26,6 @@ typedef struct {
                                       derivatives (shape.lap with nd2 > 0), K = 2 + nd1 */
   int width;                       /* units of a hidden layer */
   double in_scale[4], in_shift[4]; /* xhat_j = in_scale[j] * x_j + in_shift[j] */
-  int layer_stages;                /* the layers path's tile buffers, 1 or 2 (its plan's) */
 } tsr_net_kdims;
 
 /* Most sums one reduction produces per unit: layer 0's bias and its nin weight columns. */
@@ -99,9 +98,9 @@ tsr_err tsr_net_cuda_finish_nb(const tsr_net_kdims *d, int rows, int nsums, int 
  * PINN's sets (1, 1), (2, 2), (3, 3), (2, 1), (3, 2), (4, 3); the block's shared memory within
  * the device's. */
 
-/* *ok 1 where it applies (and the kernels' shared-memory limits and d->layer_stages set: call
- * outside a capture), else 0 with why (n bytes) saying why not. Errors: TSR_ERR_CUDA. */
-tsr_err tsr_net_layer_plan(tsr_net_kdims *d, int *ok, char *why, size_t n);
+/* *ok 1 where it applies (and the kernels' shared-memory limits set: call outside a capture),
+ * else 0 with why (n bytes) saying why not. Errors: TSR_ERR_CUDA. */
+tsr_err tsr_net_layer_plan(const tsr_net_kdims *d, int *ok, char *why, size_t n);
 
 /* Blocks of the kernels over npts points (each block's partials: one a unit and sum). At most
  * 264 and never more than tsr_net_cuda_chunks(width, npts), so the partials fit the cuBLAS

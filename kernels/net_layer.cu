@@ -16,7 +16,6 @@
 // Every sum runs in a fixed order, so a call repeats its bits; they differ from the cuBLAS
 // path's by rounding (another summation order of the same products).
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "kernels/cuda_util.h"
 #include "kernels/net.h"
@@ -64,7 +63,7 @@ bool width_fits(int w) {
 
 extern "C" int tsr_net_layer_blocks(int width, int npts) { return layer_blocks(width, npts); }
 
-extern "C" tsr_err tsr_net_layer_plan(tsr_net_kdims *d, int *ok, char *why, size_t n) {
+extern "C" tsr_err tsr_net_layer_plan(const tsr_net_kdims *d, int *ok, char *why, size_t n) {
   *ok = 0;
   if (!d->single) return snprintf(why, n, "double precision"), TSR_OK;
   if (!width_fits(d->width))
@@ -73,14 +72,10 @@ extern "C" tsr_err tsr_net_layer_plan(tsr_net_kdims *d, int *ok, char *why, size
   kernels k = pick(d);
   if (!k.fwd)
     return snprintf(why, n, "channels (nd1 %d, nd2 %d, lap %d)", d->nd1, d->nd2, d->lap), TSR_OK;
+  const size_t bytes = smem_bytes(d->width, d->K);
   int dev = 0, optin = 0;
   TSR_CUDA(cudaGetDevice(&dev));
   TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  /* two tile buffers where they fit (TSR_NET_LAYER_STAGES=1 or 2 forces one count) */
-  const char *env = getenv("TSR_NET_LAYER_STAGES");
-  d->layer_stages = env && (env[0] == '1' || env[0] == '2') && !env[1] ? env[0] - '0' : 2;
-  if (d->layer_stages == 2 && smem_bytes(d->width, d->K, 2) > (size_t)optin) d->layer_stages = 1;
-  const size_t bytes = smem_bytes(d->width, d->K, d->layer_stages);
   if (bytes > (size_t)optin)
     return snprintf(why, n, "%zu bytes of shared memory a block (the device has %d)", bytes,
                     optin), TSR_OK;
@@ -99,11 +94,10 @@ extern "C" tsr_err tsr_net_layer_fwd(const tsr_net_kdims *d, const void *W, cons
   TSR_CHECK(k.fwd && d->single, TSR_ERR_STATE, "tsr_net_layer_fwd: not planned for this network");
   const int w = d->width;
   int nn = npts;
-  int two = d->layer_stages == 2;
-  void *args[] = {(void *)&w, (void *)&nn, (void *)&two, (void *)&W, (void *)&b, (void *)&Zin,
-                  (void *)&A, (void *)&Z};
+  void *args[] = {(void *)&w, (void *)&nn, (void *)&W, (void *)&b, (void *)&Zin, (void *)&A,
+                  (void *)&Z};
   TSR_CUDA(cudaLaunchKernel(k.fwd, dim3((unsigned)tsr_net_layer_blocks(w, npts)), dim3(kThreads),
-                            args, smem_bytes(w, d->K, d->layer_stages), stream));
+                            args, smem_bytes(w, d->K), stream));
   return TSR_OK;
 }
 
@@ -115,11 +109,10 @@ extern "C" tsr_err tsr_net_layer_bwd(const tsr_net_kdims *d, const void *W, cons
   TSR_CHECK(k.bwd && d->single, TSR_ERR_STATE, "tsr_net_layer_bwd: not planned for this network");
   const int w = d->width;
   int nn = npts;
-  int two = d->layer_stages == 2;
-  void *args[] = {(void *)&w,  (void *)&nn,    (void *)&two,    (void *)&W,      (void *)&bprev,
-                  (void *)&dA, (void *)&Aprev, (void *)&dAprev, (void *)&partial};
+  void *args[] = {(void *)&w,     (void *)&nn,     (void *)&W,      (void *)&bprev,
+                  (void *)&dA,    (void *)&Aprev,  (void *)&dAprev, (void *)&partial};
   TSR_CUDA(cudaLaunchKernel(k.bwd, dim3((unsigned)tsr_net_layer_blocks(w, npts)), dim3(kThreads),
-                            args, smem_bytes(w, d->K, d->layer_stages), stream));
+                            args, smem_bytes(w, d->K), stream));
   return TSR_OK;
 }
 
@@ -137,11 +130,9 @@ extern "C" tsr_err tsr_net_layer_bwd1(const tsr_net_kdims *d, const void *W, con
     xm.scale[j] = (float)d->in_scale[j];
     xm.shift[j] = (float)d->in_shift[j];
   }
-  int two = d->layer_stages == 2;
-  void *args[] = {(void *)&w,  (void *)&nn, (void *)&two, (void *)&nin, (void *)&W,
-                  (void *)&theta0, (void *)&X, (void *)&xm, (void *)&dA, (void *)&A0,
-                  (void *)&partial};
+  void *args[] = {(void *)&w,  (void *)&nn,  (void *)&nin, (void *)&W,      (void *)&theta0,
+                  (void *)&X,  (void *)&xm,  (void *)&dA,  (void *)&A0,     (void *)&partial};
   TSR_CUDA(cudaLaunchKernel(k.bwd1, dim3((unsigned)tsr_net_layer_blocks(w, npts)), dim3(kThreads),
-                            args, smem_bytes(w, d->K, d->layer_stages), stream));
+                            args, smem_bytes(w, d->K), stream));
   return TSR_OK;
 }

@@ -37,8 +37,8 @@ __host__ __device__ inline int log2w(int w) {
 // reads at once (its threads' points, ty + ny pp) fall in different banks.
 __host__ __device__ inline int tile_points(int w) { return kPts * (kThreads / (w / 4)); }
 __host__ __device__ inline int row_stride(int w) { return w + 4; }
-inline size_t smem_bytes(int w, int K, int stages) {
-  return sizeof(float) * (size_t)row_stride(w) * ((size_t)w + (size_t)stages * K * tile_points(w));
+inline size_t smem_bytes(int w, int K) {
+  return sizeof(float) * (size_t)row_stride(w) * ((size_t)w + (size_t)K * tile_points(w));
 }
 
 template <int ND1, int ND2, int LAP>
@@ -47,80 +47,20 @@ struct chans {
   static constexpr int K = 1 + ND1 + nsec;
 };
 
-// 16-byte copies from global to shared memory that run while the block computes (cp.async,
-// sm_80 on): zeros where !valid. The emulator (tests/unit/emulate_net_layer.cpp) defines
-// TSR_NET_LAYER_CP_ASYNC and its own synchronous copies.
-#ifndef TSR_NET_LAYER_CP_ASYNC
-__device__ __forceinline__ void cp16(float *dst, const float *src, bool valid) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(a), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// waits until at most N of this thread's groups are in flight
-template <int N>
-__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-#endif
-
-// Starts copying the input tile from point p0: channel c, local point q, unit k at
-// Zs[(c P + q) S + k], from the layer array In (unit fastest; kernels/net.h's layout), zero
-// past npts.
+// The input tile: channel c, local point q, unit k at Zs[(c P + q) S + k], copied 16 bytes at a
+// time from the layer array In (unit fastest; kernels/net.h's layout), zero past npts.
 template <int K>
-__device__ __forceinline__ void issue_tile(const float *__restrict__ In, int w, int lw, int npts,
-                                           int p0, float *Zs) {
+__device__ __forceinline__ void load_tile(const float *__restrict__ In, int w, int lw, int npts,
+                                          int p0, float *Zs) {
   const int P = tile_points(w), S = row_stride(w), n4 = (w * P) >> 2;
 #pragma unroll
   for (int c = 0; c < K; ++c) {
-    const float *src = In + (size_t)w * ((size_t)c * npts + p0);
+    const float4 *src = reinterpret_cast<const float4 *>(In + (size_t)w * ((size_t)c * npts + p0));
     for (int e = threadIdx.x; e < n4; e += kThreads) {
       const int k = (e << 2) & (w - 1), q = (e << 2) >> lw;
-      const bool valid = p0 + q < npts;
-      cp16(Zs + (c * P + q) * S + k, valid ? src + 4 * e : In, valid);
+      const float4 v = p0 + q < npts ? src[e] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      *reinterpret_cast<float4 *>(Zs + (c * P + q) * S + k) = v;
     }
-  }
-}
-
-// A block's tiles t = blockIdx.x, + gridDim.x, ... in order. With two buffers the next tile's
-// copy runs while the current tile's products and epilogue do; with one, they alternate (where
-// two do not fit the device's shared memory).
-struct tile_walk {
-  const float *In;
-  int w, lw, npts, P, tiles, two;
-  float *buf; // buffer b at buf + b * size (an offset, not an array: it stays in registers)
-  int size, b;
-};
-__device__ __forceinline__ float *walk_buf(const tile_walk &tw, int b) { return tw.buf + b * tw.size; }
-template <int K>
-__device__ __forceinline__ void walk_begin(tile_walk &tw) {
-  tw.b = 0;
-  if ((int)blockIdx.x < tw.tiles)
-    issue_tile<K>(tw.In, tw.w, tw.lw, tw.npts, (int)blockIdx.x * tw.P, tw.buf);
-  cp_commit();
-}
-// Tile t is in buffer tw.b for every thread on return.
-template <int K>
-__device__ __forceinline__ float *walk_wait(tile_walk &tw, int t) {
-  const int nt = t + (int)gridDim.x;
-  if (tw.two) {
-    if (nt < tw.tiles) issue_tile<K>(tw.In, tw.w, tw.lw, tw.npts, nt * tw.P, walk_buf(tw, 1 - tw.b));
-    cp_commit();
-    cp_wait<1>();
-  } else {
-    cp_wait<0>();
-  }
-  __syncthreads();
-  return walk_buf(tw, tw.b);
-}
-// After tile t's products, its buffer's last reads (every thread calls it).
-template <int K>
-__device__ __forceinline__ void walk_next(tile_walk &tw, int t) {
-  __syncthreads();
-  const int nt = t + (int)gridDim.x;
-  if (tw.two) {
-    tw.b ^= 1;
-  } else {
-    if (nt < tw.tiles) issue_tile<K>(tw.In, tw.w, tw.lw, tw.npts, nt * tw.P, tw.buf);
-    cp_commit();
   }
 }
 
@@ -165,6 +105,18 @@ __device__ __forceinline__ void product(const float *Ws, const float *Zs, int w,
         a[3] = fmaf(wv[3].w, z.w, a[3]);
       }
   }
+}
+
+// The tile of points from p0 of the layer array In into Zs, and its product with Ws into acc
+// (overwritten). Every thread of the block calls it, tile after tile.
+template <int K>
+__device__ __forceinline__ void tile_product(const float *__restrict__ In, int w, int lw,
+                                             int npts, int p0, const float *Ws, float *Zs, int u0,
+                                             int ty, int ny, float (&acc)[K][kPts][4]) {
+  __syncthreads(); // the previous tile's products (and epilogue) are done with Zs
+  load_tile<K>(In, w, lw, npts, p0, Zs);
+  __syncthreads();
+  product<K>(Ws, Zs, w, u0, ty, ny, acc);
 }
 
 // v[u] (one sum) or v[u][s] (several): block_sums' accessor.
@@ -277,7 +229,7 @@ __device__ __forceinline__ void block_sums(const V &v, int w, int tx, int ty, in
 // Forward: A = W Zin, Z = s(A + b). W column-major w x w (W(i, k) at W[i + k w]).
 template <int ACT, int ND1, int ND2, int LAP>
 __global__ void __launch_bounds__(kThreads)
-    layer_fwd(int w, int npts, int two, const float *__restrict__ W, const float *__restrict__ b,
+    layer_fwd(int w, int npts, const float *__restrict__ W, const float *__restrict__ b,
               const float *__restrict__ Zin, float *__restrict__ A, float *__restrict__ Z) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
   TSR_NET_LAYER_SMEM;
@@ -285,8 +237,6 @@ __global__ void __launch_bounds__(kThreads)
   float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
   const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
   const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
-  tile_walk tw = {Zin, w, lw, npts, P, tiles, two, Zs, K * P * S, 0};
-  walk_begin<K>(tw); // the first tile's copy runs while the weights load
   for (int e = threadIdx.x; e < w * w; e += kThreads) // Ws[k S + i] = W(i, k)
     Ws[(e >> lw) * S + (e & (w - 1))] = W[e];
   float bu[4];
@@ -295,8 +245,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int p0 = t * P;
     float acc[K][kPts][4];
-    product<K>(Ws, walk_wait<K>(tw, t), w, u0, ty, ny, acc);
-    walk_next<K>(tw, t); // the epilogue reads no shared memory: the next copy may start
+    tile_product<K>(Zin, w, lw, npts, p0, Ws, Zs, u0, ty, ny, acc);
 #pragma unroll
     for (int pp = 0; pp < kPts; ++pp) {
       const int p = p0 + ty + ny * pp;
@@ -326,7 +275,7 @@ __global__ void __launch_bounds__(kThreads)
 // partial[i * gridDim.x + blockIdx.x].
 template <int ACT, int ND1, int ND2, int LAP>
 __global__ void __launch_bounds__(kThreads)
-    layer_bwd(int w, int npts, int two, const float *__restrict__ W, const float *__restrict__ bprev,
+    layer_bwd(int w, int npts, const float *__restrict__ W, const float *__restrict__ bprev,
               const float *__restrict__ dA, const float *__restrict__ Aprev,
               float *__restrict__ dAprev, float *__restrict__ partial) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
@@ -335,8 +284,6 @@ __global__ void __launch_bounds__(kThreads)
   float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
   const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
   const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
-  tile_walk tw = {dA, w, lw, npts, P, tiles, two, Zs, K * P * S, 0};
-  walk_begin<K>(tw); // the first tile's copy runs while the weights load
   load_wt(W, w, lw, Ws);
   float bu[4], sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -344,8 +291,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int p0 = t * P;
     float acc[K][kPts][4];
-    product<K>(Ws, walk_wait<K>(tw, t), w, u0, ty, ny, acc);
-    walk_next<K>(tw, t); // the epilogue reads no shared memory: the next copy may start
+    tile_product<K>(dA, w, lw, npts, p0, Ws, Zs, u0, ty, ny, acc);
 #pragma unroll
     for (int pp = 0; pp < kPts; ++pp) {
       const int p = p0 + ty + ny * pp;
@@ -386,8 +332,7 @@ struct in_map {
 };
 template <int ACT, int ND1, int ND2, int LAP>
 __global__ void __launch_bounds__(kThreads)
-    layer1_bwd(int w, int npts, int two, int nin, const float *__restrict__ W,
-               const float *__restrict__ theta0,
+    layer1_bwd(int w, int npts, int nin, const float *__restrict__ W, const float *__restrict__ theta0,
                const float *__restrict__ X, in_map xm, const float *__restrict__ dA,
                const float *__restrict__ A0, float *__restrict__ partial) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
@@ -396,8 +341,6 @@ __global__ void __launch_bounds__(kThreads)
   float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
   const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
   const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
-  tile_walk tw = {dA, w, lw, npts, P, tiles, two, Zs, K * P * S, 0};
-  walk_begin<K>(tw); // the first tile's copy runs while the weights load
   load_wt(W, w, lw, Ws);
   // per unit: the bias, W0(i, j) in_scale[j] (the first-derivative channels of A0)
   float bu[4], aj[4][4], sum[4][5];
@@ -412,8 +355,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int p0 = t * P;
     float acc[K][kPts][4];
-    product<K>(Ws, walk_wait<K>(tw, t), w, u0, ty, ny, acc);
-    walk_next<K>(tw, t); // the epilogue reads no shared memory: the next copy may start
+    tile_product<K>(dA, w, lw, npts, p0, Ws, Zs, u0, ty, ny, acc);
 #pragma unroll
     for (int pp = 0; pp < kPts; ++pp) {
       const int p = p0 + ty + ny * pp;

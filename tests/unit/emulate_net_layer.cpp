@@ -47,17 +47,8 @@ static void __syncthreads() { g_bar->arrive_and_wait(); }
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __restrict__
-alignas(16) static float4 g_smem[(227 << 10) / 16]; /* an H100's or H200's opt-in limit */
+alignas(16) static float4 g_smem[(200 << 10) / 16];
 #define TSR_NET_LAYER_SMEM float4 *smem4 = g_smem
-/* cp.async as a copy that lands at once: a missing barrier before a buffer is refilled then
- * overwrites what other threads still read (the threads run concurrently) */
-#define TSR_NET_LAYER_CP_ASYNC
-static void cp16(float *dst, const float *src, bool valid) {
-  for (int k = 0; k < 4; ++k) dst[k] = valid ? src[k] : 0.0f;
-}
-static void cp_commit() {}
-template <int N>
-static void cp_wait() {}
 #include "kernels/net_layer.cuh"
 
 static int g_fails;
@@ -106,9 +97,8 @@ static void act(int a_, double a, double *y, double *s1, double *s2, double *s3)
 }
 
 template <int ACT, int ND1, int ND2, int LAP>
-static void run(int w, int npts, int blocks, const char *what, int two) {
+static void run(int w, int npts, int blocks, const char *what) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
-  if (two && smem_bytes(w, K, 2) > sizeof g_smem) return; /* the plan takes one buffer */
   const size_t plane = (size_t)w * npts, n = K * plane;
   std::vector<float> W(w * w), b(w), bp(w), Zin(n), dA(n), Ap(n);
   for (auto &v : W) v = (float)(uniform() / std::sqrt((double)w));
@@ -118,9 +108,9 @@ static void run(int w, int npts, int blocks, const char *what, int two) {
   for (auto &v : dA) v = (float)uniform();
   for (auto &v : Ap) v = (float)(1.5 * uniform());
   std::vector<float> A(n, NAN), Z(n, NAN), dAp(n, NAN), partial((size_t)w * blocks, NAN);
-  launch(blocks, [&] { layer_fwd<ACT, ND1, ND2, LAP>(w, npts, two, W.data(), b.data(), Zin.data(), A.data(), Z.data()); });
+  launch(blocks, [&] { layer_fwd<ACT, ND1, ND2, LAP>(w, npts, W.data(), b.data(), Zin.data(), A.data(), Z.data()); });
   launch(blocks, [&] {
-    layer_bwd<ACT, ND1, ND2, LAP>(w, npts, two, W.data(), bp.data(), dA.data(), Ap.data(), dAp.data(),
+    layer_bwd<ACT, ND1, ND2, LAP>(w, npts, W.data(), bp.data(), dA.data(), Ap.data(), dAp.data(),
                                   partial.data());
   });
 
@@ -180,7 +170,7 @@ static void run(int w, int npts, int blocks, const char *what, int two) {
   for (auto &v : A0) v = (float)(1.5 * uniform());
   std::vector<float> part0((size_t)(1 + nin) * w * blocks, NAN);
   launch(blocks, [&] {
-    layer1_bwd<ACT, ND1, ND2, LAP>(w, npts, two, nin, W.data(), th0.data(), X.data(), xm, dA.data(),
+    layer1_bwd<ACT, ND1, ND2, LAP>(w, npts, nin, W.data(), th0.data(), X.data(), xm, dA.data(),
                                    A0.data(), part0.data());
   });
   std::vector<double> s0((size_t)(1 + nin) * w, 0.0), got0((size_t)(1 + nin) * w, 0.0);
@@ -212,24 +202,21 @@ static void run(int w, int npts, int blocks, const char *what, int two) {
   const double ea = rel(A, Ar), ez = rel(Z, Zr), eg = rel(dAp, dApr), eb = rel(bg, bsum);
   const double e0 = rel(g0, s0);
   const bool ok = ea <= 2e-5 && ez <= 2e-5 && eg <= 2e-5 && eb <= 2e-5 && e0 <= 2e-5;
-  printf("%s %-28s width %3d, %4d points, %2d blocks, %d buffer%s: A %.2g, Z %.2g, dAprev %.2g, "
-         "bias %.2g, layer 0 %.2g\n", ok ? "ok  " : "FAIL", what, w, npts, blocks, 1 + two,
-         two ? "s" : " ", ea, ez, eg, eb, e0);
+  printf("%s %-28s width %3d, %4d points, %2d blocks: A %.2g, Z %.2g, dAprev %.2g, bias %.2g, "
+         "layer 0 %.2g\n", ok ? "ok  " : "FAIL", what, w, npts, blocks, ea, ez, eg, eb, e0);
   g_fails += !ok;
 }
 
 int main() {
-  for (int two = 0; two < 2; ++two) { /* one tile buffer, and two (cp.async) */
-    run<0, 2, 2, 1>(16, 300, layer_blocks(16, 300), "tanh, 2-D Laplacian", two);
-    run<1, 2, 2, 1>(64, 70, layer_blocks(64, 70), "sin, 2-D Laplacian", two);
-    run<0, 2, 2, 1>(64, 420, 2, "tanh, 2-D, 2 blocks, 7 tiles", two);
-    run<0, 0, 0, 0>(32, 150, layer_blocks(32, 150), "tanh, values alone", two);
-    run<1, 2, 1, 1>(8, 600, layer_blocks(8, 600), "sin, 1-D + t", two);
-    run<0, 3, 2, 1>(32, 97, 1, "tanh, 2-D + t, 1 block", two);
-    run<0, 4, 3, 1>(128, 40, layer_blocks(128, 40), "tanh, 3-D + t", two);
-    run<1, 3, 3, 1>(4, 1000, 3, "sin, 3-D, width 4", two);
-    run<0, 3, 3, 1>(32, 1000, 3, "tanh, 3-D, 3 blocks, 8 tiles", two);
-  }
+  run<0, 2, 2, 1>(16, 300, layer_blocks(16, 300), "tanh, 2-D Laplacian");
+  run<1, 2, 2, 1>(64, 70, layer_blocks(64, 70), "sin, 2-D Laplacian");
+  run<0, 2, 2, 1>(64, 420, 2, "tanh, 2-D, 2 blocks, 7 tiles");
+  run<0, 0, 0, 0>(32, 150, layer_blocks(32, 150), "tanh, values alone");
+  run<1, 2, 1, 1>(8, 600, layer_blocks(8, 600), "sin, 1-D + t");
+  run<0, 3, 2, 1>(32, 97, 1, "tanh, 2-D + t, 1 block");
+  run<0, 4, 3, 1>(128, 40, layer_blocks(128, 40), "tanh, 3-D + t");
+  run<1, 3, 3, 1>(4, 1000, 3, "sin, 3-D, width 4");
+  run<0, 3, 3, 1>(32, 1000, 3, "tanh, 3-D, 3 blocks, 8 tiles");
   printf("emulate_net_layer: %d failed\n", g_fails);
   return g_fails ? 1 : 0;
 }
