@@ -44,30 +44,37 @@
  * parallel region.
  *
  * The device backend has three paths (tsr_net_backend says which one a network took):
+ *   "layers"  the default where it applies: each hidden layer l >= 1 one kernel forward (its
+ *             product with the weights and the chain rule) and one in reverse (W_l^T dA_l and
+ *             the chain rule's reverse of layer l - 1; for l = 1 straight into layer 0's
+ *             parameter sums), fp32 FMA on a tile of points with all K channels in shared
+ *             memory, 4 units x 4 points x K channels a thread, so that a layer's channels
+ *             cross DRAM once; the weight gradients stay cuBLAS products, layer 0's forward
+ *             and the output layer as on the cuBLAS path. Float, widths 4-128 whose quarter
+ *             divides 256, values alone or the Laplacian mode's PINN channel sets
+ *             (kernels/net_cuda_internal.h); its kernels also run on the CPU in CI
+ *             (net_layer_emulated). TSR_NET_FUSED=2 asks for it (read at tsr_net_create).
  *   "cublas"  each layer one cuBLAS product over all K * npts columns, then fused elementwise
- *             kernels for the chain rule and deterministic reductions for the biases;
+ *             kernels for the chain rule and deterministic reductions for the biases (the
+ *             last hidden layer's reverse reads dU and the output weights directly); where
+ *             the layers path does not apply (double, other widths and channel sets), or
+ *             with TSR_NET_FUSED=0;
  *   "fused"   one kernel for the whole forward pass and one for the whole reverse pass: a
  *             thread block keeps a tile of points (all K channels) and the current layer's
  *             weights in shared memory and runs every layer in fp32 or fp64 FMA; the forward
  *             pass stores the hidden layers' pre-activations for the reverse pass; the
  *             parameter gradients are summed per block over its tiles and then over the blocks
- *             in a fixed order (no atomics). Opt-in for now: the environment variable
- *             TSR_NET_FUSED=1 (read at tsr_net_create) selects it where it applies
- *             (bench/pinn_gpu.sh measures both paths; see bench/README.md):
+ *             in a fixed order (no atomics). Opt-in: TSR_NET_FUSED=1 selects it where it
+ *             applies:
  *               (nd1, nd2) one of (0,0), (1,1), (2,2), (3,3), (2,1), (3,2), (4,3) (values alone;
  *               steady 1-3 D; 1-3 D + t), in either mode, any nin and nout;
  *               width a multiple of 4 whose reverse-pass tile fits one block's shared memory
  *               (checked at create; on an H100, fp32 K = 5: width up to 124, fp64 K = 5: up
  *               to 96; fewer channels, wider);
  *               its workspace no larger than the cuBLAS path's (tsr_net_workspace_bytes).
- *             Elsewhere the cuBLAS path runs; TSR_NET_FUSED=0 forces it.
- *   "layers"  the cuBLAS path with each hidden layer's product and chain rule in one kernel,
- *             forward and reverse (fp32 FMA, a tile of points with all K channels in shared
- *             memory; the weight gradients stay cuBLAS products): TSR_NET_FUSED=2, float,
- *             widths 4-128 whose quarter divides 256, values alone or the Laplacian mode's
- *             PINN channel sets (kernels/net_cuda_internal.h). Its kernels run on the CPU in
- *             CI (net_layer_emulated); opt-in until test_net_gpu has run it on a GPU
- *             (bench/README.md: 1.03x the cuBLAS path on Poisson 2D, H100).
+ *             Elsewhere the cuBLAS path runs.
+ *   bench/pinn_gpu.sh measures the three against each other and PyTorch (bench/README.md:
+ *   Poisson 2D on an H100, layers 828 it/s, cuBLAS 615, fused 646).
  *   The paths sum in different orders: they agree to rounding, and each repeats its own
  *   bits; a fused reverse pass's bits also depend on the device's multiprocessor count (the
  *   number of blocks that share the points). */

@@ -4,15 +4,21 @@
 // chain rule in, chain rule out). The weight gradients stay cuBLAS products.
 //
 // A block takes a tile of P points with all K channels of every unit: the layer's weights
-// (w x w) and the input tile (w units x K channels x P points) are staged in shared memory, and
-// each thread accumulates 4 consecutive units x 2 consecutive points x K channels in registers
-// (fp32 FMA), so that the epilogue has every channel of its (unit, point) pairs:
+// (w x w) and the input tile (K channels x P points x w units, as in global memory, rows padded
+// by 4 floats) are staged in shared memory, and each thread accumulates 4 consecutive units x
+// 4 points (ty + ny pp) x K channels in registers (fp32 FMA; per 4 k, 4 + 4K float4 loads for
+// 64K FMA), so that the epilogue has every channel of its (unit, point) pairs:
 //   forward  A = W Zin (no bias: every reader adds it), Z = s(A + b) by the chain rule;
 //   reverse  G = W^T dA, then dA_prev = the chain rule's reverse at A_prev (+ b_prev), and the
 //            block's sum of dA_prev's value channel over its points per unit (the bias
-//            gradient's partial, summed again by tsr_net_cuda_finish_nb in a fixed order).
+//            gradient's partial, summed again by tsr_net_cuda_finish_nb in a fixed order);
+//   layer 1  G = W_1^T dA_1, then layer 0's reverse to the block's sums of its bias and
+//            weight columns (layer1_bwd; dL/dZ_0 is never stored).
 // Threads: w / 4 along the units (float4 loads and stores of 4 units), 256 / (w / 4) along the
 // points; widths a multiple of 4 up to 128 whose w / 4 divides 256 (4, 8, 16, 32, 64, 128).
+// Blocks walk their tiles in order (at most 264 blocks). For width 64 and K = 4 a block takes
+// 128 registers a thread and 85 KB, two blocks a multiprocessor; copying the next tile with
+// cp.async into a second buffer (one block a multiprocessor) measured 3% slower (bench/README).
 // Every sum runs in a fixed order, so a call repeats its bits; they differ from the cuBLAS
 // path's by rounding (another summation order of the same products).
 #include <stdio.h>
