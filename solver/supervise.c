@@ -223,13 +223,21 @@ static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
     else if (r == 0 || (errno != EINTR && errno != EAGAIN)) fd = -1;
   }
   close(out[0]);
+  int status = 0, reaped = 0;
   if (late || !text) {
+    /* SIGTERM first: a launcher then ends its ranks, which may sit in process groups of their
+     * own (out of reach of a signal to ours), and only then itself. On a loaded node that can
+     * take seconds; a SIGKILL too early would leave them running. So wait for it, up to 10 s */
     kill(-pid, SIGTERM);
-    sleep(2);
-    kill(-pid, SIGKILL);
+    for (int i = 0; i < 100 && !reaped; ++i) {
+      pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid) reaped = 1;
+      else if (r < 0 && errno != EINTR) break;
+      else nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+    }
+    kill(-pid, SIGKILL); /* whatever of our group is left */
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (!reaped && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   child_pid = 0;
   int ok = 0;
