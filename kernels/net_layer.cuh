@@ -193,6 +193,18 @@ __device__ __forceinline__ void chain_bwd(float b, const float (&a)[chans<ND1, N
   g[0] = da0;
 }
 
+// A thread's place in the block and the tiles (every kernel's): log2 w, the row stride; the
+// thread's unit quad tx (units u0 = 4 tx ..) and point row ty of ny (points ty + ny pp); P
+// points a tile, tiles over npts.
+struct geom {
+  int lw, S, tx, ty, ny, u0, P, tiles;
+};
+__device__ __forceinline__ geom block_geom(int w, int npts) {
+  const int lw = log2w(w), nx = w / 4, tx = threadIdx.x & (nx - 1), P = tile_points(w);
+  return {lw, row_stride(w), tx, (int)(threadIdx.x >> (lw - 2)), kThreads / nx, 4 * tx, P,
+          (npts + P - 1) / P};
+}
+
 // Ws[k S + i] = W^T(i, k) = W(k, i) = W[k + i w] (the reverse kernels' operand): consecutive
 // threads take consecutive k (coalesced reads; the stores land 4 banks apart, at most 4 to a
 // bank).
@@ -233,10 +245,8 @@ __global__ void __launch_bounds__(kThreads)
               const float *__restrict__ Zin, float *__restrict__ A, float *__restrict__ Z) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
   TSR_NET_LAYER_SMEM;
-  const int lw = log2w(w), S = row_stride(w);
+  const auto [lw, S, tx, ty, ny, u0, P, tiles] = block_geom(w, npts);
   float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
-  const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
-  const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
   for (int e = threadIdx.x; e < w * w; e += kThreads) // Ws[k S + i] = W(i, k)
     Ws[(e >> lw) * S + (e & (w - 1))] = W[e];
   float bu[4];
@@ -280,10 +290,8 @@ __global__ void __launch_bounds__(kThreads)
               float *__restrict__ dAprev, float *__restrict__ partial) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
   TSR_NET_LAYER_SMEM;
-  const int lw = log2w(w), S = row_stride(w);
+  const auto [lw, S, tx, ty, ny, u0, P, tiles] = block_geom(w, npts);
   float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
-  const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
-  const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
   load_wt(W, w, lw, Ws);
   float bu[4], sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -337,10 +345,8 @@ __global__ void __launch_bounds__(kThreads)
                const float *__restrict__ A0, float *__restrict__ partial) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
   TSR_NET_LAYER_SMEM;
-  const int lw = log2w(w), S = row_stride(w);
+  const auto [lw, S, tx, ty, ny, u0, P, tiles] = block_geom(w, npts);
   float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
-  const int nx = w / 4, tx = threadIdx.x & (nx - 1), ty = threadIdx.x >> (lw - 2);
-  const int ny = kThreads / nx, u0 = 4 * tx, P = tile_points(w), tiles = (npts + P - 1) / P;
   load_wt(W, w, lw, Ws);
   // per unit: the bias, W0(i, j) in_scale[j] (the first-derivative channels of A0)
   float bu[4], aj[4][4], sum[4][5];
