@@ -151,11 +151,13 @@ __device__ __forceinline__ void chunk(int npts, int *p0, int *p1) {
 
 // The output layer's reverse on the fly: dL/dZ of the last hidden layer at (unit i, channel
 // plane c, point p) = sum over the outputs o of W_out(o, i) dU(o, c, p), so that it never
-// crosses DRAM (out.dU null: G holds it).
+// crosses DRAM (out.dU null: G holds it). With one output (wsum), the output layer's weight
+// gradient too, dW_out(0, i) = sum over c, p of dU(c, p) Z(i, c, p) with Z formed from A as
+// act_fwd does, as a second sum a unit: no product reads a stored Z.
 template <typename T>
 struct out_rev {
   const T *W, *dU; // W_out (nout x width, column-major), dU (nout x K npts)
-  int nout;
+  int nout, wsum;
 };
 template <typename T>
 __device__ __forceinline__ T grad_in(const out_rev<T> &out, const T *__restrict__ G, size_t e,
@@ -166,18 +168,29 @@ __device__ __forceinline__ T grad_in(const out_rev<T> &out, const T *__restrict_
   for (int o = 0; o < out.nout; ++o) v += out.W[o + (size_t)out.nout * i] * du[o];
   return v;
 }
+// dU(0, c, p) where wsum (one output), else 0 (no sum).
+template <typename T>
+__device__ __forceinline__ T du0(const out_rev<T> &out, int c, int p, int npts) {
+  return out.wsum ? out.dU[(size_t)c * npts + p] : T(0);
+}
 
+// A memory-bound loop whose loads wait on DRAM: at most 64 registers a thread (four blocks an
+// SM; it took 108 and two) so that more warps hide the latency.
+#ifndef TSR_NET_ACT_MINB
+#define TSR_NET_ACT_MINB 4
+#endif
 template <int kAct, typename T>
-__global__ void act_bwd(tsr_net_kdims d, rshape r, out_rev<T> out, const T *__restrict__ b,
+__global__ void __launch_bounds__(kThreads, TSR_NET_ACT_MINB)
+    act_bwd(tsr_net_kdims d, rshape r, out_rev<T> out, const T *__restrict__ b,
                         const T *__restrict__ A, int npts, T *__restrict__ G,
                         T *__restrict__ partial) {
-  __shared__ T sh[kThreads];
+  __shared__ T sh[2 * kThreads];
   const int u = threadIdx.x % r.U, g = threadIdx.x / r.U;
   const int i = blockIdx.y * r.U + u, w = d.width;
   const size_t cs = (size_t)w * npts;
   int p0, p1;
   chunk(npts, &p0, &p1);
-  T acc = T(0);
+  T acc = T(0), accw = T(0);
   if (i < w) {
     const T bi = b[i];
     for (int p = p0 + g; p < p1; p += r.G) {
@@ -185,10 +198,12 @@ __global__ void act_bwd(tsr_net_kdims d, rshape r, out_rev<T> out, const T *__re
       T s, s1, s2, s3, aj[4] = {}, dyj[4] = {};
       act<kAct>(A[e] + bi, s, s1, s2, s3);
       T da0 = grad_in(out, G, e, i, 0, p, npts, cs) * s1;
+      T zw = du0(out, 0, p, npts) * s; // dU . Z over the channels (wsum)
       UNROLL4(j, d.nd1) {
         aj[j] = A[e + (1 + j) * cs];
         dyj[j] = grad_in(out, G, e, i, 1 + j, p, npts, cs);
         da0 += dyj[j] * s2 * aj[j];
+        zw += du0(out, 1 + j, p, npts) * (s1 * aj[j]);
       }
       if (d.lap) {
         // the Laplacian channel: y_L = s'' sum_j a_j^2 + s' a_L in reverse
@@ -200,12 +215,14 @@ __global__ void act_bwd(tsr_net_kdims d, rshape r, out_rev<T> out, const T *__re
           dyj[j] = dyj[j] * s1 + gL * T(2) * s2 * aj[j];
         }
         da0 += gL * (s3 * q + s2 * A[o]);
+        zw += du0(out, 1 + d.nd1, p, npts) * (s2 * q + s1 * A[o]);
         G[o] = gL * s1;
       } else {
         UNROLL4(j, d.nd2) {
           const size_t o = e + (1 + d.nd1 + j) * cs;
           const T dyjj = grad_in(out, G, e, i, 1 + d.nd1 + j, p, npts, cs);
           da0 += dyjj * (s3 * aj[j] * aj[j] + s2 * A[o]);
+          zw += du0(out, 1 + d.nd1 + j, p, npts) * (s2 * aj[j] * aj[j] + s1 * A[o]);
           G[o] = dyjj * s1;
           dyj[j] = dyj[j] * s1 + dyjj * T(2) * s2 * aj[j];
         }
@@ -214,11 +231,17 @@ __global__ void act_bwd(tsr_net_kdims d, rshape r, out_rev<T> out, const T *__re
       UNROLL4(j, d.nd1) G[e + (1 + j) * cs] = dyj[j];
       G[e] = da0;
       acc += da0;
+      accw += zw;
     }
   }
   sh[threadIdx.x] = acc;
+  sh[kThreads + threadIdx.x] = accw;
   lane_tree(sh, u, g, r.U, r.G);
-  if (g == 0 && i < w) partial[(size_t)i * gridDim.x + blockIdx.x] = sh[u];
+  if (out.wsum) lane_tree(sh + kThreads, u, g, r.U, r.G);
+  if (g == 0 && i < w) {
+    partial[(size_t)i * gridDim.x + blockIdx.x] = sh[u];
+    if (out.wsum) partial[((size_t)w + i) * gridDim.x + blockIdx.x] = sh[kThreads + u];
+  }
 }
 
 template <int kAct, typename T>
@@ -349,12 +372,12 @@ tsr_err act_fwd_t(const tsr_net_kdims *d, const void *b, const void *A, int npts
 }
 
 template <typename T>
-tsr_err act_bwd_t(const tsr_net_kdims *d, int nout, const void *Wout, const void *dU,
+tsr_err act_bwd_t(const tsr_net_kdims *d, int nout, const void *Wout, const void *dU, int wsum,
                   const void *b, const void *A, int npts, void *G, void *partial,
                   cudaStream_t st) {
   const rshape r = reduce_shape(d->width);
   const dim3 grid((unsigned)chunks_of(d->width, npts), (unsigned)r.tiles);
-  const out_rev<T> out = {(const T *)Wout, (const T *)dU, nout};
+  const out_rev<T> out = {(const T *)Wout, (const T *)dU, nout, dU && nout == 1 && wsum};
   if (d->act == TSR_NET_TANH)
     act_bwd<TSR_NET_TANH, T><<<grid, r.U * r.G, 0, st>>>(*d, r, out, (const T *)b, (const T *)A,
                                                          npts, (T *)G, (T *)partial);
@@ -414,16 +437,16 @@ extern "C" tsr_err tsr_net_cuda_bias_out(const tsr_net_kdims *d, int nout, const
 extern "C" tsr_err tsr_net_cuda_act_bwd(const tsr_net_kdims *d, const void *b, const void *A,
                                         int npts, void *G, void *partial, cudaStream_t stream) {
   if (npts <= 0) return TSR_OK;
-  return d->single ? act_bwd_t<float>(d, 0, NULL, NULL, b, A, npts, G, partial, stream)
-                   : act_bwd_t<double>(d, 0, NULL, NULL, b, A, npts, G, partial, stream);
+  return d->single ? act_bwd_t<float>(d, 0, NULL, NULL, 0, b, A, npts, G, partial, stream)
+                   : act_bwd_t<double>(d, 0, NULL, NULL, 0, b, A, npts, G, partial, stream);
 }
 
 extern "C" tsr_err tsr_net_cuda_out_bwd(const tsr_net_kdims *d, int nout, const void *Wout,
-                                        const void *dU, const void *b, const void *A, int npts,
-                                        void *G, void *partial, cudaStream_t stream) {
+                                        const void *dU, int wsum, const void *b, const void *A,
+                                        int npts, void *G, void *partial, cudaStream_t stream) {
   if (npts <= 0) return TSR_OK;
-  return d->single ? act_bwd_t<float>(d, nout, Wout, dU, b, A, npts, G, partial, stream)
-                   : act_bwd_t<double>(d, nout, Wout, dU, b, A, npts, G, partial, stream);
+  return d->single ? act_bwd_t<float>(d, nout, Wout, dU, wsum, b, A, npts, G, partial, stream)
+                   : act_bwd_t<double>(d, nout, Wout, dU, wsum, b, A, npts, G, partial, stream);
 }
 
 extern "C" tsr_err tsr_net_cuda_layer0_bwd(const tsr_net_kdims *d, const void *theta,

@@ -61,6 +61,9 @@ typedef struct {
   int fused;               /* the fused path (then A[0] holds the hidden layers' A) */
   int layers;              /* the cuBLAS path with the layers path's kernels
                               (net_cuda_internal.h) */
+  int wgk;                 /* layers: the weight gradients by tsr_net_layer_wgrad (no Z stored
+                              past Z_0), else by cuBLAS (TSR_NET_WGRAD=1 asks for the kernel:
+                              bench/net_kernels measures both) */
   tsr_net_fused_plan plan;
 } dev_ws;
 
@@ -134,7 +137,7 @@ static int want_path(void) {
 }
 
 static tsr_err choose_fused(struct tsr_net *n, dev_ws *w) {
-  w->fused = w->layers = 0;
+  w->fused = w->layers = w->wgk = 0;
   const int want = want_path();
   if (want == 2) {
     char why[160];
@@ -143,6 +146,8 @@ static tsr_err choose_fused(struct tsr_net *n, dev_ws *w) {
      * net_cuda_internal.h) */
     const int chunks = tsr_net_cuda_chunks(n->o.shape.width, n->o.npts);
     if (tsr_net_layer_blocks(n->o.shape.width, n->o.npts) > chunks) w->layers = 0;
+    const char *wg = getenv("TSR_NET_WGRAD");
+    w->wgk = w->layers && wg && wg[0] == '1' && wg[1] == 0;
     return TSR_OK;
   }
   if (want != 1) return TSR_OK;
@@ -220,6 +225,9 @@ static tsr_err create_in(struct tsr_net *n, dev_ws *w) {
   size_t psums = (size_t)(1 + s->nin) * width * (size_t)tsr_net_cuda_chunks(s->width, o->npts);
   const size_t pout = (size_t)s->nout * (size_t)tsr_net_cuda_chunks(s->nout, o->npts);
   if (pout > psums) psums = pout;
+  /* the layers path's weight gradients: an entry of dW a block */
+  const size_t pw = w->wgk ? width * width * (size_t)tsr_net_layer_wgrad_blocks(s->width, o->npts) : 0;
+  if (pw > psums) psums = pw;
   const size_t pbytes = align256(psums * es);
   w->bytes = (2 * (size_t)s->depth + 2) * layer + xbytes + pbytes;
 
@@ -302,23 +310,35 @@ tsr_err tsr_net_cuda_forward(struct tsr_net *n, const void *theta, const void *X
     TSR_CUDA(cudaMemcpyAsync(w->Xc, X, (size_t)s->nin * npts * es, cudaMemcpyDeviceToDevice,
                              w->stream));
     TSR_CALL(tsr_net_cuda_layer0_fwd(&w->d, theta, X, npts, w->A[0], w->Z[0], w->stream));
-    for (int l = 1; l < L; ++l) {
-      size_t wo, bo;
-      offsets(s, l, &wo, &bo);
-      if (w->layers) {
-        TSR_CALL(tsr_net_layer_fwd(&w->d, at(theta, wo, es), at(theta, bo, es), w->Z[l - 1], npts,
-                                   w->A[l], w->Z[l], w->stream));
-        continue;
-      }
-      TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_N, width, cols, width, at(theta, wo, es), width,
-                    w->Z[l - 1], width, w->A[l], width));
-      TSR_CALL(tsr_net_cuda_act_fwd(&w->d, at(theta, bo, es), w->A[l], npts, w->Z[l], w->stream));
-    }
     size_t wo, bo;
     offsets(s, L, &wo, &bo);
-    TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_N, s->nout, cols, width, at(theta, wo, es), s->nout,
-                  w->Z[L - 1], width, U, s->nout));
-    TSR_CALL(tsr_net_cuda_bias_out(&w->d, s->nout, at(theta, bo, es), npts, U, w->stream));
+    const int out1 = w->layers && L >= 2 && s->nout == 1; /* the output in the last layer's kernel */
+    for (int l = 1; l < L; ++l) {
+      size_t wl, bl, wp, bp;
+      offsets(s, l, &wl, &bl);
+      offsets(s, l - 1, &wp, &bp);
+      if (w->layers) {
+        /* Z_l is stored where a product reads it: the cuBLAS weight gradient of layer l + 1, or
+         * the output layer's product; with the weight-gradient kernel (wgk) Z_(l-1) is formed
+         * from A_(l-1) as it is read instead */
+        const int last = l == L - 1, fromA = w->wgk && l >= 2;
+        TSR_CALL(tsr_net_layer_fwd(&w->d, at(theta, wl, es), at(theta, bl, es),
+                                   fromA ? w->A[l - 1] : w->Z[l - 1], fromA ? at(theta, bp, es) : NULL,
+                                   npts, w->A[l], (last ? !out1 : !w->wgk) ? w->Z[l] : NULL,
+                                   last && out1 ? at(theta, wo, es) : NULL,
+                                   last && out1 ? at(theta, bo, es) : NULL, last && out1 ? U : NULL,
+                                   w->stream));
+        continue;
+      }
+      TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_N, width, cols, width, at(theta, wl, es), width,
+                    w->Z[l - 1], width, w->A[l], width));
+      TSR_CALL(tsr_net_cuda_act_fwd(&w->d, at(theta, bl, es), w->A[l], npts, w->Z[l], w->stream));
+    }
+    if (!out1) {
+      TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_N, s->nout, cols, width, at(theta, wo, es), s->nout,
+                    w->Z[L - 1], width, U, s->nout));
+      TSR_CALL(tsr_net_cuda_bias_out(&w->d, s->nout, at(theta, bo, es), npts, U, w->stream));
+    }
   }
   n->npts = npts;
   n->forwarded = 1;
@@ -353,9 +373,12 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
                                   grad, w->stream);
   size_t wo, bo;
   offsets(s, L, &wo, &bo);
-  /* the output layer is linear: dA = dU */
-  TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_T, nout, width, cols, dU, nout, w->Z[L - 1], width,
-                at(grad, wo, es), nout));
+  /* the output layer is linear: dA = dU; with one output its weight gradient comes with the
+   * last hidden layer's reverse (tsr_net_cuda_out_bwd) */
+  const int wsum = w->layers && L >= 2 && nout == 1; /* no Z_(L-1) stored (forward's out1) */
+  if (!wsum)
+    TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_T, nout, width, cols, dU, nout, w->Z[L - 1], width,
+                  at(grad, wo, es), nout));
   TSR_CALL(tsr_net_cuda_rowsum(&w->d, nout, dU, npts, w->partial, w->stream));
   TSR_CALL(tsr_net_cuda_finish(&w->d, nout, 1, npts, w->partial, &bo, grad, w->stream));
   /* G[cur] holds dL/dZ_l, or dL/dA_l where a reverse kernel took the chain rule already (dA):
@@ -365,9 +388,10 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
   if (L >= 2) {
     size_t wh, bh;
     offsets(s, L - 1, &wh, &bh);
-    TSR_CALL(tsr_net_cuda_out_bwd(&w->d, nout, at(theta, wo, es), dU, at(theta, bh, es),
+    TSR_CALL(tsr_net_cuda_out_bwd(&w->d, nout, at(theta, wo, es), dU, wsum, at(theta, bh, es),
                                   w->A[L - 1], npts, w->G[0], w->partial, w->stream));
-    TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1, npts, w->partial, &bh, grad, w->stream));
+    const size_t base[2] = {bh, wo};
+    TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1 + wsum, npts, w->partial, base, grad, w->stream));
     dA = 1;
   } else {
     TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, nout, at(theta, wo, es), nout, dU,
@@ -380,11 +404,18 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
                                     w->partial, w->stream));
       TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1, npts, w->partial, &bo, grad, w->stream));
     }
-    TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_T, width, width, cols, w->G[cur], width, w->Z[l - 1],
-                  width, at(grad, wo, es), width));
+    size_t wp, bp;
+    offsets(s, l - 1, &wp, &bp);
+    if (w->wgk) { /* Z_(l-1) from A_(l-1) as it is read (l >= 2) */
+      TSR_CALL(tsr_net_layer_wgrad(&w->d, w->G[cur], l >= 2 ? w->A[l - 1] : w->Z[0],
+                                   l >= 2 ? at(theta, bp, es) : NULL, npts, w->partial, w->stream));
+      TSR_CALL(tsr_net_cuda_finish_nb(&w->d, width * width, 1, tsr_net_layer_wgrad_blocks(width, npts),
+                                      w->partial, &wo, grad, w->stream));
+    } else {
+      TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_T, width, width, cols, w->G[cur], width,
+                    w->Z[l - 1], width, at(grad, wo, es), width));
+    }
     if (w->layers && l >= 2) {
-      size_t wp, bp;
-      offsets(s, l - 1, &wp, &bp);
       TSR_CALL(tsr_net_layer_bwd(&w->d, at(theta, wo, es), at(theta, bp, es), w->G[cur],
                                  w->A[l - 1], npts, w->G[1 - cur], w->partial, w->stream));
       TSR_CALL(tsr_net_cuda_finish_nb(&w->d, width, 1, tsr_net_layer_blocks(width, npts),

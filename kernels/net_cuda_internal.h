@@ -61,10 +61,12 @@ tsr_err tsr_net_cuda_act_bwd(const tsr_net_kdims *d, const void *b, const void *
 /* The last hidden layer (l = depth - 1 >= 1) in reverse straight from the output layer's dU
  * (nout x K npts) and weights Wout (nout x width): as tsr_net_cuda_act_bwd with G's input
  * W_out^T dU formed point by point instead of read, so that it never crosses DRAM; G gets
- * dL/dA_l. */
+ * dL/dA_l. With wsum (nout 1 only) the output layer's weight gradient as a second sum a
+ * unit (partials from width * tsr_net_cuda_chunks(width, npts) on: finish 2 sums), from Z_l
+ * formed from A, so that Z_l need not be stored. */
 tsr_err tsr_net_cuda_out_bwd(const tsr_net_kdims *d, int nout, const void *Wout, const void *dU,
-                             const void *b, const void *A, int npts, void *G, void *partial,
-                             cudaStream_t stream);
+                             int wsum, const void *b, const void *A, int npts, void *G,
+                             void *partial, cudaStream_t stream);
 
 /* Layer 0 in reverse, from G = dL/dZ_0: the partial sums of db0 (sum 0) and of dW0(:, j)
  * (sum 1 + j: dA0 xhat_j + in_scale[j] dA_j, point by point). G is left unchanged. */
@@ -90,11 +92,14 @@ tsr_err tsr_net_cuda_finish_nb(const tsr_net_kdims *d, int rows, int nsums, int 
 
 /* ---- the layers path (kernels/net_layer.cu) ------------------------------------------------
  * fp32: each hidden layer l >= 1 one kernel forward (A_l = W_l Z_(l-1) over all K channels,
- * Z_l by the chain rule in its epilogue) and one in reverse (dL/dZ_(l-1) = W_l^T dA_l, then the
- * chain rule's reverse at A_(l-1) in its epilogue, with the bias partials of layer l - 1;
- * for l = 1 layer 0's reverse and its parameters' partials); the weight gradients of layers
- * 1.. and the output layer as on the cuBLAS path, with the same arrays.
- * Where it applies: float; width 4, 8, 16, 32, 64 or 128; (nd1, nd2) (0, 0), or with lap the
+ * Z_(l-1) formed from A_(l-1) as the tile is read, so no Z beyond Z_0 is stored; the last
+ * hidden layer's kernel computes a single output too) and one in reverse (dL/dZ_(l-1) =
+ * W_l^T dA_l, then the chain rule's reverse at A_(l-1) in its epilogue, with the bias partials
+ * of layer l - 1; for l = 1 layer 0's reverse and its parameters' partials); the weight
+ * gradients of layers 1.. from dA_l and A_(l-1) in a kernel of their own (Z again formed as
+ * read), the output layer's in the last hidden layer's reverse (tsr_net_cuda_out_bwd), where
+ * there is a single output (else as on the cuBLAS path, the last Z then stored).
+ * Where it applies: float; width 8, 16, 32, 64 or 128; (nd1, nd2) (0, 0), or with lap the
  * PINN's sets (1, 1), (2, 2), (3, 3), (2, 1), (3, 2), (4, 3); the block's shared memory within
  * the device's. */
 
@@ -107,10 +112,24 @@ tsr_err tsr_net_layer_plan(const tsr_net_kdims *d, int *ok, char *why, size_t n)
  * path's buffer. */
 int tsr_net_layer_blocks(int width, int npts);
 
-/* A = W Zin (all channels, without the bias), Z = s(A + b) by the chain rule. W: the layer's
+/* A = W Zin (all channels, without the bias). Zin: layer l - 1's Z, or where bin is not null
+ * its pre-activation A (Z = s(A + bin) formed as it is read, so that the layers path stores no
+ * Z). Z = s(A + b) by the chain rule where Z is not null. Where U is not null, the output layer
+ * of one output too: U (K x npts) = Wout Z + bout (bout on the value channel). W: the layer's
  * width x width weights, column-major (kernels/net.h). */
 tsr_err tsr_net_layer_fwd(const tsr_net_kdims *d, const void *W, const void *b, const void *Zin,
-                          int npts, void *A, void *Z, cudaStream_t stream);
+                          const void *bin, int npts, void *A, void *Z, const void *Wout,
+                          const void *bout, void *U, cudaStream_t stream);
+
+/* Blocks of tsr_net_layer_wgrad over npts points (its partials: one an entry of dW). */
+int tsr_net_layer_wgrad_blocks(int width, int npts);
+
+/* A hidden layer's weight gradient dW = dA Zin^T (width x width, column-major as W) as the
+ * blocks' partials, partial[(i + k width) * tsr_net_layer_wgrad_blocks(width, npts) + block]
+ * (finish with tsr_net_cuda_finish_nb). Zin as tsr_net_layer_fwd's (Z_0, or with bin the
+ * layer below's A). */
+tsr_err tsr_net_layer_wgrad(const tsr_net_kdims *d, const void *dA, const void *Zin,
+                            const void *bin, int npts, void *partial, cudaStream_t stream);
 
 /* dAprev = the reverse of layer l - 1's chain rule (at Aprev + bprev) applied to W^T dA, with
  * W and dA layer l's; partial[i * tsr_net_layer_blocks(width, npts) + block]: the blocks' sums

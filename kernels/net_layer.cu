@@ -15,7 +15,7 @@
 //   layer 1  G = W_1^T dA_1, then layer 0's reverse to the block's sums of its bias and
 //            weight columns (layer1_bwd; dL/dZ_0 is never stored).
 // Threads: w / 4 along the units (float4 loads and stores of 4 units), 256 / (w / 4) along the
-// points; widths a multiple of 4 up to 128 whose w / 4 divides 256 (4, 8, 16, 32, 64, 128).
+// points; widths 8, 16, 32, 64 and 128 (the weight gradient takes 8 x 8 blocks of dW).
 // Blocks walk their tiles in order (at most 264 blocks). For width 64 and K = 4 a block takes
 // 128 registers a thread and 85 KB, two blocks a multiprocessor; copying the next tile with
 // cp.async into a second buffer (one block a multiprocessor) measured 3% slower (bench/README).
@@ -31,13 +31,14 @@
 namespace {
 
 struct kernels {
-  const void *fwd, *bwd, *bwd1;
+  const void *fwd, *bwd, *bwd1, *wgrad;
 };
 
 template <int ACT, int ND1, int ND2, int LAP>
 kernels of() {
   return {(const void *)&layer_fwd<ACT, ND1, ND2, LAP>, (const void *)&layer_bwd<ACT, ND1, ND2, LAP>,
-          (const void *)&layer1_bwd<ACT, ND1, ND2, LAP>};
+          (const void *)&layer1_bwd<ACT, ND1, ND2, LAP>,
+          (const void *)&layer_wgrad<ACT, ND1, ND2, LAP>};
 }
 template <int ND1, int ND2, int LAP>
 kernels pick_act(int act) {
@@ -49,7 +50,7 @@ kernels pick_act(int act) {
 kernels pick(const tsr_net_kdims *d) {
   const int lap = d->lap;
   if (d->nd1 == 0 && d->nd2 == 0) return pick_act<0, 0, 0>(d->act);
-  if (!lap) return {nullptr, nullptr, nullptr};
+  if (!lap) return {nullptr, nullptr, nullptr, nullptr};
   switch (d->nd1 * 10 + d->nd2) {
   case 11: return pick_act<1, 1, 1>(d->act);
   case 22: return pick_act<2, 2, 1>(d->act);
@@ -57,12 +58,12 @@ kernels pick(const tsr_net_kdims *d) {
   case 21: return pick_act<2, 1, 1>(d->act);
   case 32: return pick_act<3, 2, 1>(d->act);
   case 43: return pick_act<4, 3, 1>(d->act);
-  default: return {nullptr, nullptr, nullptr};
+  default: return {nullptr, nullptr, nullptr, nullptr};
   }
 }
 
 bool width_fits(int w) {
-  return w >= 4 && w <= kMaxWidth && w % 4 == 0 && kThreads % (w / 4) == 0;
+  return w >= 8 && w <= kMaxWidth && w % 4 == 0 && kThreads % (w / 4) == 0;
 }
 
 } // namespace
@@ -73,37 +74,60 @@ extern "C" tsr_err tsr_net_layer_plan(const tsr_net_kdims *d, int *ok, char *why
   *ok = 0;
   if (!d->single) return snprintf(why, n, "double precision"), TSR_OK;
   if (!width_fits(d->width))
-    return snprintf(why, n, "width %d (a multiple of 4 up to %d whose quarter divides %d)",
-                    d->width, kMaxWidth, kThreads), TSR_OK;
+    return snprintf(why, n, "width %d (a power of two from 8 to %d)", d->width, kMaxWidth),
+           TSR_OK;
   kernels k = pick(d);
   if (!k.fwd)
     return snprintf(why, n, "channels (nd1 %d, nd2 %d, lap %d)", d->nd1, d->nd2, d->lap), TSR_OK;
-  const size_t bytes = smem_bytes(d->width, d->K);
+  const size_t bytes = smem_bytes(d->width, d->K), wbytes = wgrad_smem_bytes(d->width, d->K);
   int dev = 0, optin = 0;
   TSR_CUDA(cudaGetDevice(&dev));
   TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (bytes > (size_t)optin)
-    return snprintf(why, n, "%zu bytes of shared memory a block (the device has %d)", bytes,
-                    optin), TSR_OK;
+  if (bytes > (size_t)optin || wbytes > (size_t)optin)
+    return snprintf(why, n, "%zu bytes of shared memory a block (the device has %d)",
+                    bytes > wbytes ? bytes : wbytes, optin), TSR_OK;
   TSR_CUDA(cudaFuncSetAttribute(k.fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   TSR_CUDA(cudaFuncSetAttribute(k.bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   TSR_CUDA(cudaFuncSetAttribute(k.bwd1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+  TSR_CUDA(cudaFuncSetAttribute(k.wgrad, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wbytes));
   *ok = 1;
   return TSR_OK;
 }
 
 extern "C" tsr_err tsr_net_layer_fwd(const tsr_net_kdims *d, const void *W, const void *b,
-                                     const void *Zin, int npts, void *A, void *Z,
+                                     const void *Zin, const void *bin, int npts, void *A, void *Z,
+                                     const void *Wout, const void *bout, void *U,
                                      cudaStream_t stream) {
   if (npts <= 0) return TSR_OK;
   kernels k = pick(d);
   TSR_CHECK(k.fwd && d->single, TSR_ERR_STATE, "tsr_net_layer_fwd: not planned for this network");
   const int w = d->width;
   int nn = npts;
-  void *args[] = {(void *)&w, (void *)&nn, (void *)&W, (void *)&b, (void *)&Zin, (void *)&A,
-                  (void *)&Z};
+  fwd_out out = {(const float *)Wout, (const float *)bout, (float *)U};
+  void *args[] = {(void *)&w,   (void *)&nn, (void *)&W, (void *)&b,  (void *)&Zin,
+                  (void *)&bin, (void *)&A,  (void *)&Z, (void *)&out};
   TSR_CUDA(cudaLaunchKernel(k.fwd, dim3((unsigned)tsr_net_layer_blocks(w, npts)), dim3(kThreads),
                             args, smem_bytes(w, d->K), stream));
+  return TSR_OK;
+}
+
+extern "C" int tsr_net_layer_wgrad_blocks(int width, int npts) {
+  return wgrad_blocks(width, npts);
+}
+
+extern "C" tsr_err tsr_net_layer_wgrad(const tsr_net_kdims *d, const void *dA, const void *Zin,
+                                       const void *bin, int npts, void *partial,
+                                       cudaStream_t stream) {
+  if (npts <= 0) return TSR_OK;
+  kernels k = pick(d);
+  TSR_CHECK(k.wgrad && d->single, TSR_ERR_STATE,
+            "tsr_net_layer_wgrad: not planned for this network");
+  const int w = d->width;
+  int nn = npts;
+  void *args[] = {(void *)&w, (void *)&nn, (void *)&dA, (void *)&Zin, (void *)&bin,
+                  (void *)&partial};
+  TSR_CUDA(cudaLaunchKernel(k.wgrad, dim3((unsigned)wgrad_blocks(w, npts)), dim3(kThreads), args,
+                            wgrad_smem_bytes(w, d->K), stream));
   return TSR_OK;
 }
 

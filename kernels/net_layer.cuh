@@ -51,8 +51,8 @@ struct chans {
 // time from the layer array In (unit fastest; kernels/net.h's layout), zero past npts.
 template <int K>
 __device__ __forceinline__ void load_tile(const float *__restrict__ In, int w, int lw, int npts,
-                                          int p0, float *Zs) {
-  const int P = tile_points(w), S = row_stride(w), n4 = (w * P) >> 2;
+                                          int p0, int P, float *Zs) {
+  const int S = row_stride(w), n4 = (w * P) >> 2;
 #pragma unroll
   for (int c = 0; c < K; ++c) {
     const float4 *src = reinterpret_cast<const float4 *>(In + (size_t)w * ((size_t)c * npts + p0));
@@ -114,7 +114,7 @@ __device__ __forceinline__ void tile_product(const float *__restrict__ In, int w
                                              int npts, int p0, const float *Ws, float *Zs, int u0,
                                              int ty, int ny, float (&acc)[K][kPts][4]) {
   __syncthreads(); // the previous tile's products (and epilogue) are done with Zs
-  load_tile<K>(In, w, lw, npts, p0, Zs);
+  load_tile<K>(In, w, lw, npts, p0, tile_points(w), Zs);
   __syncthreads();
   product<K>(Ws, Zs, w, u0, ty, ny, acc);
 }
@@ -193,6 +193,45 @@ __device__ __forceinline__ void chain_bwd(float b, const float (&a)[chans<ND1, N
   g[0] = da0;
 }
 
+// Component u (0..3, unrolled) of a float4, as an lvalue.
+__device__ __forceinline__ float &lane4(float4 &v, int u) {
+  return u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w;
+}
+
+// The input tile from a pre-activation array Ain (layer l - 1's A, stored without its bias):
+// Z = s(A + b) by chain_fwd as it is staged, the same arithmetic on the same values as an
+// epilogue storing Z would do, so that Z never crosses DRAM. A thread takes (point, 4 units)
+// pairs, all K channels of each; its units are the same for every pair (4 kThreads is a
+// multiple of w), so bq holds their bias.
+template <int ACT, int ND1, int ND2, int LAP>
+__device__ __forceinline__ void load_tile_act(const float *__restrict__ Ain, const float (&bq)[4],
+                                              int w, int lw, int npts, int p0, int P, float *Zs) {
+  constexpr int K = chans<ND1, ND2, LAP>::K;
+  const int S = row_stride(w), n4 = (w * P) >> 2;
+  for (int e = threadIdx.x; e < n4; e += kThreads) {
+    const int k = (e << 2) & (w - 1), q = (e << 2) >> lw;
+    float4 v[K];
+    if (p0 + q < npts) {
+#pragma unroll
+      for (int c = 0; c < K; ++c) v[c] = ld4(Ain + (size_t)w * ((size_t)c * npts + p0 + q) + k);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        float a[K], z[K];
+#pragma unroll
+        for (int c = 0; c < K; ++c) a[c] = lane4(v[c], u);
+        chain_fwd<ACT, ND1, ND2, LAP>(bq[u], a, z);
+#pragma unroll
+        for (int c = 0; c < K; ++c) lane4(v[c], u) = z[c];
+      }
+    } else {
+#pragma unroll
+      for (int c = 0; c < K; ++c) v[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int c = 0; c < K; ++c) *reinterpret_cast<float4 *>(Zs + (c * P + q) * S + k) = v[c];
+  }
+}
+
 // A thread's place in the block and the tiles (every kernel's): log2 w, the row stride; the
 // thread's unit quad tx (units u0 = 4 tx ..) and point row ty of ny (points ty + ny pp); P
 // points a tile, tiles over npts.
@@ -238,28 +277,55 @@ __device__ __forceinline__ void block_sums(const V &v, int w, int tx, int ty, in
   }
 }
 
-// Forward: A = W Zin, Z = s(A + b). W column-major w x w (W(i, k) at W[i + k w]).
+// The output layer (one output) computed in the last hidden layer's epilogue: U = W_out Z + b_out
+// on every channel (the bias on the value channel alone), so that neither Z nor a product
+// reading it is needed. U null: none.
+struct fwd_out {
+  const float *W, *b; // W_out (1 x w), b_out
+  float *U;           // K x npts (kernels/net.h's output layout for one output)
+};
+
+// Forward: A = W Zin (without the bias), written; Z = s(A + b) by the chain rule where Z is
+// not null; U where out.U is not null. Zin is layer l - 1's Z, or with bin its pre-activation
+// A (Z formed as the tile is staged, bias bin). W column-major w x w (W(i, k) at W[i + k w]).
 template <int ACT, int ND1, int ND2, int LAP>
 __global__ void __launch_bounds__(kThreads)
     layer_fwd(int w, int npts, const float *__restrict__ W, const float *__restrict__ b,
-              const float *__restrict__ Zin, float *__restrict__ A, float *__restrict__ Z) {
+              const float *__restrict__ Zin, const float *__restrict__ bin, float *__restrict__ A,
+              float *__restrict__ Z, fwd_out out) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
   TSR_NET_LAYER_SMEM;
   const auto [lw, S, tx, ty, ny, u0, P, tiles] = block_geom(w, npts);
   float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
   for (int e = threadIdx.x; e < w * w; e += kThreads) // Ws[k S + i] = W(i, k)
     Ws[(e >> lw) * S + (e & (w - 1))] = W[e];
-  float bu[4];
+  float bu[4], bq[4], wo[4];
+  const int kq = (threadIdx.x << 2) & (w - 1); // the units this thread stages (load_tile_act)
 #pragma unroll
-  for (int u = 0; u < 4; ++u) bu[u] = b[u0 + u];
+  for (int u = 0; u < 4; ++u) {
+    bu[u] = b[u0 + u];
+    bq[u] = bin ? bin[kq + u] : 0.0f;
+    wo[u] = out.U ? out.W[u0 + u] : 0.0f;
+  }
+  const float bo = out.U ? out.b[0] : 0.0f;
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int p0 = t * P;
     float acc[K][kPts][4];
-    tile_product<K>(Zin, w, lw, npts, p0, Ws, Zs, u0, ty, ny, acc);
+    __syncthreads(); // the previous tile's products are done with Zs
+    if (bin)
+      load_tile_act<ACT, ND1, ND2, LAP>(Zin, bq, w, lw, npts, p0, P, Zs);
+    else
+      load_tile<K>(Zin, w, lw, npts, p0, P, Zs);
+    __syncthreads();
+    product<K>(Ws, Zs, w, u0, ty, ny, acc);
 #pragma unroll
     for (int pp = 0; pp < kPts; ++pp) {
       const int p = p0 + ty + ny * pp;
-      if (p >= npts) continue;
+      const bool in = p < npts;
+      if (in)
+#pragma unroll
+        for (int c = 0; c < K; ++c) st4(A + (size_t)u0 + (size_t)w * ((size_t)c * npts + p), acc[c][pp]);
+      if (!Z && !out.U) continue;
       float zo[K][4];
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
@@ -270,12 +336,21 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int c = 0; c < K; ++c) zo[c][u] = z[c];
       }
+      if (Z && in)
 #pragma unroll
-      for (int c = 0; c < K; ++c) {
-        const size_t o = (size_t)u0 + (size_t)w * ((size_t)c * npts + p);
-        st4(A + o, acc[c][pp]);
-        st4(Z + o, zo[c]);
-      }
+        for (int c = 0; c < K; ++c) st4(Z + (size_t)u0 + (size_t)w * ((size_t)c * npts + p), zo[c]);
+      if (out.U)
+#pragma unroll
+        for (int c = 0; c < K; ++c) {
+          // the thread's 4 units, then the w / 4 threads of the point (adjacent lanes of one
+          // warp) in a fixed butterfly: every lane of a point ends with the same sum
+          float v = wo[0] * zo[c][0];
+          v = fmaf(wo[1], zo[c][1], v);
+          v = fmaf(wo[2], zo[c][2], v);
+          v = fmaf(wo[3], zo[c][3], v);
+          for (int m = (w >> 3); m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+          if (tx == 0 && in) out.U[(size_t)c * npts + p] = c == 0 ? v + bo : v;
+        }
     }
   }
 }
@@ -338,8 +413,11 @@ __global__ void __launch_bounds__(kThreads)
 struct in_map {
   float scale[4], shift[4]; // xhat_j = scale[j] x_j + shift[j]
 };
+#ifndef TSR_NET_L1_MINB
+#define TSR_NET_L1_MINB 2 // blocks an SM (registers: 167 at 1, 128 at 2 with spills)
+#endif
 template <int ACT, int ND1, int ND2, int LAP>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, TSR_NET_L1_MINB)
     layer1_bwd(int w, int npts, int nin, const float *__restrict__ W, const float *__restrict__ theta0,
                const float *__restrict__ X, in_map xm, const float *__restrict__ dA,
                const float *__restrict__ A0, float *__restrict__ partial) {
@@ -402,6 +480,99 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   block_sums<5>(sum, w, tx, ty, ny, 1 + nin, Zs, partial);
+}
+
+// The weight gradient of a hidden layer l >= 1: dW = dA Zprev^T over every channel and point
+// (w x w, dW(i, k) at i + k w as W), as the blocks' partials partial[(i + k w) gridDim.x +
+// blockIdx.x] (summed by tsr_net_cuda_finish_nb in a fixed order). Zprev: Z_0 as stored (bin
+// null), or s(A_(l-1) + bin) formed as the tile is staged (load_tile_act), so that the layers
+// path never stores Z. A block stages PW points of dA and Zprev (K PW rows of w, as
+// load_tile); each thread keeps an 8 x 8 block of dW in registers (4 float4 loads for 64 FMA
+// a row) over all its tiles. (w / 8)^2 threads cover dW; the block's other threads are
+// further subsets of the rows (subset s: rows s, s + split, ...), added to subset 0 in order
+// at the end through shared memory. Widths from 8.
+#ifndef TSR_NET_WGRAD_PTS
+#define TSR_NET_WGRAD_PTS 16 // points a tile
+#endif
+__host__ __device__ inline int wgrad_points(int) { return TSR_NET_WGRAD_PTS; }
+inline size_t wgrad_smem_bytes(int w, int K) {
+  const size_t tiles = 2 * (size_t)K * wgrad_points(w) * row_stride(w);
+  const size_t sums = (size_t)(w / 8) * (w / 8) * 64; // one subset's dW, for the final sums
+  return sizeof(float) * (tiles > sums ? tiles : sums);
+}
+
+template <int ACT, int ND1, int ND2, int LAP>
+__global__ void __launch_bounds__(kThreads, 2)
+    layer_wgrad(int w, int npts, const float *__restrict__ dA, const float *__restrict__ Zin,
+                const float *__restrict__ bin, float *__restrict__ partial) {
+  constexpr int K = chans<ND1, ND2, LAP>::K;
+  TSR_NET_LAYER_SMEM;
+  const int lw = log2w(w), S = row_stride(w), PW = wgrad_points(w), rows = K * PW;
+  const int nx = w >> 3, l8 = lw - 3, nq = nx * nx, split = kThreads / nq;
+  const int qd = threadIdx.x & (nq - 1), sub = threadIdx.x >> (2 * l8);
+  const int i0 = (qd & (nx - 1)) << 3, k0 = (qd >> l8) << 3;
+  float *Gs = reinterpret_cast<float *>(smem4), *Zs = Gs + rows * S;
+  float bq[4];
+  const int kq = (threadIdx.x << 2) & (w - 1);
+#pragma unroll
+  for (int u = 0; u < 4; ++u) bq[u] = bin ? bin[kq + u] : 0.0f;
+  float acc[8][8];
+#pragma unroll
+  for (int a = 0; a < 8; ++a)
+#pragma unroll
+    for (int c = 0; c < 8; ++c) acc[a][c] = 0.0f;
+  const int tiles = (npts + PW - 1) / PW;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int p0 = t * PW;
+    __syncthreads(); // the previous tile's sums are done with Gs and Zs
+    load_tile<K>(dA, w, lw, npts, p0, PW, Gs);
+    if (bin)
+      load_tile_act<ACT, ND1, ND2, LAP>(Zin, bq, w, lw, npts, p0, PW, Zs);
+    else
+      load_tile<K>(Zin, w, lw, npts, p0, PW, Zs);
+    __syncthreads();
+    for (int row = sub; row < rows; row += split) {
+      const float *g = Gs + row * S + i0, *z = Zs + row * S + k0;
+      const float4 g0 = ld4(g), g1 = ld4(g + 4), z0 = ld4(z), z1 = ld4(z + 4);
+      const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+      const float zv[8] = {z0.x, z0.y, z0.z, z0.w, z1.x, z1.y, z1.z, z1.w};
+#pragma unroll
+      for (int a = 0; a < 8; ++a)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[a][c] = fmaf(gv[a], zv[c], acc[a][c]);
+    }
+  }
+  // subsets 1, 2, ... into subset 0, in order (slot j of quad qd at Gs[j nq + qd])
+  for (int sb = 1; sb < split; ++sb) {
+    __syncthreads();
+    if (sub == sb)
+#pragma unroll
+      for (int a = 0; a < 8; ++a)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) Gs[(8 * a + c) * nq + qd] = acc[a][c];
+    __syncthreads();
+    if (sub == 0)
+#pragma unroll
+      for (int a = 0; a < 8; ++a)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[a][c] += Gs[(8 * a + c) * nq + qd];
+  }
+  if (sub == 0)
+#pragma unroll
+    for (int a = 0; a < 8; ++a)
+#pragma unroll
+      for (int c = 0; c < 8; ++c)
+        partial[((size_t)(i0 + a) + (size_t)w * (k0 + c)) * gridDim.x + blockIdx.x] = acc[a][c];
+}
+
+// Blocks of a weight gradient over npts points: one a tile, at most kMaxBlocks (a constant,
+// for the bits).
+#ifndef TSR_NET_WGRAD_BLOCKS
+#define TSR_NET_WGRAD_BLOCKS kMaxBlocks
+#endif
+__host__ __device__ inline int wgrad_blocks(int w, int npts) {
+  const int PW = wgrad_points(w), tiles = (npts + PW - 1) / PW, most = TSR_NET_WGRAD_BLOCKS;
+  return tiles < most ? (tiles > 0 ? tiles : 1) : most;
 }
 
 // Blocks of a launch over npts points: one a tile, at most kMaxBlocks.

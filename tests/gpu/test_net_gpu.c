@@ -46,10 +46,10 @@ typedef struct {
 } net_case;
 
 /* Where TSR_NET_FUSED=2 takes the layers path in float (kernels/net_cuda_internal.h): widths
- * whose quarter divides 256, up to 128; values alone, or the Laplacian mode's PINN sets. */
+ * 8, 16, 32, 64, 128; values alone, or the Laplacian mode's PINN sets. */
 static int layers_apply(const tsr_net_shape *s) {
   const int w = s->width, lap = s->lap && s->nd2 > 0, set = s->nd1 * 10 + s->nd2;
-  if (w < 4 || w > 128 || w % 4 || 256 % (w / 4)) return 0;
+  if (w < 8 || w > 128 || w % 4 || 256 % (w / 4)) return 0;
   if (s->nd1 == 0 && s->nd2 == 0) return 1;
   return lap && (set == 11 || set == 22 || set == 33 || set == 21 || set == 32 || set == 43);
 }

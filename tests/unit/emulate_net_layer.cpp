@@ -4,7 +4,11 @@
  * with garbage before each block. For networks of several widths and channel sets (values
  * alone; the Laplacian mode's 2-D, 1-D + t, 2-D + t, 3-D + t), both activations, a last tile
  * part full, and grids with fewer blocks than tiles (a block walking several tiles), it checks
- *   forward  A = W Zin and Z = s(A + b) by the chain rule, every channel;
+ *   forward  A = W Zin and Z = s(A + b) by the chain rule, every channel; and from a
+ *            pre-activation input (Zin = s(Aprev + bprev) formed as read) with the output
+ *            layer in its epilogue, U = Wout Z + bout, no Z stored;
+ *   weights  dW = dA Zin^T (layer_wgrad) from Z and from a pre-activation input, the blocks'
+ *            partials summed;
  *   reverse  dAprev = the chain rule's reverse at Aprev + bprev applied to W^T dA, and the
  *            blocks' bias partials (their sum over the blocks, per unit),
  *   layer 1 into layer 0 (layer1_bwd): layer 0's reverse applied to W^T dA, to the blocks'
@@ -17,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -34,6 +39,17 @@ thread_local uint3e threadIdx, blockIdx;
 static uint3e gridDim;
 static std::barrier<> *g_bar; /* the block in flight's */
 static void __syncthreads() { g_bar->arrive_and_wait(); }
+/* a warp's shuffle: its 32 threads meet at their warp's barrier, read, and meet again */
+static std::barrier<> *g_wbar[256 / 32];
+static float g_shfl[256];
+static float __shfl_xor_sync(unsigned, float v, int m) {
+  const unsigned t = threadIdx.x;
+  g_shfl[t] = v;
+  g_wbar[t >> 5]->arrive_and_wait();
+  const float r = g_shfl[t ^ (unsigned)m];
+  g_wbar[t >> 5]->arrive_and_wait();
+  return r;
+}
 #undef __global__
 #undef __device__
 #undef __host__
@@ -68,6 +84,11 @@ static void launch(int blocks, F fn) {
     memset(g_smem, 0xff, sizeof g_smem); /* garbage, like fresh shared memory */
     std::barrier<> bar(kThreads);
     g_bar = &bar;
+    std::vector<std::unique_ptr<std::barrier<>>> wb;
+    for (int k = 0; k < kThreads / 32; ++k) {
+      wb.emplace_back(new std::barrier<>(32));
+      g_wbar[k] = wb.back().get();
+    }
     std::vector<std::thread> th;
     for (int t = 0; t < kThreads; ++t)
       th.emplace_back([=] {
@@ -108,7 +129,10 @@ static void run(int w, int npts, int blocks, const char *what) {
   for (auto &v : dA) v = (float)uniform();
   for (auto &v : Ap) v = (float)(1.5 * uniform());
   std::vector<float> A(n, NAN), Z(n, NAN), dAp(n, NAN), partial((size_t)w * blocks, NAN);
-  launch(blocks, [&] { layer_fwd<ACT, ND1, ND2, LAP>(w, npts, W.data(), b.data(), Zin.data(), A.data(), Z.data()); });
+  launch(blocks, [&] {
+    layer_fwd<ACT, ND1, ND2, LAP>(w, npts, W.data(), b.data(), Zin.data(), nullptr, A.data(),
+                                  Z.data(), fwd_out{nullptr, nullptr, nullptr});
+  });
   launch(blocks, [&] {
     layer_bwd<ACT, ND1, ND2, LAP>(w, npts, W.data(), bp.data(), dA.data(), Ap.data(), dAp.data(),
                                   partial.data());
@@ -199,11 +223,73 @@ static void run(int w, int npts, int blocks, const char *what) {
     for (int k = 0; k < blocks; ++k) got0[r] += part0[r * blocks + k];
   std::vector<float> g0(got0.begin(), got0.end());
 
+  /* from a pre-activation input (Zp = s(Ap + bp), formed as read) with the output layer:
+   * A2 = W Zp, U = Wout s(A2 + b) + bout; no Z stored */
+  std::vector<float> Wo(w), bo(1, (float)(0.3 * uniform())), A2(n, NAN), U((size_t)K * npts, NAN);
+  for (auto &v : Wo) v = (float)(uniform() / std::sqrt((double)w));
+  launch(blocks, [&] {
+    layer_fwd<ACT, ND1, ND2, LAP>(w, npts, W.data(), b.data(), Ap.data(), bp.data(), A2.data(),
+                                  nullptr, fwd_out{Wo.data(), bo.data(), U.data()});
+  });
+  std::vector<double> Zp(n), A2r(n), Ur((size_t)K * npts, 0.0);
+  auto chain = [&](const std::vector<double> &Ain, const float *bias, std::vector<double> &Zo) {
+    for (int p = 0; p < npts; ++p)
+      for (int i = 0; i < w; ++i) {
+        double y, s1, s2, s3, q = 0;
+        act(ACT, Ain[at(i, 0, p)] + bias[i], &y, &s1, &s2, &s3);
+        Zo[at(i, 0, p)] = y;
+        for (int j = 0; j < ND1; ++j) Zo[at(i, 1 + j, p)] = s1 * Ain[at(i, 1 + j, p)];
+        for (int j = 0; j < ND2; ++j) q += Ain[at(i, 1 + j, p)] * Ain[at(i, 1 + j, p)];
+        if (K > 1 + ND1) Zo[at(i, 1 + ND1, p)] = s2 * q + s1 * Ain[at(i, 1 + ND1, p)];
+      }
+  };
+  chain(std::vector<double>(Ap.begin(), Ap.end()), bp.data(), Zp);
+  for (int c = 0; c < K; ++c)
+    for (int p = 0; p < npts; ++p)
+      for (int i = 0; i < w; ++i) {
+        double a = 0;
+        for (int k = 0; k < w; ++k) a += (double)W[i + k * w] * Zp[at(k, c, p)];
+        A2r[at(i, c, p)] = a;
+      }
+  std::vector<double> Z2(n);
+  chain(A2r, b.data(), Z2);
+  for (int c = 0; c < K; ++c)
+    for (int p = 0; p < npts; ++p) {
+      double u = c == 0 ? bo[0] : 0.0;
+      for (int i = 0; i < w; ++i) u += (double)Wo[i] * Z2[at(i, c, p)];
+      Ur[(size_t)c * npts + p] = u;
+    }
+
+  /* weight gradients, from Z (Zin) and from a pre-activation input (Ap + bp) */
+  const int wb = blocks > wgrad_blocks(w, npts) ? wgrad_blocks(w, npts) : blocks;
+  double ew = 0;
+  for (int pre = 0; pre < 2; ++pre) {
+    std::vector<float> pw((size_t)w * w * wb, NAN);
+    launch(wb, [&] {
+      layer_wgrad<ACT, ND1, ND2, LAP>(w, npts, dA.data(), pre ? Ap.data() : Zin.data(),
+                                      pre ? bp.data() : nullptr, pw.data());
+    });
+    std::vector<double> dWr((size_t)w * w, 0.0), dWg((size_t)w * w, 0.0);
+    for (int k = 0; k < w; ++k)
+      for (int i = 0; i < w; ++i) {
+        double v = 0;
+        for (int c = 0; c < K; ++c)
+          for (int p = 0; p < npts; ++p)
+            v += (double)dA[at(i, c, p)] * (pre ? Zp[at(k, c, p)] : (double)Zin[at(k, c, p)]);
+        dWr[i + (size_t)k * w] = v;
+        for (int q = 0; q < wb; ++q) dWg[i + (size_t)k * w] += pw[(i + (size_t)k * w) * wb + q];
+      }
+    const double e = rel(std::vector<float>(dWg.begin(), dWg.end()), dWr);
+    ew = e > ew || e != e ? e : ew;
+  }
+
   const double ea = rel(A, Ar), ez = rel(Z, Zr), eg = rel(dAp, dApr), eb = rel(bg, bsum);
-  const double e0 = rel(g0, s0);
-  const bool ok = ea <= 2e-5 && ez <= 2e-5 && eg <= 2e-5 && eb <= 2e-5 && e0 <= 2e-5;
+  const double e0 = rel(g0, s0), ea2 = rel(A2, A2r), eu = rel(U, Ur);
+  const bool ok = ea <= 2e-5 && ez <= 2e-5 && eg <= 2e-5 && eb <= 2e-5 && e0 <= 2e-5 &&
+                  ea2 <= 2e-5 && eu <= 2e-5 && ew <= 2e-5;
   printf("%s %-28s width %3d, %4d points, %2d blocks: A %.2g, Z %.2g, dAprev %.2g, bias %.2g, "
-         "layer 0 %.2g\n", ok ? "ok  " : "FAIL", what, w, npts, blocks, ea, ez, eg, eb, e0);
+         "layer 0 %.2g, A from A %.2g, U %.2g, dW %.2g (%d blocks)\n", ok ? "ok  " : "FAIL", what,
+         w, npts, blocks, ea, ez, eg, eb, e0, ea2, eu, ew, wb);
   g_fails += !ok;
 }
 
@@ -215,7 +301,7 @@ int main() {
   run<1, 2, 1, 1>(8, 600, layer_blocks(8, 600), "sin, 1-D + t");
   run<0, 3, 2, 1>(32, 97, 1, "tanh, 2-D + t, 1 block");
   run<0, 4, 3, 1>(128, 40, layer_blocks(128, 40), "tanh, 3-D + t");
-  run<1, 3, 3, 1>(4, 1000, 3, "sin, 3-D, width 4");
+  run<1, 3, 3, 1>(8, 1000, 3, "sin, 3-D, width 8");
   run<0, 3, 3, 1>(32, 1000, 3, "tanh, 3-D, 3 blocks, 8 tiles");
   printf("emulate_net_layer: %d failed\n", g_fails);
   return g_fails ? 1 : 0;
