@@ -4,8 +4,9 @@
  *   fused   one kernel per pass (kernels/net_fused.cu), taken where TSR_NET_FUSED=1 asks for it
  *           and it applies (its limits are in kernels/net.h);
  *   layers  the cuBLAS path's arrays and weight gradients, each hidden layer's product and chain
- *           rule in one kernel (kernels/net_layer.cu), where TSR_NET_FUSED=2 asks for it and it
- *           applies; bench/pinn_gpu.sh measures all three.
+ *           rule in one kernel (kernels/net_layer.cu), the output layer in the last one's, where
+ *           TSR_NET_FUSED=2 asks for it (the default) and it applies; bench/pinn_gpu.sh
+ *           measures all three, bench/net_kernels their kernels.
  * Everything a pass needs is allocated by create, so forward and backward only issue work on
  * the network's stream (capturable in a graph).
  *
@@ -21,7 +22,8 @@
  *   G0, G1    the reverse pass's ping-pong gradients dZ / dA:  2 * width * K * npts * E
  *   Xc        a copy of the forward pass's X (layer 0's weight gradient needs it; the caller may
  *             reuse X between the passes):  nin * npts * E
- *   partials  of the deterministic reductions: (1 + nin) * max(width, nout) * (at most 1024) * E
+ *   partials  of the deterministic reductions: (1 + nin) * max(width, nout) * (at most 1024) * E,
+ *             or width^2 * tsr_net_layer_wgrad_blocks where layer_wgrad takes the weight gradients
  * plus cuBLAS's workspace (TSR_NET_CUBLAS_WS bytes, given with cublasSetWorkspace so that no
  * cuBLAS call allocates during capture) and the cuBLAS handle's own small state. */
 #include <cublas_v2.h>

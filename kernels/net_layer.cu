@@ -1,19 +1,23 @@
 // The "layers" path of the network's device backend (kernels/net.h, kernels/net_cuda.c): each
 // hidden layer's product with the weights and its chain rule in one kernel, forward and
 // reverse, so that a layer's K channels cross DRAM once instead of three times (product out,
-// chain rule in, chain rule out). The weight gradients stay cuBLAS products.
+// chain rule in, chain rule out). The hidden layers' weight gradients are cuBLAS products by
+// default: layer_wgrad (TSR_NET_WGRAD=1) measured slower (bench/net_kernels).
 //
 // A block takes a tile of P points with all K channels of every unit: the layer's weights
 // (w x w) and the input tile (K channels x P points x w units, as in global memory, rows padded
 // by 4 floats) are staged in shared memory, and each thread accumulates 4 consecutive units x
 // 4 points (ty + ny pp) x K channels in registers (fp32 FMA; per 4 k, 4 + 4K float4 loads for
 // 64K FMA), so that the epilogue has every channel of its (unit, point) pairs:
-//   forward  A = W Zin (no bias: every reader adds it), Z = s(A + b) by the chain rule;
+//   forward  A = W Zin (no bias: every reader adds it), Z = s(A + b) by the chain rule where
+//            a product reads Z; the last hidden layer U = W_out Z + b_out instead (one
+//            output); Zin may be the layer below's A, its Z formed as the tile is read;
 //   reverse  G = W^T dA, then dA_prev = the chain rule's reverse at A_prev (+ b_prev), and the
 //            block's sum of dA_prev's value channel over its points per unit (the bias
 //            gradient's partial, summed again by tsr_net_cuda_finish_nb in a fixed order);
 //   layer 1  G = W_1^T dA_1, then layer 0's reverse to the block's sums of its bias and
-//            weight columns (layer1_bwd; dL/dZ_0 is never stored).
+//            weight columns (layer1_bwd; dL/dZ_0 is never stored);
+//   weights  dW = dA Zin^T as blocks' partials (layer_wgrad, 8 x 8 of dW a thread).
 // Threads: w / 4 along the units (float4 loads and stores of 4 units), 256 / (w / 4) along the
 // points; widths 8, 16, 32, 64 and 128 (the weight gradient takes 8 x 8 blocks of dW).
 // Blocks walk their tiles in order (at most 264 blocks). For width 64 and K = 4 a block takes
