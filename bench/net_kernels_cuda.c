@@ -48,7 +48,7 @@ typedef struct {
   const char *name, *note;
   double us, bytes, flops;
 } row;
-static row g_rows[32];
+static row g_rows[40];
 static int g_nrows;
 
 /* Times the work that op issues (3 launches to warm up, then g_reps each between two events). */
@@ -192,8 +192,14 @@ int main(int argc, char **argv) {
   TIME("act_bwd", "cuBLAS path: the chain rule's reverse (in place)", 3 * L, 0,
        CT(tsr_net_cuda_act_bwd(&d, b, Ain, npts, G, partial, g_st)));
   TIME("layer_bwd", "layers: dA_prev = chain^T(W^T dA) (+ finish)", 3 * L, prod, {
-    CT(tsr_net_layer_bwd(&d, W, b, dA, Ain, npts, G, partial, g_st));
+    CT(tsr_net_layer_bwd(&d, W, b, dA, Ain, npts, G, partial, NULL, NULL, NULL, NULL, NULL,
+                         g_st));
     CT(tsr_net_cuda_finish_nb(&d, w, 1, nbl, partial, &base0, dW, g_st));
+  });
+  TIME("layer_bwd_out", "layers: the last one, dA formed from dU and A (+ finishes)", 4 * L, prod, {
+    CT(tsr_net_layer_bwd(&d, W, b, NULL, Ain, npts, G, partial, Wo, dU, Zin, b, A, g_st));
+    CT(tsr_net_cuda_finish_nb(&d, w, 1, nbl, partial, &base0, dW, g_st));
+    CT(tsr_net_cuda_finish_nb(&d, w, 2, nbl, partial + (size_t)w * nbl, base3 + 1, dW, g_st));
   });
   TIME("layer1_bwd", "layers: layer 1 into layer 0's partials", L + L / K, prod,
        CT(tsr_net_layer_bwd1(&d, W, theta0, X, dA, A0, npts, partial, g_st)));

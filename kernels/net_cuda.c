@@ -230,6 +230,9 @@ static tsr_err create_in(struct tsr_net *n, dev_ws *w) {
   /* the layers path's weight gradients: an entry of dW a block */
   const size_t pw = w->wgk ? width * width * (size_t)tsr_net_layer_wgrad_blocks(s->width, o->npts) : 0;
   if (pw > psums) psums = pw;
+  /* and the last hidden layer's reverse kernel: 3 sums a unit */
+  const size_t pl = w->layers ? 3 * width * (size_t)tsr_net_layer_blocks(s->width, o->npts) : 0;
+  if (pl > psums) psums = pl;
   const size_t pbytes = align256(psums * es);
   w->bytes = (2 * (size_t)s->depth + 2) * layer + xbytes + pbytes;
 
@@ -358,6 +361,31 @@ static tsr_err finish_layer0(struct tsr_net *n, dev_ws *w, void *grad, int nb) {
                                 w->stream);
 }
 
+/* Hidden layer l >= 2 in reverse on the layers path: G[1 - cur] = dL/dA_(l-1) from G[cur] =
+ * dL/dA_l, and layer l - 1's bias gradient. With out (l the last hidden layer, one output),
+ * G[cur] is formed from dU and written by the same kernel, with layer l's bias gradient and
+ * the output layer's weight gradient. */
+static tsr_err reverse_hidden(struct tsr_net *n, dev_ws *w, const void *theta, const void *dU,
+                              int l, int cur, int out, void *grad) {
+  const tsr_net_shape *s = &n->o.shape;
+  const size_t es = n->o.single ? sizeof(float) : sizeof(double);
+  const int width = s->width, npts = n->npts, nb = tsr_net_layer_blocks(width, npts);
+  size_t wl, bl, wp, bp, wo, bo;
+  offsets(s, l, &wl, &bl);
+  offsets(s, l - 1, &wp, &bp);
+  offsets(s, s->depth, &wo, &bo);
+  TSR_CALL(tsr_net_layer_bwd(&w->d, at(theta, wl, es), at(theta, bp, es), out ? NULL : w->G[cur],
+                             w->A[l - 1], npts, w->G[1 - cur], w->partial,
+                             out ? at(theta, wo, es) : NULL, out ? dU : NULL,
+                             out ? w->A[l] : NULL, out ? at(theta, bl, es) : NULL,
+                             out ? w->G[cur] : NULL, w->stream));
+  TSR_CALL(tsr_net_cuda_finish_nb(&w->d, width, 1, nb, w->partial, &bp, grad, w->stream));
+  if (!out) return TSR_OK;
+  const size_t base[2] = {bl, wo};
+  return tsr_net_cuda_finish_nb(&w->d, width, 2, nb, at(w->partial, (size_t)width * nb, es), base,
+                                grad, w->stream);
+}
+
 tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *dU, void *grad) {
   dev_ws *w = (dev_ws *)n->dev;
   TSR_CHECK(w, TSR_ERR_STATE, "tsr_net_backward: the network has no device workspace");
@@ -386,18 +414,19 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
   /* G[cur] holds dL/dZ_l, or dL/dA_l where a reverse kernel took the chain rule already (dA):
    * the last hidden layer's from dU directly (W_out^T dU never stored), where there is one
    * after layer 0 */
-  int cur = 0, dA = 0;
-  if (L >= 2) {
+  const int outk = wsum && L >= 3; /* the output's reverse inside layer L - 1's reverse kernel */
+  int cur = 0, dA = 1;
+  if (L >= 2 && !outk) {
     size_t wh, bh;
     offsets(s, L - 1, &wh, &bh);
     TSR_CALL(tsr_net_cuda_out_bwd(&w->d, nout, at(theta, wo, es), dU, wsum, at(theta, bh, es),
                                   w->A[L - 1], npts, w->G[0], w->partial, w->stream));
     const size_t base[2] = {bh, wo};
     TSR_CALL(tsr_net_cuda_finish(&w->d, width, 1 + wsum, npts, w->partial, base, grad, w->stream));
-    dA = 1;
-  } else {
+  } else if (L < 2) {
     TSR_CALL(gemm(w, CUBLAS_OP_T, CUBLAS_OP_N, width, cols, nout, at(theta, wo, es), nout, dU,
                   nout, w->G[0], width));
+    dA = 0;
   }
   for (int l = L - 1; l >= 1; --l) {
     offsets(s, l, &wo, &bo);
@@ -408,6 +437,9 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
     }
     size_t wp, bp;
     offsets(s, l - 1, &wp, &bp);
+    /* with outk, layer L - 1's reverse kernel writes the G[cur] its weight gradient reads */
+    const int first = outk && l == L - 1;
+    if (first) TSR_CALL(reverse_hidden(n, w, theta, dU, l, cur, 1, grad));
     if (w->wgk) { /* Z_(l-1) from A_(l-1) as it is read (l >= 2) */
       TSR_CALL(tsr_net_layer_wgrad(&w->d, w->G[cur], l >= 2 ? w->A[l - 1] : w->Z[0],
                                    l >= 2 ? at(theta, bp, es) : NULL, npts, w->partial, w->stream));
@@ -418,10 +450,7 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
                     w->Z[l - 1], width, at(grad, wo, es), width));
     }
     if (w->layers && l >= 2) {
-      TSR_CALL(tsr_net_layer_bwd(&w->d, at(theta, wo, es), at(theta, bp, es), w->G[cur],
-                                 w->A[l - 1], npts, w->G[1 - cur], w->partial, w->stream));
-      TSR_CALL(tsr_net_cuda_finish_nb(&w->d, width, 1, tsr_net_layer_blocks(width, npts),
-                                      w->partial, &bp, grad, w->stream));
+      if (!first) TSR_CALL(reverse_hidden(n, w, theta, NULL, l, cur, 0, grad));
       dA = 1;
     } else if (w->layers) { /* l = 1: into layer 0's parameters directly */
       TSR_CALL(tsr_net_layer_bwd1(&w->d, at(theta, wo, es), theta, w->Xc, w->G[cur], w->A[0],

@@ -92,13 +92,15 @@ tsr_err tsr_net_cuda_finish_nb(const tsr_net_kdims *d, int rows, int nsums, int 
 
 /* ---- the layers path (kernels/net_layer.cu) ------------------------------------------------
  * fp32: each hidden layer l >= 1 one kernel forward (A_l = W_l Z_(l-1) over all K channels,
- * Z_(l-1) formed from A_(l-1) as the tile is read, so no Z beyond Z_0 is stored; the last
- * hidden layer's kernel computes a single output too) and one in reverse (dL/dZ_(l-1) =
+ * and Z_l where a product reads it; with TSR_NET_WGRAD=1 Z_(l-1) is formed from A_(l-1) as the
+ * tile is read instead, no Z beyond Z_0 stored; the last hidden layer's kernel computes a
+ * single output too) and one in reverse (dL/dZ_(l-1) =
  * W_l^T dA_l, then the chain rule's reverse at A_(l-1) in its epilogue, with the bias partials
  * of layer l - 1; for l = 1 layer 0's reverse and its parameters' partials); the weight
- * gradients of layers 1.. from dA_l and A_(l-1) in a kernel of their own (Z again formed as
- * read), the output layer's in the last hidden layer's reverse (tsr_net_cuda_out_bwd), where
- * there is a single output (else as on the cuBLAS path, the last Z then stored).
+ * gradients of layers 1.. by cuBLAS from the stored Z (or with TSR_NET_WGRAD=1 from dA_l and
+ * A_(l-1) in a kernel of their own, Z formed as read); with a single output the output
+ * layer's reverse and weight gradient inside the last hidden layer's reverse kernel (depth
+ * >= 3) or tsr_net_cuda_out_bwd (depth 2), else as on the cuBLAS path (the last Z stored).
  * Where it applies: float; width 8, 16, 32, 64 or 128; (nd1, nd2) (0, 0), or with lap the
  * PINN's sets (1, 1), (2, 2), (3, 3), (2, 1), (3, 2), (4, 3); the block's shared memory within
  * the device's. */
@@ -133,10 +135,14 @@ tsr_err tsr_net_layer_wgrad(const tsr_net_kdims *d, const void *dA, const void *
 
 /* dAprev = the reverse of layer l - 1's chain rule (at Aprev + bprev) applied to W^T dA, with
  * W and dA layer l's; partial[i * tsr_net_layer_blocks(width, npts) + block]: the blocks' sums
- * of dAprev's value channel (finish with tsr_net_cuda_finish_nb). */
+ * of dAprev's value channel (finish with tsr_net_cuda_finish_nb). Where dU is not null (one
+ * output, l the last hidden layer), dA is not read but formed as tsr_net_cuda_out_bwd forms it
+ * from Wout, dU and layer l's Aout and bout, and written to Gout; the blocks' sums of layer
+ * l's bias and of W_out's gradient follow at partial + width * blocks (2 sums). */
 tsr_err tsr_net_layer_bwd(const tsr_net_kdims *d, const void *W, const void *bprev,
                           const void *dA, const void *Aprev, int npts, void *dAprev,
-                          void *partial, cudaStream_t stream);
+                          void *partial, const void *Wout, const void *dU, const void *Aout,
+                          const void *bout, void *Gout, cudaStream_t stream);
 
 /* Layer 1 in reverse into layer 0: dL/dZ_0 = W^T dA (W and dA layer 1's), then layer 0's chain
  * rule in reverse at A0 (tsr_net_cuda_layer0_fwd's value plane) with X (nin x npts) and theta0

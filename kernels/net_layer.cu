@@ -14,7 +14,8 @@
 //            output); Zin may be the layer below's A, its Z formed as the tile is read;
 //   reverse  G = W^T dA, then dA_prev = the chain rule's reverse at A_prev (+ b_prev), and the
 //            block's sum of dA_prev's value channel over its points per unit (the bias
-//            gradient's partial, summed again by tsr_net_cuda_finish_nb in a fixed order);
+//            gradient's partial, summed again by tsr_net_cuda_finish_nb in a fixed order); the
+//            last hidden layer's forms its dA from the output layer's dU as it stages it;
 //   layer 1  G = W_1^T dA_1, then layer 0's reverse to the block's sums of its bias and
 //            weight columns (layer1_bwd; dL/dZ_0 is never stored);
 //   weights  dW = dA Zin^T as blocks' partials (layer_wgrad, 8 x 8 of dW a thread).
@@ -35,14 +36,16 @@
 namespace {
 
 struct kernels {
-  const void *fwd, *bwd, *bwd1, *wgrad;
+  const void *fwd, *bwd, *bwd1, *wgrad, *bwdo;
 };
 
 template <int ACT, int ND1, int ND2, int LAP>
 kernels of() {
-  return {(const void *)&layer_fwd<ACT, ND1, ND2, LAP>, (const void *)&layer_bwd<ACT, ND1, ND2, LAP>,
+  return {(const void *)&layer_fwd<ACT, ND1, ND2, LAP>,
+          (const void *)&layer_bwd<ACT, ND1, ND2, LAP, 0>,
           (const void *)&layer1_bwd<ACT, ND1, ND2, LAP>,
-          (const void *)&layer_wgrad<ACT, ND1, ND2, LAP>};
+          (const void *)&layer_wgrad<ACT, ND1, ND2, LAP>,
+          (const void *)&layer_bwd<ACT, ND1, ND2, LAP, 1>};
 }
 template <int ND1, int ND2, int LAP>
 kernels pick_act(int act) {
@@ -54,7 +57,7 @@ kernels pick_act(int act) {
 kernels pick(const tsr_net_kdims *d) {
   const int lap = d->lap;
   if (d->nd1 == 0 && d->nd2 == 0) return pick_act<0, 0, 0>(d->act);
-  if (!lap) return {nullptr, nullptr, nullptr, nullptr};
+  if (!lap) return {nullptr, nullptr, nullptr, nullptr, nullptr};
   switch (d->nd1 * 10 + d->nd2) {
   case 11: return pick_act<1, 1, 1>(d->act);
   case 22: return pick_act<2, 2, 1>(d->act);
@@ -62,7 +65,7 @@ kernels pick(const tsr_net_kdims *d) {
   case 21: return pick_act<2, 1, 1>(d->act);
   case 32: return pick_act<3, 2, 1>(d->act);
   case 43: return pick_act<4, 3, 1>(d->act);
-  default: return {nullptr, nullptr, nullptr, nullptr};
+  default: return {nullptr, nullptr, nullptr, nullptr, nullptr};
   }
 }
 
@@ -93,6 +96,7 @@ extern "C" tsr_err tsr_net_layer_plan(const tsr_net_kdims *d, int *ok, char *why
   TSR_CUDA(cudaFuncSetAttribute(k.fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   TSR_CUDA(cudaFuncSetAttribute(k.bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   TSR_CUDA(cudaFuncSetAttribute(k.bwd1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+  TSR_CUDA(cudaFuncSetAttribute(k.bwdo, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   TSR_CUDA(cudaFuncSetAttribute(k.wgrad, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wbytes));
   *ok = 1;
   return TSR_OK;
@@ -137,16 +141,20 @@ extern "C" tsr_err tsr_net_layer_wgrad(const tsr_net_kdims *d, const void *dA, c
 
 extern "C" tsr_err tsr_net_layer_bwd(const tsr_net_kdims *d, const void *W, const void *bprev,
                                      const void *dA, const void *Aprev, int npts, void *dAprev,
-                                     void *partial, cudaStream_t stream) {
+                                     void *partial, const void *Wout, const void *dU,
+                                     const void *Aout, const void *bout, void *Gout,
+                                     cudaStream_t stream) {
   if (npts <= 0) return TSR_OK;
   kernels k = pick(d);
   TSR_CHECK(k.bwd && d->single, TSR_ERR_STATE, "tsr_net_layer_bwd: not planned for this network");
   const int w = d->width;
   int nn = npts;
-  void *args[] = {(void *)&w,     (void *)&nn,     (void *)&W,      (void *)&bprev,
-                  (void *)&dA,    (void *)&Aprev,  (void *)&dAprev, (void *)&partial};
-  TSR_CUDA(cudaLaunchKernel(k.bwd, dim3((unsigned)tsr_net_layer_blocks(w, npts)), dim3(kThreads),
-                            args, smem_bytes(w, d->K), stream));
+  bwd_out out = {(const float *)Wout, (const float *)dU, (const float *)Aout, (const float *)bout,
+                 (float *)Gout};
+  void *args[] = {(void *)&w,     (void *)&nn,     (void *)&W,      (void *)&bprev, (void *)&dA,
+                  (void *)&Aprev, (void *)&dAprev, (void *)&partial, (void *)&out};
+  TSR_CUDA(cudaLaunchKernel(dU ? k.bwdo : k.bwd, dim3((unsigned)tsr_net_layer_blocks(w, npts)),
+                            dim3(kThreads), args, smem_bytes(w, d->K), stream));
   return TSR_OK;
 }
 

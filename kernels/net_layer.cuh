@@ -355,26 +355,98 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The last hidden layer's reverse from the output layer's (one output), formed as layer
+// L - 1's reverse stages its input tile: g_c = W_out(u) dU(c, p), then the chain rule's reverse
+// at A + b (what tsr_net_cuda_out_bwd writes), stored to G too (the weight gradient's
+// operand), with each thread's per-unit sums of its value channel (the bias gradient) and of
+// dU . Z (W_out's gradient; Z = s(A + b) by chain_fwd). dU null: none.
+struct bwd_out {
+  const float *Wout, *dU, *A, *b; // W_out (1 x w), dU (K x npts), layer L - 1's A and bias
+  float *G;                       // dL/dA of layer L - 1, written
+};
+template <int ACT, int ND1, int ND2, int LAP>
+__device__ __forceinline__ void load_tile_out(const bwd_out &o, const float (&wq)[4],
+                                              const float (&bq)[4], int w, int lw, int npts,
+                                              int p0, int P, float *Gs, float (&so)[4][5]) {
+  constexpr int K = chans<ND1, ND2, LAP>::K;
+  const int S = row_stride(w), n4 = (w * P) >> 2;
+  for (int e = threadIdx.x; e < n4; e += kThreads) {
+    const int k = (e << 2) & (w - 1), q = (e << 2) >> lw, p = p0 + q;
+    float4 v[K];
+    if (p < npts) {
+      float du[K];
+#pragma unroll
+      for (int c = 0; c < K; ++c) {
+        v[c] = ld4(o.A + (size_t)w * ((size_t)c * npts + p) + k);
+        du[c] = o.dU[(size_t)c * npts + p];
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        float a[K], z[K], g[K], zs = 0.0f;
+#pragma unroll
+        for (int c = 0; c < K; ++c) {
+          a[c] = lane4(v[c], u);
+          g[c] = wq[u] * du[c];
+        }
+        chain_fwd<ACT, ND1, ND2, LAP>(bq[u], a, z);
+#pragma unroll
+        for (int c = 0; c < K; ++c) zs = fmaf(du[c], z[c], zs);
+        chain_bwd<ACT, ND1, ND2, LAP>(bq[u], a, g);
+        so[u][0] += g[0];
+        so[u][1] += zs;
+#pragma unroll
+        for (int c = 0; c < K; ++c) lane4(v[c], u) = g[c];
+      }
+#pragma unroll
+      for (int c = 0; c < K; ++c)
+        *reinterpret_cast<float4 *>(o.G + (size_t)w * ((size_t)c * npts + p) + k) = v[c];
+    } else {
+#pragma unroll
+      for (int c = 0; c < K; ++c) v[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int c = 0; c < K; ++c) *reinterpret_cast<float4 *>(Gs + (c * P + q) * S + k) = v[c];
+  }
+}
+
 // Reverse: G = W^T dA (the dL/dZ of the layer below), then dA_prev = its chain rule's reverse
 // at A_prev + b_prev; the block's sums of dA_prev's value channel per unit to
-// partial[i * gridDim.x + blockIdx.x].
-template <int ACT, int ND1, int ND2, int LAP>
-__global__ void __launch_bounds__(kThreads)
+// partial[i * gridDim.x + blockIdx.x]. With out.dU, dA is not read but formed from the output
+// layer's (load_tile_out), and the block's sums of layer L - 1's bias and W_out gradients go to
+// partial[((1 + s) w + i) gridDim.x + blockIdx.x], s = 0, 1.
+// OUT: the last hidden layer's variant (out.dU set), a kernel of its own so that the others
+// keep their registers; two blocks a multiprocessor (at 85 KB each), which the register
+// allocation must allow (it took 144-160 registers unbounded).
+template <int ACT, int ND1, int ND2, int LAP, int OUT>
+__global__ void __launch_bounds__(kThreads, 2)
     layer_bwd(int w, int npts, const float *__restrict__ W, const float *__restrict__ bprev,
               const float *__restrict__ dA, const float *__restrict__ Aprev,
-              float *__restrict__ dAprev, float *__restrict__ partial) {
+              float *__restrict__ dAprev, float *__restrict__ partial, bwd_out out) {
   constexpr int K = chans<ND1, ND2, LAP>::K;
   TSR_NET_LAYER_SMEM;
   const auto [lw, S, tx, ty, ny, u0, P, tiles] = block_geom(w, npts);
   float *Ws = reinterpret_cast<float *>(smem4), *Zs = Ws + w * S;
   load_wt(W, w, lw, Ws);
-  float bu[4], sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float bu[4], sum[4] = {0.0f, 0.0f, 0.0f, 0.0f}, wq[4], bq[4], so[4][5];
 #pragma unroll
-  for (int u = 0; u < 4; ++u) bu[u] = bprev[u0 + u];
+  for (int u = 0; u < 4; ++u) {
+    bu[u] = bprev[u0 + u];
+    // the units this thread stages are u0's too (4 kThreads is a multiple of w)
+    wq[u] = OUT ? out.Wout[u0 + u] : 0.0f;
+    bq[u] = OUT ? out.b[u0 + u] : 0.0f;
+    so[u][0] = so[u][1] = 0.0f;
+  }
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int p0 = t * P;
     float acc[K][kPts][4];
-    tile_product<K>(dA, w, lw, npts, p0, Ws, Zs, u0, ty, ny, acc);
+    if (OUT) {
+      __syncthreads(); // the previous tile's products are done with Zs
+      load_tile_out<ACT, ND1, ND2, LAP>(out, wq, bq, w, lw, npts, p0, P, Zs, so);
+      __syncthreads();
+      product<K>(Ws, Zs, w, u0, ty, ny, acc);
+    } else {
+      tile_product<K>(dA, w, lw, npts, p0, Ws, Zs, u0, ty, ny, acc);
+    }
 #pragma unroll
     for (int pp = 0; pp < kPts; ++pp) {
       const int p = p0 + ty + ny * pp;
@@ -402,6 +474,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   block_sums<1>(sum, w, tx, ty, ny, 1, Zs, partial);
+  if (OUT) block_sums<5>(so, w, tx, ty, ny, 2, Zs, partial + (size_t)w * gridDim.x);
 }
 
 // Layer 1 in reverse into layer 0: G = W_1^T dA_1 (dL/dZ_0), then layer 0's chain rule in

@@ -11,6 +11,8 @@
  *            partials summed;
  *   reverse  dAprev = the chain rule's reverse at Aprev + bprev applied to W^T dA, and the
  *            blocks' bias partials (their sum over the blocks, per unit),
+ *   the last hidden layer's reverse with its dA formed from dU (layer_bwd<.., 1>): dA written,
+ *            dAprev, and the blocks' sums of its bias and W_out's gradient;
  *   layer 1 into layer 0 (layer1_bwd): layer 0's reverse applied to W^T dA, to the blocks'
  *            partials of layer 0's bias and weight columns (their sums over the blocks),
  * each within 2e-5 of the largest magnitude of its array (fp32 products of width terms).
@@ -20,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -134,8 +137,8 @@ static void run(int w, int npts, int blocks, const char *what) {
                                   Z.data(), fwd_out{nullptr, nullptr, nullptr});
   });
   launch(blocks, [&] {
-    layer_bwd<ACT, ND1, ND2, LAP>(w, npts, W.data(), bp.data(), dA.data(), Ap.data(), dAp.data(),
-                                  partial.data());
+    layer_bwd<ACT, ND1, ND2, LAP, 0>(w, npts, W.data(), bp.data(), dA.data(), Ap.data(),
+                                     dAp.data(), partial.data(), bwd_out{});
   });
 
   /* the reference, in double */
@@ -283,13 +286,70 @@ static void run(int w, int npts, int blocks, const char *what) {
     ew = e > ew || e != e ? e : ew;
   }
 
+  /* the last hidden layer's variant: its dA formed from dU (one output) at Aout + bout, written,
+   * then the same reverse; sums of layer L - 1's bias and of W_out's gradient */
+  std::vector<float> dU1((size_t)K * npts), Aout(n), Gout(n, NAN), dAp2(n, NAN);
+  std::vector<float> part2((size_t)3 * w * blocks, NAN);
+  for (auto &v : dU1) v = (float)uniform();
+  for (auto &v : Aout) v = (float)(1.5 * uniform());
+  launch(blocks, [&] {
+    layer_bwd<ACT, ND1, ND2, LAP, 1>(w, npts, W.data(), bp.data(), nullptr, Ap.data(), dAp2.data(),
+                                     part2.data(),
+                                     bwd_out{Wo.data(), dU1.data(), Aout.data(), b.data(), Gout.data()});
+  });
+  /* the chain rule's reverse in double at a (K channels) + bias, g in place */
+  auto rev = [&](const double *a, double bias, double *g) {
+    double y, s1, s2, s3, q = 0, d[8];
+    act(ACT, a[0] + bias, &y, &s1, &s2, &s3);
+    double da0 = g[0] * s1;
+    for (int j = 0; j < ND1; ++j) da0 += g[1 + j] * s2 * a[1 + j], d[j] = g[1 + j] * s1;
+    for (int j = 0; j < ND2; ++j) q += a[1 + j] * a[1 + j];
+    if (K > 1 + ND1) {
+      const double gl = g[1 + ND1];
+      da0 += gl * (s3 * q + s2 * a[1 + ND1]);
+      for (int j = 0; j < ND2; ++j) d[j] += gl * 2 * s2 * a[1 + j];
+      g[1 + ND1] = gl * s1;
+    }
+    for (int j = 0; j < ND1; ++j) g[1 + j] = d[j];
+    g[0] = da0;
+  };
+  std::vector<double> Goutr(n), Zo(n), dAp2r(n), s2r((size_t)2 * w, 0.0), s2g((size_t)2 * w, 0.0);
+  chain(std::vector<double>(Aout.begin(), Aout.end()), b.data(), Zo);
+  for (int p = 0; p < npts; ++p)
+    for (int i = 0; i < w; ++i) {
+      double a[8], g[8];
+      for (int c = 0; c < K; ++c) {
+        a[c] = Aout[at(i, c, p)];
+        g[c] = (double)Wo[i] * dU1[(size_t)c * npts + p];
+        s2r[(size_t)w + i] += (double)dU1[(size_t)c * npts + p] * Zo[at(i, c, p)];
+      }
+      rev(a, b[i], g);
+      for (int c = 0; c < K; ++c) Goutr[at(i, c, p)] = g[c];
+      s2r[i] += g[0];
+    }
+  for (int p = 0; p < npts; ++p)
+    for (int i = 0; i < w; ++i) {
+      double a[8], g[8];
+      for (int c = 0; c < K; ++c) {
+        a[c] = Ap[at(i, c, p)];
+        g[c] = 0;
+        for (int k = 0; k < w; ++k) g[c] += (double)W[k + i * w] * Goutr[at(k, c, p)];
+      }
+      rev(a, bp[i], g);
+      for (int c = 0; c < K; ++c) dAp2r[at(i, c, p)] = g[c];
+    }
+  for (size_t r = 0; r < s2r.size(); ++r)
+    for (int k = 0; k < blocks; ++k) s2g[r] += part2[((size_t)w + r) * blocks + k];
+  const double eo = std::max(std::max(rel(Gout, Goutr), rel(dAp2, dAp2r)),
+                             rel(std::vector<float>(s2g.begin(), s2g.end()), s2r));
+
   const double ea = rel(A, Ar), ez = rel(Z, Zr), eg = rel(dAp, dApr), eb = rel(bg, bsum);
   const double e0 = rel(g0, s0), ea2 = rel(A2, A2r), eu = rel(U, Ur);
   const bool ok = ea <= 2e-5 && ez <= 2e-5 && eg <= 2e-5 && eb <= 2e-5 && e0 <= 2e-5 &&
-                  ea2 <= 2e-5 && eu <= 2e-5 && ew <= 2e-5;
+                  ea2 <= 2e-5 && eu <= 2e-5 && ew <= 2e-5 && eo <= 2e-5;
   printf("%s %-28s width %3d, %4d points, %2d blocks: A %.2g, Z %.2g, dAprev %.2g, bias %.2g, "
-         "layer 0 %.2g, A from A %.2g, U %.2g, dW %.2g (%d blocks)\n", ok ? "ok  " : "FAIL", what,
-         w, npts, blocks, ea, ez, eg, eb, e0, ea2, eu, ew, wb);
+         "layer 0 %.2g, A from A %.2g, U %.2g, dW %.2g (%d blocks), from dU %.2g\n",
+         ok ? "ok  " : "FAIL", what, w, npts, blocks, ea, ez, eg, eb, e0, ea2, eu, ew, wb, eo);
   g_fails += !ok;
 }
 
