@@ -42,5 +42,12 @@ for name in bw_heat3d bw_wave3d; do
   spawn "$name-tiles" check "$name-tiles" "$TESSERA_SOURCE/tests/cases/$name.yaml" \
     --set "grid.cells=[70, 37, 6]"
 done
+# the PINN network's layers path (fp32, width 16, depth 4: every kernel of it, the last hidden
+# layer's variants included; kernels/net_layer.cuh), a few Adam iterations; racecheck sees the
+# tiles' barriers and the output's warp shuffles
+spawn pinn2d-layers check pinn2d-layers "$TESSERA_SOURCE/cases/pinn_poisson2d.yaml" \
+  --set "grid.cells=[16,16]" --set pinn.network.width=16 --set pinn.network.depth=4 \
+  --set pinn.points.boundary=32 --set pinn.adam.iterations=4 --set pinn.log_every=2 \
+  --set output.progress=none
 gather
 finish
