@@ -296,6 +296,12 @@ tsr_err tsr_net_cuda_create(struct tsr_net *n) {
   return err;
 }
 
+/* The layers path takes the output layer (one output) into the last hidden layer's kernels,
+ * forward and reverse, where there is a hidden layer after layer 0. */
+static int output_in_layers(const dev_ws *w, const tsr_net_shape *s) {
+  return w->layers && s->depth >= 2 && s->nout == 1;
+}
+
 tsr_err tsr_net_cuda_forward(struct tsr_net *n, const void *theta, const void *X, int npts,
                              void *U) {
   dev_ws *w = (dev_ws *)n->dev;
@@ -317,7 +323,7 @@ tsr_err tsr_net_cuda_forward(struct tsr_net *n, const void *theta, const void *X
     TSR_CALL(tsr_net_cuda_layer0_fwd(&w->d, theta, X, npts, w->A[0], w->Z[0], w->stream));
     size_t wo, bo;
     offsets(s, L, &wo, &bo);
-    const int out1 = w->layers && L >= 2 && s->nout == 1; /* the output in the last layer's kernel */
+    const int out1 = output_in_layers(w, s);
     for (int l = 1; l < L; ++l) {
       size_t wl, bl, wp, bp;
       offsets(s, l, &wl, &bl);
@@ -403,9 +409,10 @@ tsr_err tsr_net_cuda_backward(struct tsr_net *n, const void *theta, const void *
                                   grad, w->stream);
   size_t wo, bo;
   offsets(s, L, &wo, &bo);
-  /* the output layer is linear: dA = dU; with one output its weight gradient comes with the
-   * last hidden layer's reverse (tsr_net_cuda_out_bwd) */
-  const int wsum = w->layers && L >= 2 && nout == 1; /* no Z_(L-1) stored (forward's out1) */
+  /* the output layer is linear: dA = dU; where the forward pass took it into the last hidden
+   * layer's kernel (no Z_(L-1) stored), its weight gradient comes with that layer's reverse
+   * (tsr_net_cuda_out_bwd, or the reverse kernel itself: outk) */
+  const int wsum = output_in_layers(w, s);
   if (!wsum)
     TSR_CALL(gemm(w, CUBLAS_OP_N, CUBLAS_OP_T, nout, width, cols, dU, nout, w->Z[L - 1], width,
                   at(grad, wo, es), nout));
