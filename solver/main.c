@@ -1,5 +1,6 @@
 /* The tessera command: parses the command line, loads and validates the case, and runs or
  * checks it, or describes the machine. The only place that decides how the process ends. */
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,12 +275,15 @@ int main(int argc, char **argv) {
       } else if (res.stopped) {
         code = TSR_STOP_EXIT_CODE;
       } else if (res.pinn) {
-        if (rank == 0)
-          printf("done: %lld iterations in %.3f s (%.4g it/s), loss %.4e, relative L2 error "
-                 "%.4e; output in %s\n", (long long)res.steps, res.wall,
+        if (rank == 0) {
+          /* a case without exact has no error to print (rel_l2 is NaN there) */
+          char l2[64] = "";
+          if (isfinite(res.rel_l2)) snprintf(l2, sizeof l2, ", relative L2 error %.4e", res.rel_l2);
+          printf("done: %lld iterations in %.3f s (%.4g it/s), loss %.4e%s; output in %s\n",
+                 (long long)res.steps, res.wall,
                  res.wall > 0 ? (double)(res.steps - res.first_step) / res.wall : 0.0, res.loss,
-                 res.rel_l2,
-                 o.out_dir ? o.out_dir : c->output.dir);
+                 l2, o.out_dir ? o.out_dir : c->output.dir);
+        }
         code = 0;
       } else {
         if (rank == 0)

@@ -307,6 +307,10 @@ tsr_err tsr_pinn_engine_run(tsr_pinn_engine *e, int n, double *hist) {
   return TSR_OK;
 }
 
+const char *tsr_pinn_engine_net_path(const tsr_pinn_engine *e) {
+  return tsr_net_backend(e->net);
+}
+
 const char *tsr_pinn_engine_graph_mode(const tsr_pinn_engine *e, int64_t *replays) {
   if (replays) *replays = 0;
 #ifdef TSR_HAVE_CUDA

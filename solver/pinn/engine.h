@@ -103,6 +103,10 @@ tsr_err tsr_pinn_engine_get_state(tsr_pinn_engine *e, double *theta, double *m, 
  * launches for the rest of the engine's life, with one warning on stderr. */
 tsr_err tsr_pinn_engine_run(tsr_pinn_engine *e, int n, double *hist);
 
+/* Which way the batch's network runs its passes: "host" (BLAS), or on the GPU "layers",
+ * "cublas" or "fused" (kernels/net.h says when each is taken). A static string. */
+const char *tsr_pinn_engine_net_path(const tsr_pinn_engine *e);
+
 /* "on" (iterations replayed from a CUDA graph), "fallback" (its capture failed), or "off"
  * (host, o.graphs 0, or none run yet). *replays: iterations replayed (may be NULL). */
 const char *tsr_pinn_engine_graph_mode(const tsr_pinn_engine *e, int64_t *replays);

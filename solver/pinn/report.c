@@ -147,6 +147,7 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
   tsr_json_int(j, "depth", x->shape.depth);
   tsr_json_string(j, "activation", x->shape.act == TSR_NET_SIN ? "sin" : "tanh");
   tsr_json_int(j, "parameters", (int64_t)x->nparam);
+  tsr_json_string(j, "path", tsr_pinn_engine_net_path(x->eng));
   tsr_json_object_end(j);
   tsr_json_array_begin(j, "terms");
   for (int k = 0; k < x->batch.nterm; ++k) {

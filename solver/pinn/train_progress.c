@@ -299,11 +299,16 @@ static void stall_warning(tsr_pinn_ctx *x, tsr_progress *pg, int *warned) {
 
 void tsr_pinn_summary(const tsr_pinn_ctx *x, tsr_progress *pg) {
   char line[640];
+  /* the GPU's path: a run slower than expected may have fallen back from the layers kernels */
+  const char *path = tsr_pinn_engine_net_path(x->eng);
+  const char *by = !strcmp(path, "host") ? "BLAS" : !strcmp(path, "cublas") ? "cuBLAS"
+                   : !strcmp(path, "layers") ? "the layers kernels" : "the fused kernels";
   int n = snprintf(line, sizeof line, "pinn: %s on %s, %s precision: network %d x %d %s, %zu "
-                   "parameters; points", tsr_models[x->c->model].name,
+                   "parameters, passes by %s; points", tsr_models[x->c->model].name,
                    x->device ? "the GPU" : "the host",
                    x->eo.single ? "single" : "double", x->shape.depth, x->shape.width,
-                   x->shape.act == TSR_NET_SIN ? "sin" : "tanh", x->nparam);
+                   x->shape.act == TSR_NET_SIN ? "sin" : "tanh", x->nparam,
+                   by);
   for (int k = 0; k < x->batch.nterm && n < (int)sizeof line; ++k)
     n += snprintf(line + n, sizeof line - n, "%s %s %d", k ? "," : "", x->batch.name[k],
                   x->batch.term[k].count);

@@ -74,6 +74,21 @@ if run_ok burgers 1 "$cases/pinn_burgers1d.yaml" --out "$out" --set output.progr
   if below "$e" 0.03; then pass "burgers (nu 0.05/pi): relative L2 error against Cole-Hopf $e <= 0.03"
   else failure "burgers: error against Cole-Hopf: $e"; fi
 fi
+# a case without exact: the closing line gives no error (it printed "relative L2 error nan")
+if log=$("$MPIEXEC" -n 1 "$TESSERA_BIN" run "$cases/pinn_burgers1d.yaml" --out "$work/burgers_short" \
+           --set output.progress=none --set pinn.lbfgs.iterations=0 --set pinn.adam.iterations=20 \
+           --set pinn.network.width=8 --set pinn.points.interior=200 2>&1); then
+  done_line=$(echo "$log" | grep "^done:")
+  case "$done_line" in
+    *"it/s), loss "*"; output in"*) case "$done_line" in
+        *nan*|*error*) failure "burgers without exact: closing line: $done_line" ;;
+        *) pass "a case without exact: the closing line has no error figure ($done_line)" ;; esac ;;
+    *) echo "$log" | tail -5; failure "burgers without exact: no closing line" ;;
+  esac
+  if "$py" -c "import json, sys; sys.exit(json.load(open(sys.argv[1]))['network']['path'] != 'host')" \
+       "$work/burgers_short/report.json"; then pass "report.json: network.path is host on CPU ranks"
+  else failure "report.json: network.path on CPU ranks is not host"; fi
+else echo "$log" | tail -5; failure "burgers, 20 iterations: tessera run exited non-zero"; fi
 
 fi
 
