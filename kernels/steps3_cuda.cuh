@@ -19,6 +19,14 @@
  * uniform; planes within MS - l of the chunk), which cuts the recomputed cells of a 64 x 16
  * tile's pass of 3 from 1.36x to 1.32x the written ones, and the chunk's from 1.09x to 1.03x.
  *
+ * Tests taken out of most planes: a level skips planes only in the chunk's first 2 MS planes,
+ * and a z face's ghosts are refilled only on the planes next to it, so the three planes of an
+ * iteration that meet neither run a copy of the body without those tests (and without the
+ * chunk-range test on the store and the clamp of its plane): the 3D pass is bound by
+ * instruction issue (bench/README.md, Nsight Compute: 90 instructions a cell and step, about
+ * 66 a computed cell), and the tests were about a third of a computed cell's. TSR_STEPS3_FAST=0
+ * keeps the tests everywhere (the same values).
+ *
  * Resources (nvcc 13, sm_90, -Xptxas -v): the default shape, 32 x 32 threads, one column a
  * thread (a 32 x 32 tile): 62 registers, one block of 32 warps an SM. On an H200 (bench/gpu_tiles
  * --dim 3, 512^3 fp64, session 15) it ran a pass of 3 at 206 Gcells/s and of 5 at 171, where
@@ -59,6 +67,9 @@
 #ifndef TSR_STEPS3_SKIP
 #define TSR_STEPS3_SKIP 1
 #endif
+#ifndef TSR_STEPS3_FAST
+#define TSR_STEPS3_FAST 1
+#endif
 constexpr int k3BY = TSR_STEPS3_BY, k3CX = TSR_STEPS3_CX, k3CY = TSR_STEPS3_CY;
 constexpr int k3Threads = 32 * k3BY;
 constexpr int k3TX = 32 * k3CX, k3TY = k3BY * k3CY; /* the tile's level-0 columns */
@@ -66,6 +77,11 @@ constexpr int k3Q = k3CX * k3CY;                    /* columns a thread */
 constexpr int k3W = k3TX + 2, k3Plane = k3W * (k3TY + 2); /* a shared plane, with a rim */
 constexpr int k3Chunk = TSR_STEPS3_CHUNK, k3Ahead = TSR_STEPS3_AHEAD;
 constexpr bool k3Skip = TSR_STEPS3_SKIP != 0;
+constexpr bool k3Fast = TSR_STEPS3_FAST != 0;
+/* the two-component models' kernels spill at 64 registers already (-Xptxas -v): the body's
+ * second copy is for one component */
+template <int NC>
+constexpr bool k3FastFor = k3Fast && NC == 1;
 static_assert(k3Ahead >= 1 && k3Chunk >= 1 && k3BY >= 1 && k3CX >= 1 && k3CY >= 1,
               "TSR_STEPS3_*: positive values");
 
@@ -138,6 +154,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
   /* every column computes every level it is asked for, valid or not (no branch per cell): a
    * value outside level l's cells is never read by a cell inside level l + 1's */
   int fl[k3Q];
+  int edge[k3Q];   /* the column's tile row's distance from the tile's nearer y edge */
   ptrdiff_t ld[k3Q]; /* offsets of the columns on plane g0[2] (clamped into the allocation) */
   int anyface = 0;
 #pragma unroll
@@ -157,6 +174,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
     if (a.face[5].on && face3_covers(a.face[5], x, y, a.b1[2] - 1)) f |= F3_ZHI;
     anyface |= f & (F3_XLO | F3_XHI | F3_YLO | F3_YHI);
     fl[q] = f;
+    edge[q] = j < k3TY - 1 - j ? j : k3TY - 1 - j;
     const int xl = x < a.g0[0] ? a.g0[0] : (x >= a.g1[0] ? a.g1[0] - 1 : x);
     const int yl = y < a.g0[1] ? a.g0[1] : (y >= a.g1[1] ? a.g1[1] - 1 : y);
     ld[q] = a.origin + (ptrdiff_t)(xl - a.g0[0]) + (ptrdiff_t)(yl - a.g0[1]) * a.sy;
@@ -191,11 +209,17 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 #pragma unroll
       for (int c = 0; c < NC; ++c) reg[l][q][c][0] = reg[l][q][c][1] = reg[l][q][c][2] = (T)0;
 
-  /* One plane of the pipeline: plane z in, level l's plane z - l computed; R = (z - z0) mod 3 */
-  auto plane = [&](auto rc, int z) {
+  /* One plane of the pipeline: plane z in, level l's plane z - l computed; R = (z - z0) mod 3.
+   * CK: whether this plane's levels may skip a plane (the chunk's first 2 MS planes) or meet a
+   * z face (a plane of ghosts to refill); the planes in between, most of a chunk, leave the
+   * tests out. Level l's planes have parity (z - l) & 1, one of two bases a plane. */
+  auto plane = [&](auto rc, auto ck, int z) {
     constexpr int R = decltype(rc)::value;
+    constexpr bool CK = decltype(ck)::value;
+    const int par = z & 1;
+    T *const base[2] = {sh + (ptrdiff_t)(par * NC) * k3Plane, sh + (ptrdiff_t)((par ^ 1) * NC) * k3Plane};
     {
-      T *s0 = sh + (ptrdiff_t)((z & 1) * NC) * k3Plane;
+      T *s0 = base[0];
 #pragma unroll
       for (int q = 0; q < k3Q; ++q)
 #pragma unroll
@@ -211,17 +235,22 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 #pragma unroll
     for (int l = 1; l <= MS; ++l) {
       const int zr = z - l;
-      if (k3Skip && (zr < cz0 - (MS - l) || zr >= cz1 + (MS - l))) continue;
+      if (CK && k3Skip && (zr < cz0 - (MS - l) || zr >= cz1 + (MS - l))) continue;
       const int lo = slot<R>(-l - 1), mid = slot<R>(-l), hi = slot<R>(-l + 1);
       /* level l - 1's plane zr (written in the previous iteration) and level l's */
-      const T *sp = sh + (ptrdiff_t)(((l - 1) * 2 + (zr & 1)) * NC) * k3Plane;
-      T *sn = sh + (ptrdiff_t)((l * 2 + (zr & 1)) * NC) * k3Plane;
-      const int zl = zr < a.g0[2] ? a.g0[2] : (zr >= a.g1[2] ? a.g1[2] - 1 : zr);
+      const T *sp = k3FastFor<NC> ? base[l & 1] + (ptrdiff_t)((l - 1) * 2 * NC) * k3Plane
+                                      : sh + (ptrdiff_t)(((l - 1) * 2 + (zr & 1)) * NC) * k3Plane;
+      T *sn = k3FastFor<NC> ? base[l & 1] + (ptrdiff_t)(l * 2 * NC) * k3Plane
+                                : sh + (ptrdiff_t)((l * 2 + (zr & 1)) * NC) * k3Plane;
+      /* without a source only level MS's store reads oz, inside the chunk on a plane without
+       * the tests */
+      const int zl = !CK && !SRC ? zr : zr < a.g0[2] ? a.g0[2] : (zr >= a.g1[2] ? a.g1[2] - 1 : zr);
       const ptrdiff_t oz = (ptrdiff_t)(zl - a.g0[2]) * a.sz;
 #pragma unroll
       for (int q = 0; q < k3Q; ++q) {
         const int j = ty + k3BY * (q / k3CX); /* the column's tile row */
-        if (k3Skip && (j < l || j >= k3TY - l)) continue; /* uniform: a warp is a row */
+        if (k3Skip && (k3FastFor<NC> ? edge[q] < l : j < l || j >= k3TY - l))
+          continue; /* uniform: a warp is a row */
         const int p = pos0 + (q / k3CX) * k3BY * k3W + (q % k3CX) * 32;
         double w[NC * 27];
 #pragma unroll
@@ -246,7 +275,8 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
           v[c] = (T)tsr_stage_update(TSR_STAGE_EULER, a.dt, 0.0, w[c * 27 + 13], rc, &av);
         }
         if (l == MS) {
-          if ((fl[q] & F3_STORE) && zr >= cz0 && zr < cz1) {
+          /* a plane without the tests lies inside the chunk */
+          if ((fl[q] & F3_STORE) && (!CK || (zr >= cz0 && zr < cz1))) {
             const ptrdiff_t o = ld[q] + oz;
 #pragma unroll
             for (int c = 0; c < NC; ++c) a.out[o + c * a.sc] = v[c];
@@ -255,7 +285,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
         }
         const int x = x0 + tx + 32 * (q % k3CX), y = y0 + j;
         /* the ghost plane beyond the high z face: from this column's plane below it */
-        if (zr == zhi_plane && (fl[q] & F3_ZHI)) {
+        if (CK && zr == zhi_plane && (fl[q] & F3_ZHI)) {
 #pragma unroll
           for (int c = 0; c < NC; ++c)
             v[c] = (T)tsr_ghost_value(a.face[5].type, face3_value(a.face[5], c, x, y, zr),
@@ -267,7 +297,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
           if (fl[q] & F3_KEEP) sn[c * k3Plane + p] = v[c];
         }
         /* the ghost plane below the low z face, beside its first plane */
-        if (zr == zlo_plane && (fl[q] & F3_ZLO)) {
+        if (CK && zr == zlo_plane && (fl[q] & F3_ZLO)) {
 #pragma unroll
           for (int c = 0; c < NC; ++c)
             reg[l][q][c][lo] = (T)tsr_ghost_value(a.face[4].type,
@@ -296,11 +326,27 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
     __syncthreads();
   };
 
+  using R0 = std::integral_constant<int, 0>;
+  using R1 = std::integral_constant<int, 1>;
+  using R2 = std::integral_constant<int, 2>;
+  using ON = std::integral_constant<bool, true>;
+  using OFF = std::integral_constant<bool, false>;
 #pragma unroll 1
   for (int z = z0; z < z1; z += 3) {
-    plane(std::integral_constant<int, 0>{}, z);
-    if (z + 1 < z1) plane(std::integral_constant<int, 1>{}, z + 1);
-    if (z + 2 < z1) plane(std::integral_constant<int, 2>{}, z + 2);
+    /* the three planes' levels 1 .. MS - 1 (those that refill ghosts) reach planes
+     * z - MS + 1 .. z + 1; no level skips a plane from z0 + 2 MS on */
+    const bool fast = k3FastFor<NC> && z >= z0 + 2 * MS && z + 2 < z1 &&
+                      (zlo_plane < z - MS + 1 || zlo_plane > z + 1) &&
+                      (zhi_plane < z - MS + 1 || zhi_plane > z + 1);
+    if (fast) {
+      plane(R0{}, OFF{}, z);
+      plane(R1{}, OFF{}, z + 1);
+      plane(R2{}, OFF{}, z + 2);
+    } else {
+      plane(R0{}, ON{}, z);
+      if (z + 1 < z1) plane(R1{}, ON{}, z + 1);
+      if (z + 2 < z1) plane(R2{}, ON{}, z + 2);
+    }
   }
 }
 

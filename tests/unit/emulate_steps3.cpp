@@ -137,6 +137,8 @@ int main() {
   fails += run<TSR_MODEL_GRAY_SCOTT, 2, 5, false, double>(b2, 0x30, 2);
   fails += run<TSR_MODEL_ADVECTION_DIFFUSION, 1, 5, true, float>(b3, 0x0d, 0);
   fails += run<TSR_MODEL_HEAT, 1, 3, false, double>(b3, 0x3f, 0);
+  /* one component, a source, m 5, z faces: the planes without the tests between them */
+  fails += run<TSR_MODEL_ADVECTION_DIFFUSION, 1, 5, true, float>(b1, 0x3c, 1);
   printf("%d failed\n", fails);
   return fails != 0;
 }
