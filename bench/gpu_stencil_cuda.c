@@ -25,33 +25,8 @@
 #include "kernels/stage.h"
 #include "tsr_version.h"
 
-#define CUDA_OK(call)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      fprintf(stderr, "gpu_stencil: %s: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, \
-              __LINE__);                                                                       \
-      exit(1);                                                                                 \
-    }                                                                                          \
-  } while (0)
-
-#define TSR_OK_OR_DIE(call)                                                                    \
-  do {                                                                                         \
-    if ((call) != TSR_OK) {                                                                    \
-      fprintf(stderr, "gpu_stencil: %s: %s\n", #call, tsr_err_message());                     \
-      exit(1);                                                                                 \
-    }                                                                                          \
-  } while (0)
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *t, int n) {
-  qsort(t, (size_t)n, sizeof(double), cmp);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
+#define BENCH_NAME "gpu_stencil"
+#include "bench/bench_cuda.h"
 
 static size_t field_bytes(const tsr_field *f) { return tsr_field_bytes(f); }
 
@@ -86,7 +61,7 @@ static double copy_time(void *dst, const void *src, size_t bytes, int reps, cuda
   }
   CUDA_OK(cudaEventDestroy(e0));
   CUDA_OK(cudaEventDestroy(e1));
-  return median(t, reps);
+  return bench_median(t, reps);
 }
 
 /* Median seconds per step of the stage with the current launch shape, after a warm-up. 2D:
@@ -113,7 +88,7 @@ static double time_stage(const tsr_stage_desc *d, const tsr_box *box, tsr_field 
   }
   CUDA_OK(cudaEventDestroy(e0));
   CUDA_OK(cudaEventDestroy(e1));
-  return median(t, reps);
+  return bench_median(t, reps);
 }
 
 typedef struct {

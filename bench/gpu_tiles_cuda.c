@@ -27,33 +27,8 @@
 #include "kernels/steps.h"
 #include "tsr_version.h"
 
-#define CUDA_OK(call)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      fprintf(stderr, "gpu_tiles: %s: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__,  \
-              __LINE__);                                                                       \
-      exit(1);                                                                                 \
-    }                                                                                          \
-  } while (0)
-
-#define TSR_OK_OR_DIE(call)                                                                    \
-  do {                                                                                         \
-    if ((call) != TSR_OK) {                                                                    \
-      fprintf(stderr, "gpu_tiles: %s: %s\n", #call, tsr_err_message());                        \
-      exit(1);                                                                                 \
-    }                                                                                          \
-  } while (0)
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *t, int n) {
-  qsort(t, (size_t)n, sizeof(double), cmp);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
+#define BENCH_NAME "gpu_tiles"
+#include "bench/bench_cuda.h"
 
 static void fill(tsr_field *f) {
   const int64_t n = (int64_t)f->ncomp * f->scomp;
@@ -169,7 +144,7 @@ static double time_passes(const tsr_stage_desc *d, int m, const tsr_box *box, co
   }
   CUDA_OK(cudaEventDestroy(e0));
   CUDA_OK(cudaEventDestroy(e1));
-  return median(t, 3);
+  return bench_median(t, 3);
 }
 
 static double copy_time(void *dst, const void *src, size_t bytes, cudaStream_t st) {
@@ -188,7 +163,7 @@ static double copy_time(void *dst, const void *src, size_t bytes, cudaStream_t s
   }
   CUDA_OK(cudaEventDestroy(e0));
   CUDA_OK(cudaEventDestroy(e1));
-  return median(t, 21);
+  return bench_median(t, 21);
 }
 
 int main(int argc, char **argv) {

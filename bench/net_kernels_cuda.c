@@ -17,22 +17,8 @@
 
 #include "kernels/net_cuda_internal.h"
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      fprintf(stderr, "net_kernels: %s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__,   \
-              __LINE__);                                                                       \
-      exit(1);                                                                                 \
-    }                                                                                          \
-  } while (0)
-#define CT(x)                                                                                  \
-  do {                                                                                         \
-    if ((x) != TSR_OK) {                                                                       \
-      fprintf(stderr, "net_kernels: %s: %s\n", #x, tsr_err_message());                         \
-      exit(1);                                                                                 \
-    }                                                                                          \
-  } while (0)
+#define BENCH_NAME "net_kernels"
+#include "bench/bench_cuda.h"
 
 enum { MAXR = 200 };
 static int g_reps = 30;
@@ -56,14 +42,14 @@ static int g_nrows;
   do {                                                                                         \
     for (int r_ = 0; r_ < 3; ++r_) op;                                                         \
     for (int r_ = 0; r_ < g_reps; ++r_) {                                                      \
-      CK(cudaEventRecord(g_ev[2 * r_], g_st));                                                 \
+      CUDA_OK(cudaEventRecord(g_ev[2 * r_], g_st));                                                 \
       op;                                                                                      \
-      CK(cudaEventRecord(g_ev[2 * r_ + 1], g_st));                                             \
+      CUDA_OK(cudaEventRecord(g_ev[2 * r_ + 1], g_st));                                             \
     }                                                                                          \
-    CK(cudaStreamSynchronize(g_st));                                                           \
+    CUDA_OK(cudaStreamSynchronize(g_st));                                                           \
     float ms_[MAXR];                                                                           \
     for (int r_ = 0; r_ < g_reps; ++r_)                                                        \
-      CK(cudaEventElapsedTime(&ms_[r_], g_ev[2 * r_], g_ev[2 * r_ + 1]));                      \
+      CUDA_OK(cudaEventElapsedTime(&ms_[r_], g_ev[2 * r_], g_ev[2 * r_ + 1]));                      \
     qsort(ms_, (size_t)g_reps, sizeof *ms_, cmp);                                              \
     g_rows[g_nrows++] = (row){nm, nt, 1e3 * ms_[g_reps / 2], (double)(by), (double)(fl)};      \
   } while (0)
@@ -75,8 +61,8 @@ static float *dev_random(size_t n, float scale, unsigned *seed) {
     *seed = *seed * 1664525u + 1013904223u;
     h[k] = scale * ((float)(*seed >> 8) / 8388608.0f - 1.0f);
   }
-  CK(cudaMalloc((void **)&d, n * sizeof *d));
-  CK(cudaMemcpy(d, h, n * sizeof *d, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMalloc((void **)&d, n * sizeof *d));
+  CUDA_OK(cudaMemcpy(d, h, n * sizeof *d, cudaMemcpyHostToDevice));
   free(h);
   return d;
 }
@@ -98,8 +84,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "net_kernels: --reps 1..%d, --npts >= 1, --width >= 8\n", MAXR);
     return 2;
   }
-  CK(cudaStreamCreateWithFlags(&g_st, cudaStreamNonBlocking));
-  for (int k = 0; k < 2 * MAXR; ++k) CK(cudaEventCreate(&g_ev[k]));
+  CUDA_OK(cudaStreamCreateWithFlags(&g_st, cudaStreamNonBlocking));
+  for (int k = 0; k < 2 * MAXR; ++k) CUDA_OK(cudaEventCreate(&g_ev[k]));
   cublasHandle_t blas;
   if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) return 1;
   cublasSetStream(blas, g_st);
@@ -118,7 +104,7 @@ int main(int argc, char **argv) {
   for (int j = 0; j < 4; ++j) d.in_scale[j] = 1.0, d.in_shift[j] = 0.0;
   int ok = 0;
   char why[160];
-  CT(tsr_net_layer_plan(&d, &ok, why, sizeof why));
+  TSR_OK_OR_DIE(tsr_net_layer_plan(&d, &ok, why, sizeof why));
   if (!ok) {
     fprintf(stderr, "net_kernels: the layers path declines this shape: %s\n", why);
     return 1;
@@ -132,81 +118,81 @@ int main(int argc, char **argv) {
   float *Zin = dev_random(plane, 1.0f, &seed), *Ain = dev_random(plane, 1.0f, &seed);
   float *dA = dev_random(plane, 1.0f, &seed), *dU = dev_random((size_t)cols, 1.0f, &seed);
   float *A, *Z, *G, *U, *dW, *A0, *Z0;
-  CK(cudaMalloc((void **)&A, plane * es));
-  CK(cudaMalloc((void **)&Z, plane * es));
-  CK(cudaMalloc((void **)&G, plane * es));
-  CK(cudaMalloc((void **)&U, (size_t)cols * es));
-  CK(cudaMalloc((void **)&dW, (size_t)w * w * es));
-  CK(cudaMalloc((void **)&A0, (size_t)w * npts * es));
-  CK(cudaMalloc((void **)&Z0, plane * es));
+  CUDA_OK(cudaMalloc((void **)&A, plane * es));
+  CUDA_OK(cudaMalloc((void **)&Z, plane * es));
+  CUDA_OK(cudaMalloc((void **)&G, plane * es));
+  CUDA_OK(cudaMalloc((void **)&U, (size_t)cols * es));
+  CUDA_OK(cudaMalloc((void **)&dW, (size_t)w * w * es));
+  CUDA_OK(cudaMalloc((void **)&A0, (size_t)w * npts * es));
+  CUDA_OK(cudaMalloc((void **)&Z0, plane * es));
   const int nbw = tsr_net_layer_wgrad_blocks(w, npts), nbl = tsr_net_layer_blocks(w, npts);
   size_t pn = (size_t)w * w * nbw;
   if ((size_t)3 * w * tsr_net_cuda_chunks(w, npts) > pn) pn = (size_t)3 * w * tsr_net_cuda_chunks(w, npts);
   float *partial;
-  CK(cudaMalloc((void **)&partial, pn * es));
+  CUDA_OK(cudaMalloc((void **)&partial, pn * es));
   const float one = 1.0f, zero = 0.0f;
   const double L = (double)plane * es; /* one layer array's bytes */
   const double prod = 2.0 * w * (double)w * cols; /* one layer product's FLOP */
   const size_t base0 = 0, base3[3] = {(size_t)2 * w, 0, (size_t)w};
 
   TIME("copy", "one layer array, device to device", 2 * L, 0,
-       CK(cudaMemcpyAsync(Z, Zin, (size_t)L, cudaMemcpyDeviceToDevice, g_st)));
+       CUDA_OK(cudaMemcpyAsync(Z, Zin, (size_t)L, cudaMemcpyDeviceToDevice, g_st)));
   TIME("layer0_fwd", "layer 0 (A_0 value plane, Z_0)", 2.0 * npts * es + L + L / K, 0,
-       CT(tsr_net_cuda_layer0_fwd(&d, theta0, X, npts, A0, Z0, g_st)));
+       TSR_OK_OR_DIE(tsr_net_cuda_layer0_fwd(&d, theta0, X, npts, A0, Z0, g_st)));
   TIME("cublas_fwd", "cuBLAS path: A = W Z", 2 * L, prod,
        cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, w, cols, w, &one, W, w, Zin, w, &zero, A, w));
   TIME("act_fwd", "cuBLAS path: Z = s(A + b)", 2 * L, 0,
-       CT(tsr_net_cuda_act_fwd(&d, b, Ain, npts, Z, g_st)));
+       TSR_OK_OR_DIE(tsr_net_cuda_act_fwd(&d, b, Ain, npts, Z, g_st)));
   TIME("layer_fwd_AZ", "layers, from Z, A and Z stored (session 17)", 3 * L, prod,
-       CT(tsr_net_layer_fwd(&d, W, b, Zin, NULL, npts, A, Z, NULL, NULL, NULL, g_st)));
+       TSR_OK_OR_DIE(tsr_net_layer_fwd(&d, W, b, Zin, NULL, npts, A, Z, NULL, NULL, NULL, g_st)));
   TIME("layer_fwd_Z", "layers, from Z_0, A stored", 2 * L, prod,
-       CT(tsr_net_layer_fwd(&d, W, b, Zin, NULL, npts, A, NULL, NULL, NULL, NULL, g_st)));
+       TSR_OK_OR_DIE(tsr_net_layer_fwd(&d, W, b, Zin, NULL, npts, A, NULL, NULL, NULL, NULL, g_st)));
   TIME("layer_fwd_A", "layers, from A (Z formed as read), A stored", 2 * L, prod,
-       CT(tsr_net_layer_fwd(&d, W, b, Ain, b, npts, A, NULL, NULL, NULL, NULL, g_st)));
+       TSR_OK_OR_DIE(tsr_net_layer_fwd(&d, W, b, Ain, b, npts, A, NULL, NULL, NULL, NULL, g_st)));
   TIME("layer_fwd_out", "layers, last: from A, A and U stored", 2 * L, prod,
-       CT(tsr_net_layer_fwd(&d, W, b, Ain, b, npts, A, NULL, Wo, bo, U, g_st)));
+       TSR_OK_OR_DIE(tsr_net_layer_fwd(&d, W, b, Ain, b, npts, A, NULL, Wo, bo, U, g_st)));
   TIME("cublas_out", "cuBLAS: U = W_out Z (+ bias kernel)", L, 2.0 * w * cols, {
     cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, 1, cols, w, &one, Wo, 1, Zin, w, &zero, U, 1);
-    CT(tsr_net_cuda_bias_out(&d, 1, bo, npts, U, g_st));
+    TSR_OK_OR_DIE(tsr_net_cuda_bias_out(&d, 1, bo, npts, U, g_st));
   });
   TIME("out_bwd", "last hidden layer's reverse from dU (+ finish)", 2 * L, 0, {
-    CT(tsr_net_cuda_out_bwd(&d, 1, Wo, dU, 0, b, Ain, npts, G, partial, g_st));
-    CT(tsr_net_cuda_finish(&d, w, 1, npts, partial, base3 + 1, dW, g_st));
+    TSR_OK_OR_DIE(tsr_net_cuda_out_bwd(&d, 1, Wo, dU, 0, b, Ain, npts, G, partial, g_st));
+    TSR_OK_OR_DIE(tsr_net_cuda_finish(&d, w, 1, npts, partial, base3 + 1, dW, g_st));
   });
   TIME("out_bwd_wsum", "the same with dW_out (Z formed from A)", 2 * L, 0, {
-    CT(tsr_net_cuda_out_bwd(&d, 1, Wo, dU, 1, b, Ain, npts, G, partial, g_st));
-    CT(tsr_net_cuda_finish(&d, w, 2, npts, partial, base3 + 1, dW, g_st));
+    TSR_OK_OR_DIE(tsr_net_cuda_out_bwd(&d, 1, Wo, dU, 1, b, Ain, npts, G, partial, g_st));
+    TSR_OK_OR_DIE(tsr_net_cuda_finish(&d, w, 2, npts, partial, base3 + 1, dW, g_st));
   });
   TIME("cublas_wout", "cuBLAS: dW_out = dU Z^T", L, 2.0 * w * cols,
        cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, 1, w, cols, &one, dU, 1, Zin, w, &zero, dW, 1));
   TIME("cublas_wgrad", "cuBLAS: dW = dA Z^T", 2 * L, prod,
        cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, w, w, cols, &one, dA, w, Zin, w, &zero, dW, w));
   TIME("layer_wgrad_Z", "layers: dW from dA and Z_0 (partials)", 2 * L, prod,
-       CT(tsr_net_layer_wgrad(&d, dA, Zin, NULL, npts, partial, g_st)));
+       TSR_OK_OR_DIE(tsr_net_layer_wgrad(&d, dA, Zin, NULL, npts, partial, g_st)));
   TIME("layer_wgrad_A", "layers: dW from dA and A (Z formed as read)", 2 * L, prod,
-       CT(tsr_net_layer_wgrad(&d, dA, Ain, b, npts, partial, g_st)));
+       TSR_OK_OR_DIE(tsr_net_layer_wgrad(&d, dA, Ain, b, npts, partial, g_st)));
   TIME("wgrad_finish", "the partials' sums (finish_nb)", (double)w * w * nbw * es, 0,
-       CT(tsr_net_cuda_finish_nb(&d, w * w, 1, nbw, partial, &base0, dW, g_st)));
+       TSR_OK_OR_DIE(tsr_net_cuda_finish_nb(&d, w * w, 1, nbw, partial, &base0, dW, g_st)));
   TIME("cublas_dgrad", "cuBLAS path: dZ = W^T dA", 2 * L, prod,
        cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, w, cols, w, &one, W, w, dA, w, &zero, G, w));
   TIME("act_bwd", "cuBLAS path: the chain rule's reverse (in place)", 3 * L, 0,
-       CT(tsr_net_cuda_act_bwd(&d, b, Ain, npts, G, partial, g_st)));
+       TSR_OK_OR_DIE(tsr_net_cuda_act_bwd(&d, b, Ain, npts, G, partial, g_st)));
   TIME("layer_bwd", "layers: dA_prev = chain^T(W^T dA) (+ finish)", 3 * L, prod, {
-    CT(tsr_net_layer_bwd(&d, W, b, dA, Ain, npts, G, partial, NULL, NULL, NULL, NULL, NULL,
+    TSR_OK_OR_DIE(tsr_net_layer_bwd(&d, W, b, dA, Ain, npts, G, partial, NULL, NULL, NULL, NULL, NULL,
                          g_st));
-    CT(tsr_net_cuda_finish_nb(&d, w, 1, nbl, partial, &base0, dW, g_st));
+    TSR_OK_OR_DIE(tsr_net_cuda_finish_nb(&d, w, 1, nbl, partial, &base0, dW, g_st));
   });
   TIME("layer_bwd_out", "layers: the last one, dA formed from dU and A (+ finishes)", 4 * L, prod, {
-    CT(tsr_net_layer_bwd(&d, W, b, NULL, Ain, npts, G, partial, Wo, dU, Zin, b, A, g_st));
-    CT(tsr_net_cuda_finish_nb(&d, w, 1, nbl, partial, &base0, dW, g_st));
-    CT(tsr_net_cuda_finish_nb(&d, w, 2, nbl, partial + (size_t)w * nbl, base3 + 1, dW, g_st));
+    TSR_OK_OR_DIE(tsr_net_layer_bwd(&d, W, b, NULL, Ain, npts, G, partial, Wo, dU, Zin, b, A, g_st));
+    TSR_OK_OR_DIE(tsr_net_cuda_finish_nb(&d, w, 1, nbl, partial, &base0, dW, g_st));
+    TSR_OK_OR_DIE(tsr_net_cuda_finish_nb(&d, w, 2, nbl, partial + (size_t)w * nbl, base3 + 1, dW, g_st));
   });
   TIME("layer1_bwd", "layers: layer 1 into layer 0's partials", L + L / K, prod,
-       CT(tsr_net_layer_bwd1(&d, W, theta0, X, dA, A0, npts, partial, g_st)));
-  CK(cudaStreamSynchronize(g_st));
+       TSR_OK_OR_DIE(tsr_net_layer_bwd1(&d, W, theta0, X, dA, A0, npts, partial, g_st)));
+  CUDA_OK(cudaStreamSynchronize(g_st));
 
   struct cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   printf("net_kernels: %s, width %d, K %d, %d points, fp32, median of %d launches\n", prop.name,
          w, K, npts, g_reps);
   printf("%-15s %9s %9s %9s  %s\n", "kernel", "us", "GB/s", "TFLOP/s", "what");

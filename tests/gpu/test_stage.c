@@ -22,12 +22,6 @@ static int g_rank;
 
 #include "tests/check.h"
 
-#define CUDA_OK(call)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                         \
-  } while (0)
-
 static const char *kind_name[] = {"euler", "ssp2_2", "ssp3_2", "ssp3_3",
                                   "rk4_1", "rk4_2",  "rk4_3",  "rk4_4"};
 
@@ -36,12 +30,7 @@ static int uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
 
 /* xorshift64*: reproducible and fresh for every case */
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
-static double uniform(void) {
-  g_rng ^= g_rng >> 12;
-  g_rng ^= g_rng << 25;
-  g_rng ^= g_rng >> 27;
-  return (double)((g_rng * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
-}
+static double uniform(void) { return check_uniform(&g_rng); }
 
 /* The precision of the fields under test (both are checked). */
 static tsr_prec g_prec = TSR_PREC_DOUBLE;

@@ -25,19 +25,8 @@ static int g_rank;
 
 #include "tests/check.h"
 
-#define CUDA_OK(call)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                         \
-  } while (0)
-
 static uint64_t g_rng = 0x243f6a8885a308d3ull;
-static double uniform(void) {
-  g_rng ^= g_rng >> 12;
-  g_rng ^= g_rng << 25;
-  g_rng ^= g_rng >> 27;
-  return (double)((g_rng * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
-}
+static double uniform(void) { return check_uniform(&g_rng); }
 
 static const uint64_t poison64 = 0x7ff8dead0000beefull;
 static const uint32_t poison32 = 0x7fc0beefu;
