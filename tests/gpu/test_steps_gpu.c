@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "kernels/steps.h"
+#include "tests/support/steps_faces.h"
 
 static int g_rank;
 
@@ -78,42 +79,17 @@ static void check_case(int dim, const tsr_box *boxp, int model, tsr_prec prec, i
       if (f % 2 == 0) rg.lo[f / 2] -= grow;
       else rg.hi[f / 2] += grow;
     }
-  /* the physical faces, over the tangential cells the ghosts reach */
+  /* the physical faces, over the tangential cells the ghosts reach; their values on the GPU */
   tsr_steps_bc hbc = {0}, dbc = {0};
   double *dval[6] = {0};
-  for (int f = 0; f < 2 * dim; ++f) {
-    if (!(faces >> f & 1)) continue;
-    tsr_bc_face *fc = &hbc.face[hbc.nface];
-    fc->axis = f / 2;
-    fc->side = f % 2;
-    fc->type = f % 2 ? TSR_GHOST_NEUMANN : TSR_GHOST_DIRICHLET;
-    fc->t1 = (fc->axis + 1) % 3;
-    fc->t2 = (fc->axis + 2) % 3;
-    /* the tangential axes' cells: the box's, and the exchanged ghosts a step reads */
-    int *o[2] = {&fc->o1, &fc->o2}, *nn[2] = {&fc->n1, &fc->n2};
-    for (int k = 0; k < 2; ++k) {
-      const int t = k ? fc->t2 : fc->t1;
-      *o[k] = 0;
-      *nn[k] = 1;
-      if (t >= dim) continue;
-      int lo = box.lo[t], hi = box.hi[t];
-      if (!(faces >> (2 * t) & 1)) lo -= ghost - 1;
-      if (!(faces >> (2 * t + 1) & 1)) hi += ghost - 1;
-      *o[k] = lo - box.lo[t];
-      *nn[k] = hi - lo;
-    }
-    fc->layers = 1;
-    fc->h = 0.05 + 0.01 * f;
+  CHECK(steps_test_faces(dim, &box, ghost, ncomp, faces, uniform, &hbc) == 0, "values");
+  for (int i = 0; i < hbc.nface; ++i) {
+    const tsr_bc_face *fc = &hbc.face[i];
     const size_t nv = (size_t)ncomp * (size_t)fc->n1 * (size_t)fc->n2;
-    double *v = malloc(nv * sizeof *v);
-    CHECK(v, "values");
-    for (size_t i = 0; i < nv; ++i) v[i] = uniform() - 0.25;
-    CUDA_OK(cudaMalloc((void **)&dval[f], nv * sizeof *v));
-    CUDA_OK(cudaMemcpy(dval[f], v, nv * sizeof *v, cudaMemcpyHostToDevice));
-    hbc.val[hbc.nface] = v;
-    dbc.face[hbc.nface] = *fc;
-    dbc.val[hbc.nface] = dval[f];
-    hbc.nface++;
+    CUDA_OK(cudaMalloc((void **)&dval[i], nv * sizeof(double)));
+    CUDA_OK(cudaMemcpy(dval[i], hbc.val[i], nv * sizeof(double), cudaMemcpyHostToDevice));
+    dbc.face[i] = *fc;
+    dbc.val[i] = dval[i];
   }
   dbc.nface = hbc.nface;
   double p[TSR_MAX_MODEL_PARAMS];
