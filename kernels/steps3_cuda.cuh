@@ -24,8 +24,9 @@
  * iteration that meet neither run a copy of the body without those tests (and without the
  * chunk-range test on the store and the clamp of its plane): the 3D pass is bound by
  * instruction issue (bench/README.md, Nsight Compute: 90 instructions a cell and step, about
- * 66 a computed cell), and the tests were about a third of a computed cell's. TSR_STEPS3_FAST=0
- * keeps the tests everywhere (the same values).
+ * 66 a computed cell), and the tests were about 20 of a computed cell's 45 PTX instructions
+ * (heat fp64, m = 3; 25 remain). TSR_STEPS3_FAST=0 keeps the tests everywhere (the same
+ * values). Not yet timed (bench/README.md, session 19).
  *
  * Resources (nvcc 13, sm_90, -Xptxas -v): the default shape, 32 x 32 threads, one column a
  * thread (a 32 x 32 tile): 62 registers, one block of 32 warps an SM. On an H200 (bench/gpu_tiles
