@@ -5,10 +5,10 @@
 #define TSR_TESTS_CHECK_H
 
 #include <mpi.h>
-#include <stdint.h>
 #include <stdio.h>
 
 #include "io/error.h"
+#include "tests/support/xorshift.h"
 
 #define CHECK(cond, ...)                                                                       \
   do {                                                                                         \
@@ -27,16 +27,6 @@
     CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                         \
   } while (0)
 #endif
-
-/* xorshift64*: values in [0, 1) from *state, the same for the same seed on every machine */
-static inline double check_uniform(uint64_t *state) {
-  uint64_t x = *state;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *state = x;
-  return (double)((x * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
-}
 
 #ifdef TSR_CHECK_SCRATCH /* defined by tests that write files (with _POSIX_C_SOURCE 200809L) */
 #include <dirent.h>

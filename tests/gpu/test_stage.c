@@ -30,7 +30,7 @@ static int uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
 
 /* xorshift64*: reproducible and fresh for every case */
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
-static double uniform(void) { return check_uniform(&g_rng); }
+static double uniform(void) { return test_uniform(&g_rng); }
 
 /* The precision of the fields under test (both are checked). */
 static tsr_prec g_prec = TSR_PREC_DOUBLE;

@@ -26,7 +26,7 @@ static int g_rank;
 #define NMAX 35
 
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
-static double uniform(void) { return check_uniform(&g_rng); }
+static double uniform(void) { return test_uniform(&g_rng); }
 
 static tsr_field *dev(int dim, const tsr_box *box, int ncomp, tsr_prec prec) {
   tsr_field *f = NULL;

@@ -27,7 +27,7 @@ static int g_rank;
 #include "tests/check.h"
 
 static uint64_t g_rng = 0x243f6a8885a308d3ull;
-static double uniform(void) { return check_uniform(&g_rng); }
+static double uniform(void) { return test_uniform(&g_rng); }
 
 static const uint64_t poison64 = 0x7ff8dead0000beefull;
 static const uint32_t poison32 = 0x7fc0beefu;

@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "tests/support/xorshift.h"
+
 struct uint3e { unsigned x, y, z; };
 thread_local uint3e threadIdx, blockIdx;
 static std::barrier<> *g_bar; /* the block in flight's */
@@ -63,12 +65,6 @@ static void emu_launch(const unsigned g[3], unsigned bx, unsigned by, Fresh fres
       }
 }
 
-/* xorshift64*: values in [0, 1), the same on every machine */
 static uint64_t emu_rng = 0x243f6a8885a308d3ull;
-static double uni() {
-  emu_rng ^= emu_rng >> 12;
-  emu_rng ^= emu_rng << 25;
-  emu_rng ^= emu_rng >> 27;
-  return (double)((emu_rng * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
-}
+static double uni() { return test_uniform(&emu_rng); }
 #endif
