@@ -2,7 +2,8 @@
  * memory) against tessera's own single-step kernel (tsr_stage_cuda) and the copy bandwidth,
  * all measured in the same run on one GPU.
  *
- * Heat, forward Euler, 2D 5-point on an n x n box (default 20480) or 3D 7-point on n x n x n
+ * Heat (or --model, at its default parameters and half its stable dt), forward Euler, 2D
+ * 5-point on an n x n box (default 20480) or 3D 7-point on n x n x n
  * (--dim 3, default 512), whose faces are all Dirichlet (values that vary along the face,
  * refilled on chip between the steps of a pass): fp64 and fp32, passes of 1 (the single-step
  * kernel), 3 and 5 steps. Effective Gcells/s = cells x steps / time. The
@@ -16,7 +17,7 @@
  * field.
  *
  *   usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 3|5] [--json PATH]
- *                    [--precision double|single|both]
+ *                    [--precision double|single|both] [--model NAME]
  * Prints a table; exits non-zero when a result is wrong or a CUDA call fails. */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -42,12 +43,13 @@ static void fill(tsr_field *f) {
   }
 }
 
-/* Dirichlet on the 2 dim faces of box, values along each face, in host and device memory. */
+/* Dirichlet on the 2 dim faces of box, values along each face (nc components), in host and
+ * device memory. */
 typedef struct {
   tsr_steps_bc host, dev;
 } faces;
 
-static void faces_make(faces *fs, int dim, const tsr_box *box) {
+static void faces_make(faces *fs, int dim, int nc, const tsr_box *box) {
   memset(fs, 0, sizeof *fs);
   for (int f = 0; f < 2 * dim; ++f) {
     tsr_bc_face fc = {0};
@@ -60,7 +62,7 @@ static void faces_make(faces *fs, int dim, const tsr_box *box) {
     fc.n2 = fc.t2 < dim ? tsr_box_len(box, fc.t2) : 1;
     fc.layers = 1;
     fc.h = 1.0 / tsr_box_len(box, fc.axis);
-    const size_t len = (size_t)fc.n1 * (size_t)fc.n2;
+    const size_t len = (size_t)nc * (size_t)fc.n1 * (size_t)fc.n2;
     double *v = malloc(sizeof(double) * len), *d = NULL;
     if (!v) exit(1);
     for (size_t i = 0; i < len; ++i) v[i] = 0.5 + 0.25 * (double)i / (double)len;
@@ -80,11 +82,13 @@ static void faces_free(faces *fs) {
   }
 }
 
-static tsr_stage_desc heat(int n, const tsr_field *shape) {
-  double h[3] = {1.0 / n, 1.0 / n, 1.0 / n}, kappa = 1.0;
-  const double dt = 0.8 / (2.0 * shape->dim * n * (double)n);
-  tsr_stage_desc d = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, dt, {0}};
-  tsr_stage_coef_init(&d.coef, TSR_MODEL_HEAT, &kappa, h, shape);
+/* The model's stage with its default parameters, dt half its stability limit. */
+static tsr_stage_desc model_desc(tsr_model_id id, int n, const tsr_field *shape) {
+  double h[3] = {1.0 / n, 1.0 / n, 1.0 / n}, p[TSR_MAX_MODEL_PARAMS] = {0};
+  for (int i = 0; i < tsr_models[id].nparam; ++i) p[i] = tsr_models[id].param[i].def;
+  const double dt = 0.5 * tsr_model_dt_limit(id, p, h, shape->dim);
+  tsr_stage_desc d = {id, 1, TSR_STAGE_EULER, dt, {0}};
+  tsr_stage_coef_init(&d.coef, id, p, h, shape);
   return d;
 }
 
@@ -96,23 +100,24 @@ static void pass(const tsr_stage_desc *d, int m, const tsr_box *box, const faces
 }
 
 /* Whether one pass of m steps on the GPU gives tsr_steps_host's bytes, on an n^dim box. */
-static int check(int dim, int n, int m, tsr_prec pr, cudaStream_t st) {
+static int check(tsr_model_id id, int dim, int n, int m, tsr_prec pr, cudaStream_t st) {
+  const int nc = tsr_models[id].ncomp;
   int cells[3] = {n, n, dim == 3 ? n : 1};
   tsr_box box = tsr_box_make(dim, cells);
   tsr_field *hu, *hv, *got, *du, *dv;
-  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hu));
-  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hv));
-  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &got));
-  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &du));
-  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &dv));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_HOST, pr, &hu));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_HOST, pr, &hv));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_HOST, pr, &got));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &du));
+  TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &dv));
   const size_t bytes = tsr_field_bytes(hu);
   fill(hu);
   memcpy(hv->data, hu->data, bytes);
   CUDA_OK(cudaMemcpy(du->data, hu->data, bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dv->data, hu->data, bytes, cudaMemcpyHostToDevice));
   faces fs;
-  faces_make(&fs, dim, &box);
-  tsr_stage_desc d = heat(n, hu);
+  faces_make(&fs, dim, nc, &box);
+  tsr_stage_desc d = model_desc(id, n, hu);
   TSR_OK_OR_DIE(tsr_steps_host(&d, m, 1, &box, &fs.host, hu, NULL, hv));
   pass(&d, m, &box, &fs, du, dv, st);
   CUDA_OK(cudaStreamSynchronize(st));
@@ -167,7 +172,7 @@ static double copy_time(void *dst, const void *src, size_t bytes, cudaStream_t s
 }
 
 int main(int argc, char **argv) {
-  const char *json = NULL, *precision = "both";
+  const char *json = NULL, *precision = "both", *model = "heat";
   int n = 0, steps = 600, only = 0, dim = 2;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
@@ -176,12 +181,21 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--precision") && i + 1 < argc) precision = argv[++i];
+    else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
     else {
       fprintf(stderr, "usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 1|3|5] [--json PATH] "
-                      "[--precision double|single|both]\n");
+                      "[--precision double|single|both] [--model NAME]\n");
       return 2;
     }
   }
+  const tsr_model_info *mi = tsr_model_find(model);
+  if (!mi || !(mi->methods & TSR_METHODS_EXPLICIT)) {
+    fprintf(stderr, "gpu_tiles: --model %s: expected a model with an explicit stage (heat, "
+                    "advection_diffusion, wave, gray_scott, allen_cahn, ignition)\n", model);
+    return 2;
+  }
+  const tsr_model_id id = (tsr_model_id)(mi - tsr_models);
+  const int nc = mi->ncomp;
   if (dim != 2 && dim != 3) {
     fprintf(stderr, "gpu_tiles: --dim %d: expected 2 or 3\n", dim);
     return 2;
@@ -197,8 +211,8 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaGetDeviceProperties(&prop, dev));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  printf("gpu_tiles: %s, %d SMs; %dD heat %d^%d, forward Euler, Dirichlet faces, %d steps\n",
-         prop.name, prop.multiProcessorCount, dim, n, dim, steps);
+  printf("gpu_tiles: %s, %d SMs; %dD %s %d^%d, forward Euler, Dirichlet faces, %d steps\n",
+         prop.name, prop.multiProcessorCount, dim, model, n, dim, steps);
   FILE *fp = json ? fopen(json, "w") : NULL;
   if (json && !fp) {
     fprintf(stderr, "gpu_tiles: cannot write %s\n", json);
@@ -206,7 +220,8 @@ int main(int argc, char **argv) {
   }
   if (fp)
     fprintf(fp, "{\"bench\": \"gpu_tiles\", \"version\": \"%s\", \"machine\": \"%s\", \"dim\": %d, "
-            "\"n\": %d, \"steps\": %d, \"cases\": [", TSR_VERSION, prop.name, dim, n, steps);
+            "\"model\": \"%s\", \"n\": %d, \"steps\": %d, \"cases\": [", TSR_VERSION, prop.name,
+            dim, model, n, steps);
   int ok = 1, first = 1;
   static const int ms[] = {1, 3, 5};
   printf("\n  %-5s %5s %10s %9s %10s %10s %12s  %s\n", "prec", "steps", "ms/step", "Gcells/s",
@@ -217,31 +232,31 @@ int main(int argc, char **argv) {
     int cells[3] = {n, n, dim == 3 ? n : 1};
     tsr_box box = tsr_box_make(dim, cells);
     tsr_field *hu, *du, *dv;
-    TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_HOST, pr, &hu));
-    TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &du));
-    TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, 1, TSR_MEM_DEVICE, pr, &dv));
+    TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_HOST, pr, &hu));
+    TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &du));
+    TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &dv));
     const size_t bytes = tsr_field_bytes(hu), es = tsr_prec_size(pr);
     fill(hu);
     CUDA_OK(cudaMemcpy(du->data, hu->data, bytes, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(dv->data, hu->data, bytes, cudaMemcpyHostToDevice));
     faces fs;
-    faces_make(&fs, dim, &box);
-    tsr_stage_desc d = heat(n, hu);
+    faces_make(&fs, dim, nc, &box);
+    tsr_stage_desc d = model_desc(id, n, hu);
     const double cells_n = (double)n * n * (dim == 3 ? n : 1);
     const double copy_s = copy_time(dv->data, du->data, bytes, st);
     const double copy_GBps = 2.0 * (double)bytes / copy_s / 1e9;
-    const double stream_gcells = copy_GBps / (2.0 * es); /* one step per pass over memory */
+    const double stream_gcells = copy_GBps / (2.0 * es * nc); /* one step per pass over memory */
     double one = 0.0;
     for (int k = 0; k < 3; ++k) {
       const int m = ms[k];
       if (only && m != only && m != 1) continue; /* --only (profiling): that pass and 1 */
-      const int right = m == 1 || check(dim, dim == 3 ? 97 : 509, m, pr, st);
+      const int right = m == 1 || check(id, dim, dim == 3 ? 97 : 509, m, pr, st);
       ok &= right;
       const double s = time_passes(&d, m, &box, &fs, du, dv, steps - steps % (m == 1 ? 2 : 2 * m), st);
       const double g = cells_n / s / 1e9;
       if (m == 1) one = g;
       printf("  %-5s %5d %10.4f %9.1f %10.2f %10.2f %12.2f  %s\n", p ? "fp32" : "fp64", m,
-             1e3 * s, g, g / one, g / stream_gcells, 2.0 * es / m,
+             1e3 * s, g, g / one, g / stream_gcells, 2.0 * es * nc / m,
              m == 1 ? "(test_stage)" : right ? "bitwise == host" : "WRONG");
       if (fp)
         fprintf(fp, "%s{\"precision\": \"%s\", \"steps_per_pass\": %d, \"step_s\": %.6e, "

@@ -76,11 +76,11 @@ tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, const tsr_box
                        const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
                        tsr_field *out, cudaStream_t stream);
 
-/* The most steps a pass of tsr_steps_cuda should take for this dimension and precision: 0
- * where passes do not pay (the driver then steps stage by stage; kernels/steps_cuda.cu says
- * which and why). tsr_steps_cuda takes 1, 3 and 5 in 2D and 3D whatever this says; the driver
- * asks for odd counts up to this one. */
-int tsr_steps_cuda_max(int dim, tsr_prec prec);
+/* The most steps a pass of tsr_steps_cuda should take for this dimension, precision and model
+ * (tsr_model_id): 0 where passes do not pay (the driver then steps stage by stage;
+ * kernels/steps_cuda.cu says which and why). tsr_steps_cuda takes 1, 3 and 5 in 2D and 3D
+ * whatever this says; the driver asks for odd counts up to this one. */
+int tsr_steps_cuda_max(int dim, tsr_prec prec, int model);
 #endif
 
 #ifdef __cplusplus

@@ -1,5 +1,6 @@
-/* The 2D time-tile kernel (steps_kernel), part of kernels/steps_cuda.cu: included there inside
- * its anonymous namespace, and by tests/unit/emulate_steps2.cpp, which runs it on the CPU. Not a
+/* The 2D time-tile kernel (steps_kernel), part of kernels/steps_cuda.cu: included by
+ * kernels/steps_launch_cuda.cuh inside its anonymous namespace, and by
+ * tests/unit/emulate_steps2.cpp, which runs it on the CPU. Not a
  * header of its own to include elsewhere. MS forward Euler steps of a 2D region in one pass
  * over memory (kernels/steps.h); 3D regions: kernels/steps3_cuda.cuh.
  *
@@ -22,7 +23,10 @@
  * and the per-cell conditions of the first version (109 instructions a cell and level, against
  * 56 now) went into per-thread flags set once. With TSR_STEPS_FAST=1 the tests that hold on a
  * few rows only (the store's chunk range, the y faces' ghost rows) are left out of the rows
- * between (session 19, as in 3D; the same values); off by default until timed.
+ * between (session 19, as in 3D; the same values). On an H100 (session 20) that made passes
+ * of 3 1.2x faster for heat (395 -> 477 Gcells/s) and 1.16-1.29x for the other models, and
+ * passes of 5 of the two-component models 1.6-1.65x; only ignition's passes lost (0.94x), and
+ * those do not pay at all (tsr_steps_cuda_max).
  *
  * Bits: every value is computed by tsr_model_rhs and tsr_stage_update on the values the
  * single-step kernel would hand them (gathered into the same 3x3 window, strides 1 and 3) and
@@ -50,11 +54,10 @@ constexpr int kBX = TSR_STEPS_BX;       /* threads per block */
 constexpr int kCols1 = TSR_STEPS_COLS;  /* columns per thread (one component), kBX apart */
 constexpr int kChunk = TSR_STEPS_CHUNK; /* rows a block writes */
 constexpr int kAhead = TSR_STEPS_AHEAD; /* input rows loaded ahead of the one the pipeline takes */
-/* the rows without the tests: off until measured (their second copy of the body took most
- * instantiations from 50-56 registers to 72-106 at m = 3, -Xptxas -v; the benchmark's, heat
- * fp64 without a source, stays at its count) */
+/* the rows without the tests (their second copy of the body takes most instantiations from
+ * 50-56 registers to 72-106 at m = 3, -Xptxas -v, and still pays: above) */
 #ifndef TSR_STEPS_FAST
-#define TSR_STEPS_FAST 0
+#define TSR_STEPS_FAST 1
 #endif
 constexpr bool kFast2 = TSR_STEPS_FAST != 0;
 

@@ -1,5 +1,6 @@
-/* The 3D time-tile kernel (steps3_kernel), part of kernels/steps_cuda.cu: included there inside
- * its anonymous namespace, after slot(). Not a header of its own to include elsewhere.
+/* The 3D time-tile kernel (steps3_kernel), part of kernels/steps_cuda.cu: included by
+ * kernels/steps_launch_cuda.cuh inside its anonymous namespace, after slot(). Not a header of
+ * its own to include elsewhere.
  *
  * 2.5D blocking: a block of 32 x k3BY threads owns a tile of k3TX x k3TY columns of the x-y
  * plane (k3CX x k3CY columns a thread, 32 and k3BY apart, so that every load is coalesced and
@@ -26,15 +27,25 @@
  * instruction issue (bench/README.md, Nsight Compute: 90 instructions a cell and step, about
  * 66 a computed cell), and the tests were about 20 of a computed cell's 45 PTX instructions
  * (heat fp64, m = 3; 25 remain). TSR_STEPS3_FAST=0 keeps the tests everywhere (the same
- * values). Not yet timed (bench/README.md, session 19).
+ * values). On an H100 (session 20) that took a pass of 3 from 203 to 231 Gcells/s (90 to 69
+ * instructions a cell and step, Nsight Compute).
+ *
+ * Input planes copied ahead: the same profile found a fifth of the warps' time waiting on the
+ * load of the next input plane, which was one plane ahead in registers (more would not fit
+ * the 64 registers a thread of a 1024-thread block may have). Level 0 now lives in a ring of
+ * shared planes that cp.async fills TSR_STEPS3_AHEAD planes ahead without registers; level 1
+ * reads its in-plane neighbours there, and each thread its own column for its z ring. Timed
+ * on an H100 (session 20, one job): one plane ahead 240 Gcells/s, two 238, three 231, five
+ * 230, against 231 before. Deeper did not help, so the wait was not the limit; what one plane
+ * ahead saves is the level-0 store to shared and the register hand-over.
  *
  * Resources (nvcc 13, sm_90, -Xptxas -v): the default shape, 32 x 32 threads, one column a
- * thread (a 32 x 32 tile): 62 registers, one block of 32 warps an SM. On an H200 (bench/gpu_tiles
+ * thread (a 32 x 32 tile): 62 registers (64 since the ring), one block of 32 warps an SM. On an H200 (bench/gpu_tiles
  * --dim 3, 512^3 fp64, session 15) it ran a pass of 3 at 206 Gcells/s and of 5 at 171, where
  * 32 x 16 threads with 2 columns each (114-121 registers, 16 warps an SM; wave fp64 spilled)
  * ran them at 170 and 88: the pipeline needs the warps to hide its latency. Shared memory
- * m x 2 planes x (tile + 2)^2 cells a component: about 55 KB for heat fp64 at m = 3 (227 KB a
- * block on an H100 / H200).
+ * ((m - 1) x 2 + ahead + 2) planes x (tile + 2)^2 cells a component: about 83 KB for heat
+ * fp64 at m = 3 (227 KB a block on an H100 / H200).
  *
  * Bits: every value is computed by tsr_model_rhs and tsr_stage_update on the values the
  * single-step 3D kernels hand them (a 3x3x3 window, strides 1, 3, 9) and stored in the
@@ -45,7 +56,7 @@
 
 /* Launch shape; macros so that bench/gpu_tiles can be rebuilt with others (NVCC_APPEND_FLAGS):
  * threads along y (x is always one warp), columns a thread along x and y, planes a block
- * writes, input planes loaded ahead, blocks an SM (__launch_bounds__: caps registers), and
+ * writes, input planes copied ahead (fewer where shared memory runs out), blocks an SM (__launch_bounds__: caps registers), and
  * whether rows and planes no later level reads are skipped. */
 #ifndef TSR_STEPS3_BY
 #define TSR_STEPS3_BY 32
@@ -129,10 +140,17 @@ __device__ __forceinline__ double face3_value(const face3_arg &f, int c, int x, 
 enum { F3_STORE = 1, F3_KEEP = 2, F3_XLO = 4, F3_XHI = 8, F3_YLO = 16, F3_YHI = 32,
        F3_ZLO = 64, F3_ZHI = 128 };
 
-/* Shared memory of a launch: level l < MS, plane parity p, component c. */
-template <int NC, int MS, typename T>
-constexpr size_t steps3_smem_bytes() {
-  return (size_t)MS * 2 * NC * k3Plane * sizeof(T);
+/* Shared memory: level 0 (the input) in a ring of D planes, D - 2 of them in flight (copied
+ * without registers, cp.async), as many as TSR_STEPS3_AHEAD asks within the 227 KB a block may
+ * have on sm_90; levels 1 .. MS - 1 in two planes each (by parity). Level MS goes to memory. */
+constexpr size_t k3SmemMax = 232448;
+__host__ __device__ constexpr int steps3_stage_planes(int ms, int nc, size_t es) {
+  int d = k3Ahead + 2;
+  while (d > 3 && (size_t)((ms - 1) * 2 + d) * nc * k3Plane * es > k3SmemMax) --d;
+  return d;
+}
+__host__ __device__ constexpr size_t steps3_bytes(int ms, int nc, size_t es) {
+  return (size_t)((ms - 1) * 2 + steps3_stage_planes(ms, nc, es)) * nc * k3Plane * es;
 }
 
 template <int M, int NC, int MS, bool SRC, typename T>
@@ -181,25 +199,33 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
     ld[q] = a.origin + (ptrdiff_t)(xl - a.g0[0]) + (ptrdiff_t)(yl - a.g0[1]) * a.sy;
   }
   /* shared cells no thread writes (the rim, uncovered ghosts) hold zeros, not stale bits */
-  for (int k = tid; k < (int)(MS * 2 * NC * k3Plane); k += k3Threads) sh[k] = (T)0;
+  for (int k = tid; k < (int)(steps3_bytes(MS, NC, sizeof(T)) / sizeof(T)); k += k3Threads)
+    sh[k] = (T)0;
   anyface = __syncthreads_or(anyface);
   const int zlo_plane = a.face[4].on ? a.b0[2] : INT_MIN;
   const int zhi_plane = a.face[5].on ? a.b1[2] : INT_MIN;
   /* the column's place in a shared plane; its other columns are constants away */
   const int pos0 = (ty + 1) * k3W + tx + 1;
+  auto pos = [&](int q) { return pos0 + (q / k3CX) * k3BY * k3W + (q % k3CX) * 32; };
 
-  /* the input planes in flight: ahead[r] holds plane z + r while plane z is taken */
-  T ahead[k3Ahead][k3Q][NC];
-  auto load_plane = [&](int z, T(&dst)[k3Q][NC]) {
+  /* level 0: plane z in ring slot (z - z0) mod D, A planes copied ahead (above) */
+  constexpr int D = steps3_stage_planes(MS, NC, sizeof(T)), A = D - 2;
+  T *const ring = sh;
+  T *const lev = sh + (ptrdiff_t)(D * NC) * k3Plane; /* level l, parity p: (l - 1) * 2 + p */
+  auto fetch = [&](int z) {
     const int zl = z < a.g0[2] ? a.g0[2] : (z >= a.g1[2] ? a.g1[2] - 1 : z);
     const ptrdiff_t oz = (ptrdiff_t)(zl - a.g0[2]) * a.sz;
+    T *const dst = ring + (ptrdiff_t)(((z - z0) % D) * NC) * k3Plane;
 #pragma unroll
     for (int q = 0; q < k3Q; ++q)
 #pragma unroll
-      for (int c = 0; c < NC; ++c) dst[q][c] = a.in[ld[q] + oz + c * a.sc];
+      for (int c = 0; c < NC; ++c)
+        __pipeline_memcpy_async(dst + c * k3Plane + pos(q), a.in + ld[q] + oz + c * a.sc,
+                                sizeof(T));
+    __pipeline_commit();
   };
 #pragma unroll
-  for (int r = 0; r < k3Ahead; ++r) load_plane(z0 + r, ahead[r]);
+  for (int r = 0; r < A; ++r) fetch(z0 + r);
 
   /* reg[l][q][c][k]: component c of column q at level l, plane p with (p - z0) mod 3 = k */
   T reg[MS][k3Q][NC][3];
@@ -217,32 +243,28 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
   auto plane = [&](auto rc, auto ck, int z) {
     constexpr int R = decltype(rc)::value;
     constexpr bool CK = decltype(ck)::value;
+    /* plane z + A goes to the slot of plane z - 2, which the last barrier freed */
+    fetch(z + A);
+    __pipeline_wait_prior(A); /* this thread's copies of plane z have landed */
+    const int sz = (z - z0) % D;
+    const T *const in0 = ring + (ptrdiff_t)(sz * NC) * k3Plane;
+    const T *const in1 = ring + (ptrdiff_t)((sz == 0 ? D - 1 : sz - 1) * NC) * k3Plane;
+#pragma unroll
+    for (int q = 0; q < k3Q; ++q)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) reg[0][q][c][R] = in0[c * k3Plane + pos(q)];
+    /* level l's plane z - l has parity (z & 1) ^ (l & 1) */
     const int par = z & 1;
-    T *const base[2] = {sh + (ptrdiff_t)(par * NC) * k3Plane, sh + (ptrdiff_t)((par ^ 1) * NC) * k3Plane};
-    {
-      T *s0 = base[0];
-#pragma unroll
-      for (int q = 0; q < k3Q; ++q)
-#pragma unroll
-        for (int c = 0; c < NC; ++c) {
-          const T v = ahead[0][q][c];
-#pragma unroll
-          for (int r = 0; r + 1 < k3Ahead; ++r) ahead[r][q][c] = ahead[r + 1][q][c];
-          reg[0][q][c][R] = v;
-          s0[c * k3Plane + pos0 + (q / k3CX) * k3BY * k3W + (q % k3CX) * 32] = v;
-        }
-    }
-    load_plane(z + k3Ahead, ahead[k3Ahead - 1]);
+    T *const base[2] = {lev + (ptrdiff_t)(par * NC) * k3Plane,
+                        lev + (ptrdiff_t)((par ^ 1) * NC) * k3Plane};
 #pragma unroll
     for (int l = 1; l <= MS; ++l) {
       const int zr = z - l;
       if (CK && k3Skip && (zr < cz0 - (MS - l) || zr >= cz1 + (MS - l))) continue;
       const int lo = slot<R>(-l - 1), mid = slot<R>(-l), hi = slot<R>(-l + 1);
-      /* level l - 1's plane zr (written in the previous iteration) and level l's */
-      const T *sp = k3FastFor<NC> ? base[l & 1] + (ptrdiff_t)((l - 1) * 2 * NC) * k3Plane
-                                      : sh + (ptrdiff_t)(((l - 1) * 2 + (zr & 1)) * NC) * k3Plane;
-      T *sn = k3FastFor<NC> ? base[l & 1] + (ptrdiff_t)(l * 2 * NC) * k3Plane
-                                : sh + (ptrdiff_t)((l * 2 + (zr & 1)) * NC) * k3Plane;
+      /* level l - 1's plane zr (landed or written in the previous iteration) and level l's */
+      const T *sp = l == 1 ? in1 : base[l & 1] + (ptrdiff_t)((l - 2) * 2 * NC) * k3Plane;
+      T *sn = base[l & 1] + (ptrdiff_t)((l - 1) * 2 * NC) * k3Plane;
       /* without a source only level MS's store reads oz, inside the chunk on a plane without
        * the tests */
       const int zl = !CK && !SRC ? zr : zr < a.g0[2] ? a.g0[2] : (zr >= a.g1[2] ? a.g1[2] - 1 : zr);
@@ -252,7 +274,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
         const int j = ty + k3BY * (q / k3CX); /* the column's tile row */
         if (k3Skip && (k3FastFor<NC> ? edge[q] < l : j < l || j >= k3TY - l))
           continue; /* uniform: a warp is a row */
-        const int p = pos0 + (q / k3CX) * k3BY * k3W + (q % k3CX) * 32;
+        const int p = pos(q);
         double w[NC * 27];
 #pragma unroll
         for (int c = 0; c < NC; ++c) {

@@ -36,7 +36,7 @@ void tsr_run_tiles_setup(tsr_run_ctx *x) {
   else if (x->radius != 1) x->tile_why = "the stencil is wider than one cell";
   else if (x->src_timed) x->tile_why = "the source depends on t";
   else if (!x->be->steps_max || !(x->tile_max = x->be->steps_max(x)))
-    x->tile_why = "the backend has no kernel for this dimension and precision, or it does not pay";
+    x->tile_why = "the backend has no kernel for this dimension, precision and model, or it does not pay";
   for (int i = 0; x->tile_max && i < tsr_bc_nfaces(x->bc); ++i)
     if (tsr_bc_face_timed(x->bc, i)) {
       x->tile_max = 0;

@@ -42,6 +42,15 @@ for name in bw_heat3d bw_wave3d; do
   spawn "$name-tiles" check "$name-tiles" "$TESSERA_SOURCE/tests/cases/$name.yaml" \
     --set "grid.cells=[70, 37, 6]"
 done
+# several steps a pass (time tiles: forward Euler, nothing that depends on t, no monitor inside
+# a block of time.fuse 4: a pass of 3 and one step): the passes' pipelines, their shared planes
+# and, in 3D, the input planes that cp.async copies into a ring, which racecheck sees
+spawn bw_heat2d-passes check bw_heat2d-passes "$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml" \
+  --set "grid.cells=[70, 37]" --set time.scheme=euler --set source.u=x \
+  --set boundary.ylo.value=x --set boundary.yhi.value=x --set time.fuse=4 \
+  --set output.monitor_every=1000
+spawn bw_heat3d-passes check bw_heat3d-passes "$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml" \
+  --set "grid.cells=[70, 37, 20]" --set time.fuse=4 --set output.monitor_every=1000
 # the PINN network's layers path (fp32, width 16, depth 4: every kernel of it, the last hidden
 # layer's variants included; kernels/net_layer.cuh), a few Adam iterations; racecheck sees the
 # tiles' barriers and the output's warp shuffles

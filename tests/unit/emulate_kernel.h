@@ -30,6 +30,29 @@ static int __syncthreads_or(int v) {
   return r;
 }
 template <typename T> static T __ldg(const T *p) { return *p; }
+/* cp.async (cuda_pipeline_primitives.h) as a kernel may rely on it: a thread's copies land
+ * when it waits for their group, not before, so a read that does not wait reads what was
+ * there (other threads see them after that wait and a barrier) */
+struct emu_copy {
+  void *dst;
+  const void *src;
+  size_t n;
+};
+thread_local std::vector<std::vector<emu_copy>> emu_groups;
+thread_local std::vector<emu_copy> emu_open;
+static void __pipeline_memcpy_async(void *dst, const void *src, size_t n, size_t = 0) {
+  emu_open.push_back({dst, src, n});
+}
+static void __pipeline_commit() {
+  emu_groups.push_back(emu_open);
+  emu_open.clear();
+}
+static void __pipeline_wait_prior(size_t n) {
+  while (emu_groups.size() > n) {
+    for (const emu_copy &c : emu_groups.front()) memcpy(c.dst, c.src, c.n);
+    emu_groups.erase(emu_groups.begin());
+  }
+}
 /* the CUDA keywords (cuda_runtime_api.h defines them where TSR_HAVE_CUDA brings it in) */
 #undef __global__
 #undef __device__

@@ -1,0 +1,6 @@
+/* tsr_steps_cuda's 2D float part (kernels/steps_parts.h). */
+#include "kernels/steps_launch_cuda.cuh"
+
+tsr_err tsr_steps_cuda2_f32(TSR_STEPS_PART_ARGS) {
+  return steps_typed<float>(s, m, rg, bc, in, src, out, stream);
+}

@@ -1,0 +1,133 @@
+/* The launches of the time-tile kernels (kernels/steps_cuda.cu is the entry): included by the
+ * four parts kernels/steps{2,3}_{f32,f64}_cuda.cu, one dimension and precision each, so that
+ * nvcc compiles the 96 kernels in parallel (as one file they took 6 minutes on 2 cores). */
+#include <cuda_pipeline_primitives.h> /* cp.async: the 3D kernel's input planes */
+#include <cuda_runtime.h>
+#include <limits.h>
+
+#include <type_traits>
+
+#include <nccl.h> /* C++ overloads inside: keep it out of the extern "C" block below */
+
+extern "C" {
+#include "kernels/cuda_util.h"
+}
+#include "kernels/steps_parts.h"
+
+namespace {
+
+/* 2D: steps_kernel */
+#include "kernels/steps2_cuda.cuh"
+
+/* 3D: steps3_kernel */
+#include "kernels/steps3_cuda.cuh"
+
+/* The step counts compiled: the driver's passes are odd (solver/run.c says why), and each
+ * count is an instantiation per model, precision and source flag. */
+template <int M, int NC, bool SRC, typename T>
+void launch_ms(int ms, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
+  switch (ms) {
+  case 3: steps_kernel<M, NC, 3, SRC, T><<<grid, kBX, 0, st>>>(a); break;
+  case 5: steps_kernel<M, NC, 5, SRC, T><<<grid, kBX, 0, st>>>(a); break;
+  default: break;
+  }
+}
+
+template <int M, int NC, typename T>
+void launch_model(int ms, bool src, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
+  if (src) launch_ms<M, NC, true, T>(ms, grid, a, st);
+  else launch_ms<M, NC, false, T>(ms, grid, a, st);
+}
+
+/* 3D: the shared planes may pass the 48 KB a launch gets without asking */
+template <int M, int NC, int MS, bool SRC, typename T>
+cudaError_t launch3(dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
+  constexpr size_t bytes = steps3_bytes(MS, NC, sizeof(T));
+  cudaError_t e = cudaFuncSetAttribute(steps3_kernel<M, NC, MS, SRC, T>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (e != cudaSuccess) return e;
+  steps3_kernel<M, NC, MS, SRC, T><<<grid, dim3(32, k3BY, 1), bytes, st>>>(a);
+  return cudaSuccess;
+}
+
+template <int M, int NC, typename T>
+cudaError_t launch_model3(int ms, bool src, dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
+  if (ms == 3) return src ? launch3<M, NC, 3, true>(grid, a, st) : launch3<M, NC, 3, false>(grid, a, st);
+  if (ms == 5) return src ? launch3<M, NC, 5, true>(grid, a, st) : launch3<M, NC, 5, false>(grid, a, st);
+  return cudaSuccess;
+}
+
+template <typename T>
+tsr_err steps_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const tsr_steps_bc *bc,
+                    const tsr_field *in, const tsr_field *src, tsr_field *out,
+                    cudaStream_t stream) {
+  if (tsr_box_empty(rg)) return TSR_OK;
+  steps_args<T> a;
+  TSR_CALL(steps2_fill(&a, s, rg, bc, in, src, out));
+  const dim3 grid = steps2_grid(rg, m, in->ncomp);
+  const bool has_src = src != nullptr;
+  switch (s->model) {
+  case TSR_MODEL_HEAT: launch_model<TSR_MODEL_HEAT, 1>(m, has_src, grid, a, stream); break;
+  case TSR_MODEL_ADVECTION_DIFFUSION:
+    launch_model<TSR_MODEL_ADVECTION_DIFFUSION, 1>(m, has_src, grid, a, stream);
+    break;
+  case TSR_MODEL_WAVE: launch_model<TSR_MODEL_WAVE, 2>(m, has_src, grid, a, stream); break;
+  case TSR_MODEL_GRAY_SCOTT:
+    launch_model<TSR_MODEL_GRAY_SCOTT, 2>(m, has_src, grid, a, stream);
+    break;
+  case TSR_MODEL_ALLEN_CAHN:
+    launch_model<TSR_MODEL_ALLEN_CAHN, 1>(m, has_src, grid, a, stream);
+    break;
+  case TSR_MODEL_IGNITION: launch_model<TSR_MODEL_IGNITION, 1>(m, has_src, grid, a, stream); break;
+  default: break;
+  }
+  TSR_CUDA_LAUNCHED("time-tile kernel");
+  return TSR_OK;
+}
+
+template <typename T>
+tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const tsr_steps_bc *bc,
+                     const tsr_field *in, const tsr_field *src, tsr_field *out,
+                     cudaStream_t stream) {
+  if (tsr_box_empty(rg)) return TSR_OK;
+  TSR_CHECK(k3TX > 2 * m && k3TY > 2 * m, TSR_ERR_STATE,
+            "tsr_steps_cuda: a 3D tile of %d x %d columns (TSR_STEPS3_*) cannot take %d steps "
+            "(it needs more than %d along each axis)", k3TX, k3TY, m, 2 * m);
+  int dev = 0, optin = 0;
+  TSR_CUDA(cudaGetDevice(&dev));
+  TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  const size_t need = steps3_bytes(m, in->ncomp, sizeof(T));
+  TSR_CHECK(need <= (size_t)optin, TSR_ERR_STATE,
+            "tsr_steps_cuda: a 3D pass of %d steps of %d components needs %zu bytes of shared "
+            "memory a block, the device has %d: take fewer steps or a smaller tile (TSR_STEPS3_*)",
+            m, in->ncomp, need, optin);
+  steps3_args<T> a;
+  steps3_fill(&a, s, rg, bc, in, src, out);
+  int g[3];
+  steps3_grid(rg, m, g);
+  dim3 grid((unsigned)g[0], (unsigned)g[1], (unsigned)g[2]);
+  const bool has_src = src != nullptr;
+  cudaError_t e = cudaSuccess;
+  switch (s->model) {
+  case TSR_MODEL_HEAT: e = launch_model3<TSR_MODEL_HEAT, 1>(m, has_src, grid, a, stream); break;
+  case TSR_MODEL_ADVECTION_DIFFUSION:
+    e = launch_model3<TSR_MODEL_ADVECTION_DIFFUSION, 1>(m, has_src, grid, a, stream);
+    break;
+  case TSR_MODEL_WAVE: e = launch_model3<TSR_MODEL_WAVE, 2>(m, has_src, grid, a, stream); break;
+  case TSR_MODEL_GRAY_SCOTT:
+    e = launch_model3<TSR_MODEL_GRAY_SCOTT, 2>(m, has_src, grid, a, stream);
+    break;
+  case TSR_MODEL_ALLEN_CAHN:
+    e = launch_model3<TSR_MODEL_ALLEN_CAHN, 1>(m, has_src, grid, a, stream);
+    break;
+  case TSR_MODEL_IGNITION:
+    e = launch_model3<TSR_MODEL_IGNITION, 1>(m, has_src, grid, a, stream);
+    break;
+  default: break;
+  }
+  TSR_CUDA(e);
+  TSR_CUDA_LAUNCHED("3D time-tile kernel");
+  return TSR_OK;
+}
+
+} // namespace
