@@ -34,9 +34,10 @@ void launch_ms(int ms, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
 }
 
 template <int M, int NC, typename T>
-void launch_model(int ms, bool src, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
+cudaError_t launch_model(int ms, bool src, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
   if (src) launch_ms<M, NC, true, T>(ms, grid, a, st);
   else launch_ms<M, NC, false, T>(ms, grid, a, st);
+  return cudaSuccess; /* the launch's own error: TSR_CUDA_LAUNCHED */
 }
 
 /* 3D: the shared planes may pass the 48 KB a launch gets without asking */
@@ -51,10 +52,26 @@ cudaError_t launch3(dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
 }
 
 template <int M, int NC, typename T>
-cudaError_t launch_model3(int ms, bool src, dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
+cudaError_t launch_model(int ms, bool src, dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
   if (ms == 3) return src ? launch3<M, NC, 3, true>(grid, a, st) : launch3<M, NC, 3, false>(grid, a, st);
   if (ms == 5) return src ? launch3<M, NC, 5, true>(grid, a, st) : launch3<M, NC, 5, false>(grid, a, st);
   return cudaSuccess;
+}
+
+/* The model's kernels, 2D or 3D by the arguments' type: its id and components are template
+ * arguments of every kernel. */
+template <typename Args>
+cudaError_t launch_for(int model, int ms, bool src, dim3 grid, const Args &a, cudaStream_t st) {
+  switch (model) {
+  case TSR_MODEL_HEAT: return launch_model<TSR_MODEL_HEAT, 1>(ms, src, grid, a, st);
+  case TSR_MODEL_ADVECTION_DIFFUSION:
+    return launch_model<TSR_MODEL_ADVECTION_DIFFUSION, 1>(ms, src, grid, a, st);
+  case TSR_MODEL_WAVE: return launch_model<TSR_MODEL_WAVE, 2>(ms, src, grid, a, st);
+  case TSR_MODEL_GRAY_SCOTT: return launch_model<TSR_MODEL_GRAY_SCOTT, 2>(ms, src, grid, a, st);
+  case TSR_MODEL_ALLEN_CAHN: return launch_model<TSR_MODEL_ALLEN_CAHN, 1>(ms, src, grid, a, st);
+  case TSR_MODEL_IGNITION: return launch_model<TSR_MODEL_IGNITION, 1>(ms, src, grid, a, st);
+  default: return cudaSuccess;
+  }
 }
 
 template <typename T>
@@ -65,22 +82,7 @@ tsr_err steps_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const tsr
   steps_args<T> a;
   TSR_CALL(steps2_fill(&a, s, rg, bc, in, src, out));
   const dim3 grid = steps2_grid(rg, m, in->ncomp);
-  const bool has_src = src != nullptr;
-  switch (s->model) {
-  case TSR_MODEL_HEAT: launch_model<TSR_MODEL_HEAT, 1>(m, has_src, grid, a, stream); break;
-  case TSR_MODEL_ADVECTION_DIFFUSION:
-    launch_model<TSR_MODEL_ADVECTION_DIFFUSION, 1>(m, has_src, grid, a, stream);
-    break;
-  case TSR_MODEL_WAVE: launch_model<TSR_MODEL_WAVE, 2>(m, has_src, grid, a, stream); break;
-  case TSR_MODEL_GRAY_SCOTT:
-    launch_model<TSR_MODEL_GRAY_SCOTT, 2>(m, has_src, grid, a, stream);
-    break;
-  case TSR_MODEL_ALLEN_CAHN:
-    launch_model<TSR_MODEL_ALLEN_CAHN, 1>(m, has_src, grid, a, stream);
-    break;
-  case TSR_MODEL_IGNITION: launch_model<TSR_MODEL_IGNITION, 1>(m, has_src, grid, a, stream); break;
-  default: break;
-  }
+  TSR_CUDA(launch_for(s->model, m, src != nullptr, grid, a, stream));
   TSR_CUDA_LAUNCHED("time-tile kernel");
   return TSR_OK;
 }
@@ -106,26 +108,7 @@ tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const ts
   int g[3];
   steps3_grid(rg, m, g);
   dim3 grid((unsigned)g[0], (unsigned)g[1], (unsigned)g[2]);
-  const bool has_src = src != nullptr;
-  cudaError_t e = cudaSuccess;
-  switch (s->model) {
-  case TSR_MODEL_HEAT: e = launch_model3<TSR_MODEL_HEAT, 1>(m, has_src, grid, a, stream); break;
-  case TSR_MODEL_ADVECTION_DIFFUSION:
-    e = launch_model3<TSR_MODEL_ADVECTION_DIFFUSION, 1>(m, has_src, grid, a, stream);
-    break;
-  case TSR_MODEL_WAVE: e = launch_model3<TSR_MODEL_WAVE, 2>(m, has_src, grid, a, stream); break;
-  case TSR_MODEL_GRAY_SCOTT:
-    e = launch_model3<TSR_MODEL_GRAY_SCOTT, 2>(m, has_src, grid, a, stream);
-    break;
-  case TSR_MODEL_ALLEN_CAHN:
-    e = launch_model3<TSR_MODEL_ALLEN_CAHN, 1>(m, has_src, grid, a, stream);
-    break;
-  case TSR_MODEL_IGNITION:
-    e = launch_model3<TSR_MODEL_IGNITION, 1>(m, has_src, grid, a, stream);
-    break;
-  default: break;
-  }
-  TSR_CUDA(e);
+  TSR_CUDA(launch_for(s->model, m, src != nullptr, grid, a, stream));
   TSR_CUDA_LAUNCHED("3D time-tile kernel");
   return TSR_OK;
 }
