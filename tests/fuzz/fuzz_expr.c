@@ -44,6 +44,10 @@ static void check_canonical(tsr_expr *e, const tsr_expr_env *env) {
   int col = -2;
   err = tsr_expr_compile(c_text, env, &again, &col);
   if (err == TSR_ERR_INPUT && strlen(c_text) > 4096) return; /* the length limit, not a bug */
+  /* the nesting limit counts the text's levels, and the canonical text parenthesises every
+   * unary minus (so that C never reads "--"): a chain of 130 minus signs, 131 levels as
+   * written, is about 260 in C. A limit of the parser, not a wrong value (CI, session 20) */
+  if (err == TSR_ERR_INPUT && strstr(tsr_err_message(), "nested too deeply")) return;
   if (err) {
     fprintf(stderr, "fuzz_expr: the canonical text '%s' does not compile: %s (column %d)\n",
             c_text, tsr_err_message(), col);
