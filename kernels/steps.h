@@ -50,10 +50,19 @@ typedef struct {
  * first step). src (NULL: none) is added at every step, the same values each step, and must
  * cover the cells of every step. in and out share geometry and precision and must not alias;
  * only region's cells of out are written. Host memory; OpenMP threads inside. Errors:
- * TSR_ERR_STATE (a kind other than forward Euler, m out of range, in == out),
+ * TSR_ERR_STATE (a kind other than forward Euler, m out of range, in == out, fields that do
+ * not fit: tsr_steps_fits),
  * TSR_ERR_MEMORY (the tiles' buffers: a few cache's worth a thread). The region's sides on
  * bc's faces lie on the box's faces, and each face's values cover the tangential cells of the
  * first step's cells. */
+/* Whether fields meet tsr_steps_*'s contract for m steps over region: in's allocation covers
+ * region grown by m * radius on every side that is not one of bc's faces and by radius beyond
+ * the faces (the ghost layers the first step reads), and src (NULL: none) and out have in's
+ * geometry (the kernels index them with in's strides). Where nothing is exchanged (every side
+ * a face) a pass of any length needs only the boundary's ghosts. */
+int tsr_steps_fits(int m, int radius, const tsr_box *region, const tsr_steps_bc *bc,
+                   const tsr_field *in, const tsr_field *src, const tsr_field *out);
+
 tsr_err tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
                        const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
                        tsr_field *out);

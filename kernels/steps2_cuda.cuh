@@ -196,6 +196,11 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
     for (int l = 1; l <= MS; ++l) {
       const int yr = y - l;
       const int lo = slot<R>(-l - 1), mid = slot<R>(-l), hi = slot<R>(-l + 1);
+      /* the source's row, clamped as the loads are: a tile's and a chunk's outer cells, never
+       * stored, reach past the allocation where the ghosts are only as deep as needed */
+      const ptrdiff_t src_row =
+          SRC ? (ptrdiff_t)((yr < a.gy0 ? a.gy0 : (yr >= a.gy1 ? a.gy1 - 1 : yr)) - a.gy0) * a.sy
+              : 0;
 #pragma unroll
       for (int q = 0; q < kCols; ++q) {
         const int s = q * kBX + tx + 1; /* the column's place in a shared row */
@@ -214,7 +219,7 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
         T v[NC];
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
-          const double rc = SRC ? r[c] + (double)__ldg(a.src + at(a, x0 + s - 1, yr) + c * a.sc)
+          const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + src_row + c * a.sc)
                                 : r[c];
           double av = 0.0;
           v[c] = (T)tsr_stage_update(TSR_STAGE_EULER, a.dt, 0.0, w[c * 9 + 4], rc, &av);

@@ -37,7 +37,11 @@
  * reads its in-plane neighbours there, and each thread its own column for its z ring. Timed
  * on an H100 (session 20, one job): one plane ahead 240 Gcells/s, two 238, three 231, five
  * 230, against 231 before. Deeper did not help, so the wait was not the limit; what one plane
- * ahead saves is the level-0 store to shared and the register hand-over.
+ * ahead saves is the level-0 store to shared and the register hand-over. With one ahead the
+ * ring's slots are the unrolled loop's constants (session 21: 248 Gcells/s, 1.46x the single
+ * step on an H100); unrolling 6 planes so that the levels' parities were constants too (247),
+ * or computing every row in the planes without tests instead of skipping (246), gained
+ * nothing, and 6 planes took passes of 5 from 206 to 194 (bench/README.md).
  *
  * Resources (nvcc 13, sm_90, -Xptxas -v): the default shape, 32 x 32 threads, one column a
  * thread (a 32 x 32 tile): 62 registers (64 since the ring), one block of 32 warps an SM. On an H200 (bench/gpu_tiles
@@ -212,10 +216,10 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
   constexpr int D = steps3_stage_planes(MS, NC, sizeof(T)), A = D - 2;
   T *const ring = sh;
   T *const lev = sh + (ptrdiff_t)(D * NC) * k3Plane; /* level l, parity p: (l - 1) * 2 + p */
-  auto fetch = [&](int z) {
+  auto fetch = [&](int z, int slot) { /* slot: (z - z0) mod D */
     const int zl = z < a.g0[2] ? a.g0[2] : (z >= a.g1[2] ? a.g1[2] - 1 : z);
     const ptrdiff_t oz = (ptrdiff_t)(zl - a.g0[2]) * a.sz;
-    T *const dst = ring + (ptrdiff_t)(((z - z0) % D) * NC) * k3Plane;
+    T *const dst = ring + (ptrdiff_t)(slot * NC) * k3Plane;
 #pragma unroll
     for (int q = 0; q < k3Q; ++q)
 #pragma unroll
@@ -225,7 +229,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
     __pipeline_commit();
   };
 #pragma unroll
-  for (int r = 0; r < A; ++r) fetch(z0 + r);
+  for (int r = 0; r < A; ++r) fetch(z0 + r, r);
 
   /* reg[l][q][c][k]: component c of column q at level l, plane p with (p - z0) mod 3 = k */
   T reg[MS][k3Q][NC][3];
@@ -243,10 +247,11 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
   auto plane = [&](auto rc, auto ck, int z) {
     constexpr int R = decltype(rc)::value;
     constexpr bool CK = decltype(ck)::value;
+    /* the ring's slot: R itself where the ring has 3 planes (one ahead, the default) */
+    const int sz = D == 3 ? R : (z - z0) % D;
     /* plane z + A goes to the slot of plane z - 2, which the last barrier freed */
-    fetch(z + A);
+    fetch(z + A, D == 3 ? (R + 1) % 3 : (z + A - z0) % D);
     __pipeline_wait_prior(A); /* this thread's copies of plane z have landed */
-    const int sz = (z - z0) % D;
     const T *const in0 = ring + (ptrdiff_t)(sz * NC) * k3Plane;
     const T *const in1 = ring + (ptrdiff_t)((sz == 0 ? D - 1 : sz - 1) * NC) * k3Plane;
 #pragma unroll

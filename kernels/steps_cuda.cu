@@ -46,9 +46,12 @@ extern "C" tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, co
   TSR_CHECK(s->model >= 0 && s->model < TSR_MODEL_COUNT &&
                 (tsr_models[s->model].methods & TSR_METHODS_EXPLICIT),
             TSR_ERR_STATE, "tsr_steps_cuda: model %d has no explicit stage", s->model);
-  TSR_CHECK(in->ghost >= m && (!src || src->prec == in->prec) && out->prec == in->prec,
-            TSR_ERR_STATE, "tsr_steps_cuda: ghosts %d for %d steps, or mixed precisions",
-            in->ghost, m);
+  /* where every side is a face (nothing exchanged) the boundary's one ghost layer suffices:
+   * the kernels clamp their loads into the allocation, and the values they load beyond it
+   * reach no cell that is stored */
+  TSR_CHECK(tsr_steps_fits(m, radius, rg, bc, in, src, out), TSR_ERR_STATE,
+            "tsr_steps_cuda: fields of %d ghosts too shallow for %d steps over the region, or "
+            "of different shapes or precisions", in->ghost, m);
   if (m == 1) return tsr_stage_cuda(s, rg, in, NULL, NULL, src, out, stream);
   if (in->dim == 3) {
     if (in->prec == TSR_PREC_SINGLE) return tsr_steps_cuda3_f32(s, m, rg, bc, in, src, out, stream);

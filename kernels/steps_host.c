@@ -401,6 +401,25 @@ model_loop(int model, int ncomp, const tsr_stage_desc *s, const plan *p, const t
   }
 }
 
+static int same_geometry(const tsr_field *a, const tsr_field *b) {
+  return !b || (b->dim == a->dim && b->ncomp == a->ncomp && tsr_box_equal(&b->gbox, &a->gbox) &&
+                b->sy == a->sy && b->sz == a->sz && b->scomp == a->scomp && b->prec == a->prec);
+}
+
+int tsr_steps_fits(int m, int radius, const tsr_box *region, const tsr_steps_bc *bc,
+                   const tsr_field *in, const tsr_field *src, const tsr_field *out) {
+  if (!same_geometry(in, src) || !same_geometry(in, out)) return 0;
+  for (int a = 0; a < in->dim; ++a)
+    for (int side = 0; side < 2; ++side) {
+      int g = m * radius;
+      for (int i = 0; bc && i < bc->nface; ++i)
+        if (bc->face[i].axis == a && bc->face[i].side == side) g = radius;
+      if (side ? region->hi[a] + g > in->gbox.hi[a] : region->lo[a] - g < in->gbox.lo[a])
+        return 0;
+    }
+  return 1;
+}
+
 tsr_err tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
                        const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
                        tsr_field *out) {
@@ -408,6 +427,9 @@ tsr_err tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box
             TSR_ERR_STATE, "tsr_steps_host: %d steps of stage kind %d (forward Euler, 1 to %d, "
             "distinct fields)", m, (int)s->kind, TSR_STEPS_MAX);
   if (tsr_box_empty(region)) return TSR_OK;
+  TSR_CHECK(tsr_steps_fits(m, radius, region, bc, in, src, out), TSR_ERR_STATE,
+            "tsr_steps_host: fields of %d ghosts too shallow for %d steps over the region, or "
+            "of different shapes", in->ghost, m);
   if (m == 1) { /* nothing to fuse: the plain stage, without the buffers' copy */
     tsr_stage_host(s, region, in, NULL, NULL, src, out);
     return TSR_OK;

@@ -1,10 +1,11 @@
 /* A case of the time-tile emulators (emulate_steps2.cpp, emulate_steps3.cpp): fields with
- * random values on box (dim 2 or 3; ghosts 7), the region grown by `grow` on the faces not in
- * the bit set `faces` (x lo, x hi, y lo, y hi, z lo, z hi), random ghost values on the others,
+ * random values on box (dim 2 or 3), the region grown by `grow` on the faces not in the bit set
+ * `faces` (x lo, x hi, y lo, y hi, z lo, z hi), random ghost values on the others, the ghosts
+ * only as deep as tsr_steps_fits asks (grow + m, or 1 where every side is a face: the
+ * emulators run under AddressSanitizer, so a read past the allocation fails the test),
  * m forward Euler steps by tsr_steps_host, and the same by launch(d, rg, bc, in, src, out,
  * grid), which launches the emulated kernel and writes its grid; then every byte compared.
- * Prints a line; returns 1 where any value differs. Fields and values are not freed (a test
- * program). Include after emulate_kernel.h. */
+ * Prints a line; returns 1 where any value differs. Include after emulate_kernel.h. */
 #ifndef TSR_TESTS_EMULATE_STEPS_H
 #define TSR_TESTS_EMULATE_STEPS_H
 #include "tests/support/steps_faces.h"
@@ -12,7 +13,7 @@
 template <class Launch>
 static int emu_steps_case(int dim, tsr_box box, int model, int ncomp, bool single, int m,
                           bool has_src, int faces, int grow, Launch launch) {
-  const int ghost = 7;
+  const int ghost = faces == (1 << 2 * dim) - 1 ? 1 : grow + m;
   const tsr_prec prec = single ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
   tsr_field *in, *sr, *ho, *go;
   tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_HOST, prec, &in);
@@ -59,6 +60,9 @@ static int emu_steps_case(int dim, tsr_box box, int model, int ncomp, bool singl
          mi->name, single ? "fp32" : "fp64", m, (int)has_src, tsr_box_len(&box, 0),
          tsr_box_len(&box, 1), tsr_box_len(&box, 2), faces, grow, g[0], g[1], g[2], bad, first,
          first >= 0 ? tsr_field_get(go, first) : 0.0, first >= 0 ? tsr_field_get(ho, first) : 0.0);
+  for (int i = 0; i < bc.nface; ++i) free((void *)bc.val[i]);
+  tsr_field **all[4] = {&in, &sr, &ho, &go};
+  for (tsr_field **f : all) tsr_field_destroy(f);
   return bad != 0;
 }
 #endif

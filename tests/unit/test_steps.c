@@ -88,8 +88,17 @@ static int same(const tsr_field *a, const tsr_field *b, const tsr_box *r) {
   return 1;
 }
 
+/* Whether every side of the case is a physical face (nothing exchanged). */
+static int all_faces(const tcase *c) {
+  for (int f = 0; f < 2 * c->dim; ++f)
+    if (!c->side[f]) return 0;
+  return 1;
+}
+
 static void run_case(const tcase *c) {
-  const int model = c->model, ncomp = tsr_models[model].ncomp, m = c->m, ghost = c->grow + m;
+  /* the ghosts only as deep as tsr_steps_fits asks: one layer where nothing is exchanged */
+  const int model = c->model, ncomp = tsr_models[model].ncomp, m = c->m,
+            ghost = all_faces(c) ? 1 : c->grow + m;
   double p[TSR_MAX_MODEL_PARAMS];
   for (int i = 0; i < tsr_models[model].nparam; ++i) p[i] = tsr_models[model].param[i].def;
   if (model == TSR_MODEL_ADVECTION_DIFFUSION) p[2] = 0.5, p[3] = -0.3;
@@ -230,6 +239,50 @@ static void tiles_and_remainders(void **st) {
   }
 }
 
+/* Fields too shallow for the pass, or of another shape than in, are refused (and nothing is
+ * written); where every side is a face, one ghost layer takes passes of any length. */
+static void shallow_fields_refused(void **st) {
+  tsr_box box = {{0, 0, 0}, {9, 7, 1}}, grown = {{-2, 0, 0}, {9, 7, 1}};
+  tsr_field *in = NULL, *out = NULL, *thin = NULL;
+  assert_int_equal(tsr_field_create(2, &box, 3, 1, &in), TSR_OK);
+  assert_int_equal(tsr_field_create(2, &box, 3, 1, &out), TSR_OK);
+  assert_int_equal(tsr_field_create(2, &box, 2, 1, &thin), TSR_OK);
+  double kappa = 1.0, h[3] = {1, 1, 1};
+  tsr_stage_desc s = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, 0.1, {0}};
+  tsr_stage_coef_init(&s.coef, TSR_MODEL_HEAT, &kappa, h, in);
+  for (ptrdiff_t i = 0; i < in->scomp; ++i) ((double *)in->data)[i] = 1.0 + (double)i;
+  /* nothing exchanged is a face here only by the bc: without one, every side needs m ghosts */
+  assert_true(tsr_steps_fits(3, 1, &box, NULL, in, NULL, out));
+  assert_false(tsr_steps_fits(4, 1, &box, NULL, in, NULL, out));
+  assert_false(tsr_steps_fits(3, 1, &grown, NULL, in, NULL, out));
+  assert_false(tsr_steps_fits(2, 1, &box, NULL, in, thin, out));
+  assert_false(tsr_steps_fits(2, 1, &box, NULL, in, NULL, thin));
+  assert_int_equal(tsr_steps_host(&s, 4, 1, &box, NULL, in, NULL, out), TSR_ERR_STATE);
+  assert_int_equal(tsr_steps_host(&s, 2, 1, &box, NULL, in, thin, out), TSR_ERR_STATE);
+  for (ptrdiff_t i = 0; i < out->scomp; ++i) assert_true(((double *)out->data)[i] == 0.0);
+  /* four faces: the boundary's one layer is all a pass reads beyond the box */
+  tsr_steps_bc bc = {0};
+  double vals[4][16] = {{0}};
+  for (int f = 0; f < 4; ++f) {
+    tsr_bc_face *fi = &bc.face[bc.nface];
+    fi->axis = f / 2;
+    fi->side = f % 2;
+    fi->type = TSR_GHOST_DIRICHLET;
+    fi->t1 = (fi->axis + 1) % 3;
+    fi->t2 = (fi->axis + 2) % 3;
+    fi->n1 = tsr_box_len(&box, fi->t1);
+    fi->n2 = fi->t2 < 2 ? tsr_box_len(&box, fi->t2) : 1;
+    fi->layers = 1;
+    fi->h = 1.0;
+    bc.val[bc.nface++] = vals[f];
+  }
+  assert_true(tsr_steps_fits(7, 1, &box, &bc, thin, NULL, thin));
+  assert_false(tsr_steps_fits(7, 1, &grown, &bc, thin, NULL, thin));
+  tsr_field_destroy(&in);
+  tsr_field_destroy(&out);
+  tsr_field_destroy(&thin);
+}
+
 /* An empty region writes nothing. */
 static void empty_region(void **st) {
   tsr_box box = {{0, 0, 0}, {6, 5, 1}}, none = {{2, 2, 0}, {2, 5, 1}};
@@ -252,6 +305,7 @@ int main(void) {
       cmocka_unit_test(matches_stages_3d),
       cmocka_unit_test(tiles_and_remainders),
       cmocka_unit_test(empty_region),
+      cmocka_unit_test(shallow_fields_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
