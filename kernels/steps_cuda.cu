@@ -24,8 +24,9 @@ static bool on_device(const tsr_field *f) { return !f || f->mem == TSR_MEM_DEVIC
  * passes are no faster than fp32 single steps (404 against 415 on the H200: the arithmetic is
  * double either way, so a pass is bound by instructions, not bytes), so fp32 steps stage by
  * stage. 3D 512^3 fp64 (steps3_kernel): passes of 3 ran 0.98x the single step on the H200
- * (session 15), 1.35x on an H100 after session 19's planes without tests; a whole run with
- * fuse 3 ran 1.24x one with fuse 1 (session 15). fp32 3D passes run 0.55-0.69x. */
+ * (session 15), 1.46x on an H100 since sessions 19-21 (planes without tests, the input ring);
+ * a whole run with fuse 3 ran 1.24x one with fuse 1 on the H200 (session 15), 1.56x on the
+ * H100 (session 21). fp32 3D passes run 0.55-0.69x. */
 extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec, int model) {
   if ((dim != 2 && dim != 3) || prec != TSR_PREC_DOUBLE || model < 0 || model >= TSR_MODEL_COUNT ||
       !(tsr_models[model].methods & TSR_METHODS_EXPLICIT) || tsr_models[model].varies)

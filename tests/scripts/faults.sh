@@ -74,16 +74,19 @@ has "early exit: starts over" "$log" "restart: no checkpoint in '$out' yet; star
 same "early exit: final = uninterrupted" "$ref" "$out/final.h5"
 
 # a probe that hangs (a GPU stuck in the driver) is ended after TESSERA_PROBE_TIMEOUT, with what
-# it started, and the run goes on
+# it started, and the run goes on. 5 s rather than 2: with 2 the check below once found the
+# probe's rank left (CI, under the sanitizers, session 20). The likeliest cause, unconfirmed (1 s
+# on this loaded 2-core machine left nothing in 9 tries): a launcher signalled while still
+# starting its ranks may not reach the one it is starting
 printf '#!/usr/bin/env bash\nif [ "$2" = probe ]; then exec sleep 300; fi\nexec "$@"\n' >"$work/slowprobe.sh"
 chmod +x "$work/slowprobe.sh"
 t0=$(date +%s)
-log=$(TESSERA_PROBE_TIMEOUT=2 "$B" supervise -- "$MPIEXEC" -n 1 "$work/slowprobe.sh" "$B" run "$case" \
+log=$(TESSERA_PROBE_TIMEOUT=5 "$B" supervise -- "$MPIEXEC" -n 1 "$work/slowprobe.sh" "$B" run "$case" \
   --out "$work/slow" 2>&1); rc=$?
 t1=$(date +%s)
 if [ $rc = 0 ] && [ $((t1 - t0)) -lt 30 ] && [ -f "$work/slow/final.h5" ]; then pass "hung probe: ended, the run done in $((t1 - t0)) s"
 else echo "$log" | tail; failure "hung probe: rc $rc after $((t1 - t0)) s"; fi
-has "hung probe: said" "$log" "could not count the GPUs through the launcher (no answer within 2 s, TESSERA_PROBE_TIMEOUT)"
+has "hung probe: said" "$log" "could not count the GPUs through the launcher (no answer within 5 s, TESSERA_PROBE_TIMEOUT)"
 # (the launcher's ranks end on its SIGTERM as it exits; up to 10 s for the last of them to go:
 # 1 s was not always enough under the sanitizers on CI's loaded 2-core machine)
 left=1
