@@ -156,7 +156,8 @@ tsr_err tsr_net_layer_bwd1(const tsr_net_kdims *d, const void *W, const void *th
 
 /* ---- the fused path (kernels/net_fused.cu) ------------------------------------------------
  * One kernel for the whole forward pass and one for the whole reverse pass, each block on a
- * tile of P points with every layer's activations in shared memory (net_fused.cu says how).
+ * tile of P points with every layer's activations in shared memory
+ * (kernels/net_fused_cuda.cuh says how).
  * Memory it needs besides theta, X, U, dU and grad (device, element type of d->single):
  *   A        the hidden layers' pre-activations, layer l (1..depth-1) at A + (l-1) lstride
  *   partial  blocks * nparam elements: the reverse pass's per-block gradient sums */
