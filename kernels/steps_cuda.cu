@@ -20,18 +20,24 @@ static bool on_device(const tsr_field *f) { return !f || f->mem == TSR_MEM_DEVIC
  * models (wave 3.08x against 2.46x, Gray-Scott 3.16x against 2.48x: their single step moves
  * twice the bytes), not for one component (heat 2.48x). Ignition's passes are slower than its
  * single steps (0.77x): its sub-stepped reaction makes each cell's update costly and the
- * single step bound by arithmetic, which a pass only repeats on its recomputed rim. fp32
- * passes are no faster than fp32 single steps (404 against 415 on the H200: the arithmetic is
- * double either way, so a pass is bound by instructions, not bytes), so fp32 steps stage by
- * stage. 3D 512^3 fp64 (steps3_kernel): passes of 3 ran 0.98x the single step on the H200
- * (session 15), 1.46x on an H100 since sessions 19-21 (planes without tests, the input ring);
- * a whole run with fuse 3 ran 1.24x one with fuse 1 on the H200 (session 15), 1.56x on the
- * H100 (session 21). fp32 3D passes run 0.55-0.69x. */
+ * single step bound by arithmetic, which a pass only repeats on its recomputed rim. 2D fp32
+ * (the arithmetic double either way, so a pass costs the fp64 pass's instructions for half
+ * its bytes): 1.07x on the H200 before the rows without tests; since them (session 22, one
+ * H100) passes of 3 run 1.37-1.65x the fp32 single step (heat 1.47x, wave 1.63x, Gray-Scott
+ * 1.65x, Allen-Cahn 1.43x, advection-diffusion 1.37x), and passes of 5 gain at most 4% more
+ * (wave) or lose 19% (Gray-Scott), so fp32 takes passes of 3. 3D 512^3 fp64 (steps3_kernel):
+ * passes of 3 ran 0.98x the single step on the H200 (session 15), 1.46x on an H100 since
+ * sessions 19-21 (planes without tests, the input ring), 1.20x on an H200 (session 22, whose
+ * faster memory speeds the single step, not the issue-bound pass); a whole run with fuse 3
+ * ran 1.24x one with fuse 1 on the H200 (session 15), 1.56x on the H100 (session 21). fp32
+ * 3D passes run 0.55-0.70x: 3D fp32 steps stage by stage. */
 extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec, int model) {
-  if ((dim != 2 && dim != 3) || prec != TSR_PREC_DOUBLE || model < 0 || model >= TSR_MODEL_COUNT ||
-      !(tsr_models[model].methods & TSR_METHODS_EXPLICIT) || tsr_models[model].varies)
+  const bool fp32 = prec == TSR_PREC_SINGLE;
+  if ((dim != 2 && dim != 3) || (prec != TSR_PREC_DOUBLE && !(fp32 && dim == 2)) || model < 0 ||
+      model >= TSR_MODEL_COUNT || !(tsr_models[model].methods & TSR_METHODS_EXPLICIT) ||
+      tsr_models[model].varies)
     return 0;
-  return dim == 2 && tsr_models[model].ncomp == 2 ? 5 : 3;
+  return dim == 2 && !fp32 && tsr_models[model].ncomp == 2 ? 5 : 3;
 }
 
 extern "C" tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, const tsr_box *rg,
@@ -47,6 +53,7 @@ extern "C" tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, co
   TSR_CHECK(s->model >= 0 && s->model < TSR_MODEL_COUNT &&
                 (tsr_models[s->model].methods & TSR_METHODS_EXPLICIT),
             TSR_ERR_STATE, "tsr_steps_cuda: model %d has no explicit stage", s->model);
+  if (tsr_box_empty(rg)) return TSR_OK; /* as tsr_steps_host: nothing to check or launch */
   /* where every side is a face (nothing exchanged) the boundary's one ghost layer suffices:
    * the kernels clamp their loads into the allocation, and the values they load beyond it
    * reach no cell that is stored */

@@ -106,13 +106,41 @@ t1=$(grep -c " 1$" "$work/tiles" 2>/dev/null) tn=$(grep -vc " 1$" "$work/tiles" 
 if [ "${t1:-0}" -ge 1 ] && [ "${tn:-0}" -ge 1 ] && [ $(( ${t1:-0} + ${tn:-0} )) -ge $want ]; then
   pass "time tiles: ${t1:-0} runs on 1 rank and ${tn:-0} on several took passes of several steps"
 else failure "time tiles: ${t1:-0} runs on 1 rank and ${tn:-0} on several took passes (want $want)"; fi
+# single precision (float32 fields, double arithmetic): 2D passes on both backends (GPUs since
+# session 22: passes of 3 for every model) keep the bits of fuse 1 on 1 rank: fuse 3 where
+# nothing is exchanged (a pass a block), fuse 4 (a step and a pass of 3) on 1 rank with a
+# periodic axis and on several; faces and sources made constant in t, so that passes run
+np=$((maxnp < 2 ? 1 : 2))
+set -f # the expressions below hold '*'
+for run in "bw_advection_diffusion2d 3:1 boundary.default.value=0.1" \
+           "bw_heat2d 4:1 4:$np source.u=a*sin(x)*y boundary.ylo.value=a*cos(pi*x) boundary.yhi.value=x" \
+           "bw_gray_scott2d 4:1 4:$np"; do
+  read -r name lays <<<"$run"
+  sp=(--backend "$backend" --set precision=single --set time.scheme=euler --set output.monitor_every=1000)
+  [ "$backend" = cuda ] && sp+=(--set gpu.graphs=on)
+  for w in $lays; do [[ $w == *=* ]] && sp+=(--set "$w"); done
+  case=$TESSERA_SOURCE/tests/cases/$name.yaml ref=$work/$name-single
+  run_ok "$name single fuse 1" 1 "$case" --out "$ref" "${sp[@]}" || continue
+  for fk in $lays; do
+    [[ $fk == *=* ]] && continue
+    f=${fk%%:*} k=${fk#*:} out=$work/$name-single-$f-$k
+    run_ok "$name single fuse $f np$k" "$k" "$case" --out "$out" "${sp[@]}" --set time.fuse=$f || continue
+    tiles=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["time_tiles"]["passes"])' "$out/report.json")
+    if same_fields "$ref/final.h5" "$out/final.h5" 0 >/dev/null && [ "${tiles:-0}" -gt 0 ]; then
+      pass "$name single fuse $f np$k: $tiles passes, bitwise identical to fuse 1"
+    else
+      same_fields "$ref/final.h5" "$out/final.h5" 0
+      failure "$name single fuse $f np$k: final fields differ or no pass ran (${tiles:-no} passes)"
+    fi
+  done
+done
+set +f
 # outputs inside a block land on their steps: snapshots every 4 steps and checkpoints every 6
 # with fuse 5 on 2 ranks (forward Euler: blocks of time tiles that end at them) hold the bits of
 # those of fuse 1 on 1 rank; a restart from the fused
 # run's checkpoint at step 6 with fuse 3 ends with the same bits; a rebalancing run (a slowed
 # rank, decisions every 5 steps, so blocks end there) too
 case=$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml
-np=$((maxnp < 2 ? 1 : 2))
 io=(--backend "$backend" --set output.snapshot_every=4 --set output.checkpoint_every=6
     --set output.keep=10 --set output.monitor_every=1000)
 [ "$backend" = cuda ] && io+=(--set gpu.graphs=on)

@@ -299,8 +299,28 @@ static void empty_region(void **st) {
   tsr_field_destroy(&out);
 }
 
+#ifdef TSR_HAVE_CUDA
+/* The GPU pass lengths the driver is told, as measured (kernels/steps_cuda.cu, bench/README.md):
+ * 2D fp64 3, or 5 for two components; 2D fp32 3 for every model (5 lost for Gray-Scott); 3D fp64
+ * 3; none for 3D fp32 (slower than single steps) or ignition. A pure function: no GPU needed. */
+static void gpu_pass_lengths(void **st) {
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT), 3);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_WAVE), 5);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_GRAY_SCOTT), 5);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_SINGLE, TSR_MODEL_HEAT), 3);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_SINGLE, TSR_MODEL_GRAY_SCOTT), 3);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_SINGLE, TSR_MODEL_IGNITION), 0);
+  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT), 3);
+  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_SINGLE, TSR_MODEL_HEAT), 0);
+  assert_int_equal(tsr_steps_cuda_max(1, TSR_PREC_DOUBLE, TSR_MODEL_HEAT), 0);
+}
+#endif
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+#ifdef TSR_HAVE_CUDA
+      cmocka_unit_test(gpu_pass_lengths),
+#endif
       cmocka_unit_test(matches_stages_2d),
       cmocka_unit_test(matches_stages_3d),
       cmocka_unit_test(tiles_and_remainders),
