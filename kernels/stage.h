@@ -71,7 +71,7 @@ tsr_err tsr_stage_cuda_batch(const tsr_stage_desc *s, const tsr_box *region, int
  * regions go through shared-memory tiles (tile3: 0 where a tile is at least half full, 1 for
  * every 3D region but the thin-x ones, 2 the same with planes copied asynchronously where the
  * model has one component, -1 never) and how many planes a tile marches (chunkt3).
- * 0 = the default (kernels/stage_cuda.cu says which). bx * by must be at most 256, bx a
+ * 0 = the default (kernels/stage_cuda.cuh says which). bx * by must be at most 256, bx a
  * multiple of 32. */
 typedef struct {
   int bx3, by3, chunk3;

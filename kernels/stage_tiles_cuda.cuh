@@ -1,10 +1,10 @@
 /* The stage's shared-memory tile kernels (tile_kernel, atile_kernel), part of
- * kernels/stage_cuda.cu: included there inside its anonymous namespace, after stage_args,
+ * kernels/stage_cuda.cuh: included there inside its anonymous namespace, after stage_args,
  * ldg, ring_fill, uses_base, uses_acc and store_cell, which these kernels share with the
  * register kernel. Not a header of its own to include elsewhere. */
 
 /* ---- 3D regions through shared memory ("tiles") ---------------------------------------
- * The register kernel (stage_cuda.cu) reads the in-plane neighbours through L1 and L2: Nsight
+ * The register kernel (stage_cuda.cuh) reads the in-plane neighbours through L1 and L2: Nsight
  * Compute puts it at 2.1-2.75 L2 bytes per DRAM byte, L2 84-96% busy, which is what holds the
  * 3D stage at 0.6-0.8 of copy bandwidth. Here a block of 32 x kTBY threads owns a kTX x kTY
  * tile of the x-y plane (kTCX x kTCY cells per thread) and marches it along z: each step it

@@ -6,7 +6,7 @@
  *
  * A block of kBX threads covers a tile of kBX columns (x fastest, coalesced; one-component
  * models may take kCols1 columns a thread, kBX apart) and marches along y through a chunk of
- * rows, as the single-step kernel does (kernels/stage_cuda.cu), but as a pipeline of MS
+ * rows, as the single-step kernel does (kernels/stage_cuda.cuh), but as a pipeline of MS
  * levels: at each row it takes in row y of level 0 (the input, loaded kAhead rows ahead) and
  * computes level l's row y - l from level l - 1's rows y - l - 1 .. y - l + 1, for l = 1 ..
  * MS; only level MS goes to memory. Each thread keeps its own column of every level in

@@ -1,5 +1,5 @@
 /* CPU emulation of tsr_stage_cuda's launches (CTest stage_emulated, CUDA builds, no GPU
- * needed). It includes kernels/stage_cuda.cu, runs the kernel's own per-thread body
+ * needed). It includes kernels/stage_cuda.cuh, runs the kernel's own per-thread body
  * (thread_cells, stage_column, pick_shape: __host__ __device__) for every thread of the grid
  * the launcher would use, and compares with tsr_stage_host bit for bit, plus poison checks
  * outside the region, for every model x kind x dim x source x region x nine launch shapes
@@ -7,7 +7,7 @@
  * both precisions. It checks indexing, chunking, the thin-x mapping and the register stencil
  * on CI; the device's own arithmetic (-fmad=false) is checked by tests/gpu/test_stage.c on a
  * GPU machine. Prints "cases N fails 0" and exits 0 when every case matches. */
-#include "kernels/stage_cuda.cu"
+#include "kernels/stage_cuda.cuh"
 #include <cstdio>
 #include <cstring>
 #include <cstdint>
