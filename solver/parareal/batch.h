@@ -9,6 +9,7 @@
 #ifndef TSR_PARAREAL_BATCH_H
 #define TSR_PARAREAL_BATCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "io/error.h"
@@ -21,16 +22,39 @@ typedef struct tsr_pr_batch tsr_pr_batch;
  * batches: the CUDA backend, n > 1, one rank per group, no face exchanged (no peers, not
  * periodic), no source or boundary value that depends on t (so a slice's steps are the same
  * whatever its times), not TESSERA_PARAREAL_BATCH=off. Else *b = NULL, and the caller steps
- * each context itself. Evaluates the boundary values and sources once and waits for them. */
+ * each context itself. Evaluates the boundary values and sources once and waits for them.
+ * Errors: TSR_ERR_INPUT for a TESSERA_PARAREAL_BATCH it cannot read (tsr_pr_batch_env). */
 tsr_err tsr_pr_batch_create(struct tsr_run_ctx *fx, int n, tsr_pr_batch **b);
 
 /* For the na contexts act[0 .. na): U := in[k], then steps[k] steps of fx[act[k]], then
- * out[k] := U, all on fx[0]'s compute stream (which orders it after the work issued there);
- * waits for the result. CUDA graphs of a whole number of steps for all of them at once (a
- * graph is captured again when the set of contexts changes); plain batched launches for the
- * rest, and everywhere when gpu.graphs is off or a capture failed. */
+ * out[k] := U, all on fx[0]'s compute stream (which orders it after the work issued there),
+ * launch group by launch group (act's order); waits for the result. CUDA graphs of a whole
+ * number of steps for each group (captured again when a group's contexts change); plain
+ * batched launches for the rest, and everywhere when gpu.graphs is off or a capture failed. */
 tsr_err tsr_pr_batch_solve(tsr_pr_batch *b, int na, const int *act, const int64_t *steps,
                            tsr_field *const *in, tsr_field *const *out);
+
+/* Launch groups. n slices' fields batched at once may not fit the GPU's L2 cache where a few
+ * slices' do (3D 64^3: a slice's SSP-RK3 fields are about 9 MB, 16 slices' 140 MB against 50
+ * MB of L2), and then every batched step streams them from DRAM. A launch group is the
+ * slices that step together: each group runs all its steps before the next starts, so its
+ * fields stay in L2 across steps. The order of the launches changes, not a value.
+ *
+ * The slices a group takes for n slices of slice_bytes each (the fields a step touches) on a
+ * device with l2 bytes of L2: all n where they fit in it (or where not even two fit: then no
+ * grouping keeps them there, and more slices a launch keep the GPU busier), else groups of
+ * equal size, as few as fit. On an H100 (bench/README.md, session 23) groups of 4 of 16
+ * slices at 3D 64^3 took the fine solves from 2.76 s to 2.36 s; groups that fit in half of
+ * L2 (2 there, 8 of 16 at 2D 256^2) were slower than one launch of all. */
+int tsr_pr_batch_group(int n, size_t slice_bytes, size_t l2);
+
+/* TESSERA_PARAREAL_BATCH's value v (NULL: unset): "off" gives *on = 0; unset, "", "auto" or
+ * "on" *on = 1 with *group = 0 (tsr_pr_batch_group decides); a whole number g >= 1 *on = 1 and
+ * *group = g slices a launch group. Anything else: TSR_ERR_INPUT naming the variable. */
+tsr_err tsr_pr_batch_env(const char *v, int *on, int *group);
+
+/* Slices in each of b's launch groups (the last may have fewer). */
+int tsr_pr_batch_group_of(const tsr_pr_batch *b);
 
 /* Frees b (after its stream is idle). Accepts NULL; sets *b to NULL. */
 void tsr_pr_batch_destroy(tsr_pr_batch **b);

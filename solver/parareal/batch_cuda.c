@@ -18,17 +18,24 @@
  * batched steps. */
 #define BATCH_CHUNK 32
 
+/* A launch group's CUDA graph: BATCH_CHUNK steps of the contexts cap[0 .. ncap). */
+typedef struct {
+  cudaGraphExec_t exec;
+  int *cap, ncap;
+} batch_graph;
+
 struct tsr_pr_batch {
   tsr_run_ctx *fx;
   int n;
+  int group;                      /* slices a launch group takes (batch.h) */
   cudaStream_t stream;            /* fx[0]'s compute stream */
   const tsr_bc_face *faces[TSR_BC_MAX_FACES];
   const double *vals[TSR_BC_MAX_FACES];
   int nface;
   int graphs;                     /* gpu.graphs is not off, and no capture failed */
   int warm;                       /* plain steps ran before the first capture */
-  cudaGraphExec_t exec;           /* BATCH_CHUNK steps of the contexts in cap[0 .. ncap) */
-  int *cap, ncap;
+  batch_graph *gr;                /* one a launch group: (n + group - 1) / group */
+  int *more;                      /* the contexts of a group with a step more */
   /* one stage's field tables */
   tsr_field **in, **out, **acc, **src;
   const tsr_field **base;
@@ -40,11 +47,25 @@ static int timed(tsr_run_ctx *x) {
   return t;
 }
 
+/* Bytes of the fields a step of x touches: the scheme's slots, RK4's accumulator, the source. */
+static size_t slice_bytes(const tsr_run_ctx *x) {
+  const tsr_scheme_plan *sp = &x->scheme;
+  int used[TSR_NSLOT] = {0};
+  used[TSR_SLOT_U] = 1;
+  for (int s = 0; s < sp->nstage; ++s) used[sp->stage[s].in] = used[sp->stage[s].out] = 1;
+  size_t b = 0;
+  for (int k = 0; k < TSR_NSLOT; ++k)
+    if (used[k] && x->slot[k]) b += tsr_field_bytes(x->slot[k]);
+  if (sp->uses_acc && x->acc) b += tsr_field_bytes(x->acc);
+  if (x->src) b += tsr_field_bytes(x->src);
+  return b;
+}
+
 tsr_err tsr_pr_batch_create(tsr_run_ctx *fx, int n, tsr_pr_batch **bp) {
   *bp = NULL;
-  const char *env = getenv("TESSERA_PARAREAL_BATCH");
-  if (n < 2 || fx[0].be != &tsr_backend_cuda || fx[0].size != 1 || (env && !strcmp(env, "off")))
-    return TSR_OK;
+  int on, group;
+  TSR_CALL(tsr_pr_batch_env(getenv("TESSERA_PARAREAL_BATCH"), &on, &group));
+  if (n < 2 || fx[0].be != &tsr_backend_cuda || fx[0].size != 1 || !on) return TSR_OK;
   for (int i = 0; i < n; ++i) {
     tsr_run_ctx *x = &fx[i];
     if (x->c->method != TSR_METHOD_EXPLICIT || x->nshell != 0 || x->rb || timed(x) ||
@@ -60,7 +81,17 @@ tsr_err tsr_pr_batch_create(tsr_run_ctx *fx, int n, tsr_pr_batch **bp) {
   b->n = n;
   b->stream = tsr_backend_cuda_stream(&fx[0]);
   b->graphs = fx[0].c->gpu.graphs != TSR_GRAPHS_OFF;
-  TSR_ALLOC(b->cap, (size_t)n, "parareal's batches");
+  if (!group) {
+    int dev = 0, l2 = 0;
+    TSR_CUDA(cudaGetDevice(&dev));
+    TSR_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    group = tsr_pr_batch_group(n, slice_bytes(&fx[0]), (size_t)l2);
+  }
+  b->group = group < n ? group : n;
+  TSR_ALLOC(b->gr, (size_t)((n + b->group - 1) / b->group), "parareal's batches");
+  for (int g = 0; g < (n + b->group - 1) / b->group; ++g)
+    TSR_ALLOC(b->gr[g].cap, (size_t)b->group, "parareal's batches");
+  TSR_ALLOC(b->more, (size_t)n, "parareal's batches");
   TSR_ALLOC(b->in, (size_t)n, "parareal's batches");
   TSR_ALLOC(b->out, (size_t)n, "parareal's batches");
   TSR_ALLOC(b->acc, (size_t)n, "parareal's batches");
@@ -104,19 +135,19 @@ static tsr_err step(tsr_pr_batch *b, int na, const int *act) {
   return TSR_OK;
 }
 
-static void drop_graph(tsr_pr_batch *b) {
-  if (b->exec) {
+static void drop_graph(tsr_pr_batch *b, batch_graph *g) {
+  if (g->exec) {
     cudaStreamSynchronize(b->stream);
-    cudaGraphExecDestroy(b->exec);
+    cudaGraphExecDestroy(g->exec);
   }
-  b->exec = NULL;
-  b->ncap = 0;
+  g->exec = NULL;
+  g->ncap = 0;
 }
 
-/* BATCH_CHUNK steps of act[0 .. na) into b->exec, from the slots as they are (each context's
+/* BATCH_CHUNK steps of act[0 .. na) into g->exec, from the slots as they are (each context's
  * flip 0, so that the graph's slots are where the step's fields are at every launch). */
-static tsr_err capture(tsr_pr_batch *b, int na, const int *act) {
-  drop_graph(b);
+static tsr_err capture(tsr_pr_batch *b, batch_graph *g, int na, const int *act) {
+  drop_graph(b, g);
   TSR_CUDA(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
   tsr_err err = TSR_OK;
   int done = 0;
@@ -126,9 +157,9 @@ static tsr_err capture(tsr_pr_batch *b, int na, const int *act) {
   if (!err && ce != cudaSuccess)
     err = tsr_cuda_fail((int)ce, "cudaStreamEndCapture", __FILE__, __LINE__);
   if (!err) {
-    ce = cudaGraphInstantiate(&b->exec, graph, 0);
+    ce = cudaGraphInstantiate(&g->exec, graph, 0);
     if (ce != cudaSuccess) {
-      b->exec = NULL;
+      g->exec = NULL;
       err = tsr_cuda_fail((int)ce, "cudaGraphInstantiate", __FILE__, __LINE__);
     }
   }
@@ -139,14 +170,14 @@ static tsr_err capture(tsr_pr_batch *b, int na, const int *act) {
     (void)cudaGetLastError();
     return err;
   }
-  memcpy(b->cap, act, sizeof *act * (size_t)na);
-  b->ncap = na;
+  memcpy(g->cap, act, sizeof *act * (size_t)na);
+  g->ncap = na;
   return TSR_OK;
 }
 
-/* n steps of act[0 .. na), whose flips are 0: graph launches for whole chunks, plain steps
- * for the rest. */
-static tsr_err advance(tsr_pr_batch *b, int na, const int *act, int64_t n) {
+/* n steps of act[0 .. na), whose flips are 0, with launch group g's graph: graph launches for
+ * whole chunks, plain steps for the rest. */
+static tsr_err advance(tsr_pr_batch *b, batch_graph *g, int na, const int *act, int64_t n) {
   int64_t done = 0;
   if (b->graphs && !b->warm && n >= BATCH_CHUNK + 2) {
     /* plain steps first, as solver/graph.h does: whatever a step sets up on first use is
@@ -157,8 +188,8 @@ static tsr_err advance(tsr_pr_batch *b, int na, const int *act, int64_t n) {
     b->warm = 1;
   }
   if (b->graphs && b->warm && n - done >= BATCH_CHUNK) {
-    if (b->ncap != na || memcmp(b->cap, act, sizeof *act * (size_t)na)) {
-      tsr_err err = capture(b, na, act);
+    if (g->ncap != na || memcmp(g->cap, act, sizeof *act * (size_t)na)) {
+      tsr_err err = capture(b, g, na, act);
       if (err) {
         b->graphs = 0;
         fprintf(stderr, "tessera: warning: parareal: capturing batched steps into a CUDA graph "
@@ -166,49 +197,61 @@ static tsr_err advance(tsr_pr_batch *b, int na, const int *act, int64_t n) {
         tsr_err_clear();
       }
     }
-    for (; b->exec && n - done >= BATCH_CHUNK; done += BATCH_CHUNK)
-      TSR_CUDA(cudaGraphLaunch(b->exec, b->stream));
+    for (; g->exec && n - done >= BATCH_CHUNK; done += BATCH_CHUNK)
+      TSR_CUDA(cudaGraphLaunch(g->exec, b->stream));
   }
   for (; done < n; ++done) TSR_CALL(step(b, na, act));
   return TSR_OK;
+}
+
+/* Every step of the launch group act[0 .. na) (steps[k] for act[k]), with graph g. */
+static tsr_err solve_group(tsr_pr_batch *b, batch_graph *g, int na, const int *act,
+                           const int64_t *steps) {
+  int64_t least = steps[0];
+  for (int k = 0; k < na; ++k)
+    if (steps[k] < least) least = steps[k];
+  TSR_CALL(advance(b, g, na, act, least));
+  /* unequal slices differ by a step: those that have more go on together (no step depends
+   * on its time) */
+  for (int64_t s = least;; ++s) {
+    int nm = 0;
+    for (int k = 0; k < na; ++k)
+      if (steps[k] > s) b->more[nm++] = act[k];
+    if (!nm) return TSR_OK;
+    TSR_CALL(step(b, nm, b->more));
+  }
 }
 
 tsr_err tsr_pr_batch_solve(tsr_pr_batch *b, int na, const int *act, const int64_t *steps,
                            tsr_field *const *in, tsr_field *const *out) {
   if (na == 0) return TSR_OK;
   tsr_run_ctx *x0 = &b->fx[0];
-  int64_t least = steps[0];
   for (int k = 0; k < na; ++k) {
     tsr_run_ctx *x = &b->fx[act[k]];
     if (x->flip) tsr_run_swap_slots(x); /* the slots' contents mean nothing yet */
     TSR_CALL(tsr_parareal_copy_cuda(x->slot[TSR_SLOT_U], in[k], b->stream));
-    if (steps[k] < least) least = steps[k];
   }
-  TSR_CALL(advance(b, na, act, least));
-  /* unequal slices differ by a step: those that have more go on together (no step depends
-   * on its time) */
-  int *more = malloc(sizeof *more * (size_t)na);
-  TSR_CHECK(more, TSR_ERR_MEMORY, "out of memory");
-  tsr_err err = TSR_OK;
-  for (int64_t s = least;; ++s) {
-    int nm = 0;
-    for (int k = 0; k < na; ++k)
-      if (steps[k] > s) more[nm++] = act[k];
-    if (!nm) break;
-    if ((err = step(b, nm, more))) break;
+  /* a group's fields stay in L2 from one of its steps to the next; the stream orders the
+   * groups */
+  for (int k0 = 0, g = 0; k0 < na; k0 += b->group, ++g) {
+    const int ng = na - k0 < b->group ? na - k0 : b->group;
+    TSR_CALL(solve_group(b, &b->gr[g], ng, act + k0, steps + k0));
   }
-  free(more);
-  TSR_CALL(err);
   for (int k = 0; k < na; ++k)
     TSR_CALL(tsr_parareal_copy_cuda(out[k], b->fx[act[k]].slot[TSR_SLOT_U], b->stream));
   return x0->be->sync(x0);
 }
 
+int tsr_pr_batch_group_of(const tsr_pr_batch *b) { return b ? b->group : 0; }
+
 void tsr_pr_batch_destroy(tsr_pr_batch **bp) {
   if (!bp || !*bp) return;
   tsr_pr_batch *b = *bp;
-  drop_graph(b);
-  free(b->cap), free(b->in), free(b->out), free(b->acc), free(b->src), free(b->base);
+  for (int g = 0; b->gr && g < (b->n + b->group - 1) / b->group; ++g) {
+    drop_graph(b, &b->gr[g]);
+    free(b->gr[g].cap);
+  }
+  free(b->gr), free(b->more), free(b->in), free(b->out), free(b->acc), free(b->src), free(b->base);
   free(b);
   *bp = NULL;
 }

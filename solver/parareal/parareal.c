@@ -505,6 +505,7 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_int(j, "space_ranks", p->nspace);
   tsr_json_int(j, "coarsen", p->r);
   tsr_json_bool(j, "fine_batched", p->batch != NULL);
+  tsr_json_int(j, "batch_group", tsr_pr_batch_group_of(p->batch));
   tsr_json_string(j, "link", tsr_pr_link_name(p->link));
   tsr_json_string(j, "coarse_scheme", names[c->parareal.coarse_scheme]);
   tsr_json_number(j, "coarse_dt_max", p->dtc_max);
@@ -576,13 +577,17 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
   if (p->fx[0].opts.write_output)
     TSR_CALL(tsr_run_prepare_outdir(p->world, p->fx[0].out_dir, &p->fx[0].created_dir));
   if (p->rank == 0 && !p->fx[0].opts.quiet) {
+    char bat[96] = "";
+    if (p->batch)
+      snprintf(bat, sizeof bat, ", the slices of a GPU in batched launches of %d at a time",
+               tsr_pr_batch_group_of(p->batch));
     printf("parareal: %d time slices on %d rank group%s of %d rank%s (%d slice%s each%s%s), "
            "%" PRId64 " fine steps of dt %.6g in all%s; coarse grid /%d, %s, %" PRId64
            " steps of dt %.6g per slice (stable limit %.6g); tol %g, at most %d iterations\n",
            p->P, p->ngroup, p->ngroup == 1 ? "" : "s", p->nspace, p->nspace == 1 ? "" : "s",
            p->m, p->m == 1 ? "" : "s", p->ngroup > 1 ? ", end states by " : "",
            p->ngroup > 1 ? tsr_pr_link_name(p->link) : "", p->fx[0].nsteps, p->fx[0].dt,
-           p->batch ? ", the slices of a GPU in batched launches" : "", p->r,
+           bat, p->r,
            tsr_integrate_plan(p->c->parareal.coarse_scheme).name, p->cn[0], p->cdt[0], p->limit,
            p->c->parareal.tol, p->c->parareal.max_iterations);
     fflush(stdout);

@@ -72,6 +72,14 @@ for steps in 400 402; do
      same "$work/bs$steps/final.h5" "$work/us$steps/final.h5"; then
     pass "batched and unbatched fine solves give the same bits ($steps steps in 4 slices)"
   else failure "batched and unbatched fine solves differ ($steps steps)"; fi
+  # launch groups of 3 and 1 slices (batch.h), each group's steps before the next group's
+  TESSERA_PARAREAL_BATCH=3 run_ok "grouped $steps" 1 "$work/still.yaml" --out "$work/gs$steps" \
+    --backend cuda $B --set parareal.max_iterations=2 --set time.steps=$steps \
+    --set output.snapshot_every=1000000 || continue
+  if grep -q '"batch_group": *3' "$work/gs$steps/report.json" &&
+     same "$work/gs$steps/final.h5" "$work/us$steps/final.h5"; then
+    pass "batched launch groups of 3 give the unbatched bits ($steps steps in 4 slices)"
+  else failure "batched launch groups of 3 differ from unbatched, or did not run ($steps steps)"; fi
 done
 # the backends' comparison on a case of polynomials: the device's sin and the host's libm may
 # differ in the last bit of a double (the explicit method's backends agree under the same rule)

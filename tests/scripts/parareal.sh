@@ -227,4 +227,7 @@ TESSERA_PARAREAL_LINK=nccl refused "the NCCL link on CPU ranks" 2 \
   "TESSERA_PARAREAL_LINK=nccl: the run is on the host backend" --set decomposition.time_slices=2
 TESSERA_PARAREAL_LINK=shm refused "an unknown link" 2 \
   "TESSERA_PARAREAL_LINK=shm: not a way between parareal's rank groups" --set decomposition.time_slices=2
+TESSERA_PARAREAL_BATCH=4x refused "an unreadable batch setting" 1 \
+  "TESSERA_PARAREAL_BATCH=4x: expected off, auto (or on), or the number of time slices" \
+  --set decomposition.time_slices=4 --set parareal.slices_per_rank=4
 finish
