@@ -47,6 +47,8 @@ typedef struct {
   double *hist;             /* per iteration (1..), P relative changes then the 3 times */
   int nhist;
   double pred;              /* the parareal model's speedup from the measured costs */
+  double t_step;            /* a serial step's seconds, measured where slices share a GPU
+                               (serial_probe in parareal.c; 0: not measured) */
   int ckpt_iteration;       /* the iteration of the last checkpoint written (0: none) */
   double iter_start, iter_longest; /* for the wall-time limit */
 } pr;

@@ -58,6 +58,10 @@ for k in 1 2 4; do
   run_ok "batched k=$k" 1 "$work/still.yaml" --out "$work/b$k" --backend cuda $B \
     --set parareal.max_iterations=$k || continue
   grep -q '"fine_batched": *true' "$work/b$k/report.json" || { failure "batched k=$k: report.json says the batches did not run"; continue; }
+  # slices sharing the GPU: the model's serial cost from a measured serial step
+  if python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["parareal"]; sys.exit(not (0 < p["serial_step_seconds"] < 0.1 and p["predicted_speedup"] > 0))' "$work/b$k/report.json"; then
+    pass "batched k=$k: report.json has a measured serial step and a prediction from it"
+  else failure "batched k=$k: no measured serial step in report.json"; fi
   bad=$(exact_ends "$work/still_serial" "$work/b$k" "$k")
   if [ -z "$bad" ]; then pass "batched exactness: after $k iteration(s) slice ends 1..$k are the serial run's bits"
   else failure "batched exactness k=$k:$bad"; fi
