@@ -12,6 +12,7 @@
 
 #include "io/output.h"
 #include "solver/device.h"
+#include "solver/threads.h"
 #include "tsr_version.h"
 
 #ifdef TSR_HAVE_CUDA
@@ -79,9 +80,16 @@ tsr_err tsr_info_print(MPI_Comm comm, FILE *out) {
   if (*mup) fprintf(out, "muparser: %s\n", mup);
   char petsc[256];
   fprintf(out, "PETSc:    %s\n", tsr_implicit_describe(petsc, sizeof petsc));
-  int threads = omp_get_max_threads();
-  fprintf(out, "OpenMP:   %d thread%s per rank (OMP_NUM_THREADS=%s)\n", threads,
-          threads == 1 ? "" : "s", omp_env ? omp_env : "unset");
+  tsr_threads th = tsr_threads_chosen();
+  char omp[160];
+  if (th.threads) {
+    tsr_threads_describe(&th, omp, sizeof omp);
+    fprintf(out, "OpenMP:   %s\n", omp);
+  } else {
+    int threads = omp_get_max_threads();
+    fprintf(out, "OpenMP:   %d thread%s per rank (OMP_NUM_THREADS=%s)\n", threads,
+            threads == 1 ? "" : "s", omp_env ? omp_env : "unset");
+  }
 #ifdef TSR_HAVE_CUDA
   tsr_info_print_gpus(out, host);
 #else

@@ -12,6 +12,7 @@
 #include "solver/info.h"
 #include "solver/run.h"
 #include "solver/stop.h"
+#include "solver/threads.h"
 #include "solver/supervise.h"
 #include "tsr_version.h"
 
@@ -226,6 +227,9 @@ int main(int argc, char **argv) {
   /* from here a signal asks for a clean stop (solver/stop.h): the library's own handlers, if
    * any, are installed by now */
   tsr_stop_install();
+  /* before any OpenMP region: ranks that share CPUs share them out (OMP_NUM_THREADS rules) */
+  tsr_threads threads;
+  tsr_threads_pick(MPI_COMM_WORLD, &threads);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

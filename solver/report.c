@@ -4,6 +4,7 @@
 
 #include "decomp/rebalance.h"
 #include "io/json.h"
+#include "solver/threads.h"
 #include "solver/graph.h"
 #include "solver/implicit/implicit.h"
 #include "solver/pinn/pinn.h"
@@ -54,6 +55,7 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
   tsr_run_fuse_auto_report(x, &j);
   tsr_run_tiles_report(x, &j);
   tsr_json_int(&j, "ranks", x->size);
+  tsr_threads_report(&j);
   tsr_json_int(&j, "dim", c->dim);
   tsr_json_array_begin(&j, "cells");
   for (int d = 0; d < c->dim; ++d) tsr_json_int(&j, NULL, c->cells[d]);

@@ -10,6 +10,7 @@
 #include "solver/pinn/pinn.h"
 #include "solver/pinn/train.h"
 #include "solver/run.h"
+#include "solver/threads.h"
 #include "tsr_version.h"
 
 /* Closes fp, written at tmp, and renames it to path: the file is whole or absent. */
@@ -140,6 +141,7 @@ static void report_body(const tsr_pinn_ctx *x, const tsr_run_result *res, tsr_js
   tsr_json_string(j, "backend", x->device ? "cuda" : "host");
   tsr_json_string(j, "precision", x->eo.single ? "single" : "double");
   tsr_json_int(j, "ranks", x->size);
+  tsr_threads_report(j);
   tsr_json_object_begin(j, "network");
   tsr_json_int(j, "inputs", x->shape.nin);
   tsr_json_int(j, "outputs", x->shape.nout);

@@ -20,6 +20,17 @@ if [ "$(grep -c "^$version\$" <<<"$info")" -eq 1 ]; then pass "info prints on ra
 if [ ! -e /dev/nvidia0 ] && [ ! -e /dev/nvidiactl ]; then
   if grep -qE '^GPUs: +none found \(.+\)$' <<<"$info"; then pass "info: GPUs none found, with a reason"; else echo "$info"; failure "info GPUs line on a machine without GPUs"; fi
 fi
+# OpenMP threads: ranks launched unbound share their node's CPUs out (4 ranks of all the CPUs
+# each spin 7x slower on 2 cores); OMP_NUM_THREADS, where set, rules
+cpus=$(nproc) want=$(( $(nproc) / 4 )); [ $want -ge 1 ] || want=1
+[ $want = 1 ] && s="" || s=s
+[ $cpus = 1 ] && cs="CPU" || cs="CPUs"
+info=$("$MPIEXEC" -n 4 --bind-to none "$TESSERA_BIN" info 2>&1)
+grep -qF "OpenMP:   $want thread$s per rank ($cpus $cs shared by 4 ranks on the node; OMP_NUM_THREADS unset)" <<<"$info" &&
+  pass "info: 4 unbound ranks on $cpus CPUs take $want thread$s each" || { grep OpenMP <<<"$info"; failure "info: threads of 4 unbound ranks"; }
+info=$(OMP_NUM_THREADS=3 "$MPIEXEC" -n 4 --bind-to none -x OMP_NUM_THREADS "$TESSERA_BIN" info 2>&1)
+grep -qF "OpenMP:   3 threads per rank (OMP_NUM_THREADS=3)" <<<"$info" &&
+  pass "info: OMP_NUM_THREADS=3 rules" || { grep OpenMP <<<"$info"; failure "info: OMP_NUM_THREADS=3"; }
 if out=$("$TESSERA_BIN" info c.yaml 2>&1); then
   failure "info with a case file exits 0"
 elif grep -q "info takes no case file" <<<"$out"; then
@@ -52,7 +63,7 @@ want=$(( steps / 10 + 1 + (steps % 10 != 0) ))
 if [ "$nlines" -eq "$want" ]; then pass "monitor_every 10: $nlines lines for $steps steps"; else failure "monitor lines: $nlines, want $want"; fi
 for key in '"case": "c"' '"case_hash": "' '"tessera_version"' '"ranks": 2' '"boxes"' '"final_time": 0.01' \
            '"wall_time"' '"cells_per_second"' '"halo_wait"' '"error_l2"' '"error_linf"' \
-           '"gpu_graphs": "' '"gpu_graph_steps": '; do
+           '"gpu_graphs": "' '"gpu_graph_steps": ' '"openmp": {' '"ranks_sharing": ' '"set_by": "'; do
   if grep -qF "$key" "$work/o/report.json"; then pass "report.json has $key"; else failure "report.json lacks $key"; fi
 done
 for attr in lo hi cells time step tessera_version; do
