@@ -457,66 +457,83 @@ shape pick_shape(int dim, int nx, int ny, int nz, ptrdiff_t sy, int esize, bool 
   return s;
 }
 
-template <int M, int NC, int KIND, typename T>
-void launch_kind(int dim, bool src, const shape &sh, const stage_args<T> &a, cudaStream_t st) {
-  if (NC == 1 && dim == 3 && sh.tile == 2) {
-    if (src) atile_kernel<M, KIND, true, T><<<sh.grid, sh.block, 0, st>>>(a);
-    else atile_kernel<M, KIND, false, T><<<sh.grid, sh.block, 0, st>>>(a);
-  } else if (dim == 3 && sh.tile) {
-    if (src) tile_kernel<M, NC, KIND, true, T><<<sh.grid, sh.block, 0, st>>>(a);
-    else tile_kernel<M, NC, KIND, false, T><<<sh.grid, sh.block, 0, st>>>(a);
-  } else if (dim == 3) {
-    if (src) stage_kernel<M, NC, KIND, 3, true, T><<<sh.grid, sh.block, 0, st>>>(a);
-    else stage_kernel<M, NC, KIND, 3, false, T><<<sh.grid, sh.block, 0, st>>>(a);
-  } else {
-    if (src) stage_kernel<M, NC, KIND, 2, true, T><<<sh.grid, sh.block, 0, st>>>(a);
-    else stage_kernel<M, NC, KIND, 2, false, T><<<sh.grid, sh.block, 0, st>>>(a);
-  }
-}
-
-template <int M, int NC, typename T>
-void launch_model(int kind, int dim, bool src, const shape &sh, const stage_args<T> &a,
-                  cudaStream_t st) {
+/* The one map from a stage's run-time model and kind to the kernels' template arguments: calls
+ * l.template go<M, NC, KIND>() (NC: the model's components). */
+template <int M, int NC, typename L>
+void dispatch_kind(int kind, const L &l) {
   switch (kind) {
-  case TSR_STAGE_EULER: launch_kind<M, NC, TSR_STAGE_EULER, T>(dim, src, sh, a, st); break;
-  case TSR_STAGE_SSP2_2: launch_kind<M, NC, TSR_STAGE_SSP2_2, T>(dim, src, sh, a, st); break;
-  case TSR_STAGE_SSP3_2: launch_kind<M, NC, TSR_STAGE_SSP3_2, T>(dim, src, sh, a, st); break;
-  case TSR_STAGE_SSP3_3: launch_kind<M, NC, TSR_STAGE_SSP3_3, T>(dim, src, sh, a, st); break;
-  case TSR_STAGE_RK4_1: launch_kind<M, NC, TSR_STAGE_RK4_1, T>(dim, src, sh, a, st); break;
-  case TSR_STAGE_RK4_2: launch_kind<M, NC, TSR_STAGE_RK4_2, T>(dim, src, sh, a, st); break;
-  case TSR_STAGE_RK4_3: launch_kind<M, NC, TSR_STAGE_RK4_3, T>(dim, src, sh, a, st); break;
-  case TSR_STAGE_RK4_4: launch_kind<M, NC, TSR_STAGE_RK4_4, T>(dim, src, sh, a, st); break;
+  case TSR_STAGE_EULER: l.template go<M, NC, TSR_STAGE_EULER>(); break;
+  case TSR_STAGE_SSP2_2: l.template go<M, NC, TSR_STAGE_SSP2_2>(); break;
+  case TSR_STAGE_SSP3_2: l.template go<M, NC, TSR_STAGE_SSP3_2>(); break;
+  case TSR_STAGE_SSP3_3: l.template go<M, NC, TSR_STAGE_SSP3_3>(); break;
+  case TSR_STAGE_RK4_1: l.template go<M, NC, TSR_STAGE_RK4_1>(); break;
+  case TSR_STAGE_RK4_2: l.template go<M, NC, TSR_STAGE_RK4_2>(); break;
+  case TSR_STAGE_RK4_3: l.template go<M, NC, TSR_STAGE_RK4_3>(); break;
+  case TSR_STAGE_RK4_4: l.template go<M, NC, TSR_STAGE_RK4_4>(); break;
   default: break;
   }
 }
 
-template <int M, int NC, int KIND, typename T>
-void batch_kind(int dim, bool src, dim3 grid, const shape &sh, const stage_args<T> &a,
-                const batch_ptrs<T> &p, cudaStream_t st) {
-  if (dim == 3) {
-    if (src) batch_kernel<M, NC, KIND, 3, true, T><<<grid, sh.block, 0, st>>>(a, p);
-    else batch_kernel<M, NC, KIND, 3, false, T><<<grid, sh.block, 0, st>>>(a, p);
-  } else {
-    if (src) batch_kernel<M, NC, KIND, 2, true, T><<<grid, sh.block, 0, st>>>(a, p);
-    else batch_kernel<M, NC, KIND, 2, false, T><<<grid, sh.block, 0, st>>>(a, p);
-  }
-}
-
-template <int M, int NC, typename T>
-void batch_model(int kind, int dim, bool src, dim3 grid, const shape &sh, const stage_args<T> &a,
-                 const batch_ptrs<T> &p, cudaStream_t st) {
-  switch (kind) {
-  case TSR_STAGE_EULER: batch_kind<M, NC, TSR_STAGE_EULER, T>(dim, src, grid, sh, a, p, st); break;
-  case TSR_STAGE_SSP2_2: batch_kind<M, NC, TSR_STAGE_SSP2_2, T>(dim, src, grid, sh, a, p, st); break;
-  case TSR_STAGE_SSP3_2: batch_kind<M, NC, TSR_STAGE_SSP3_2, T>(dim, src, grid, sh, a, p, st); break;
-  case TSR_STAGE_SSP3_3: batch_kind<M, NC, TSR_STAGE_SSP3_3, T>(dim, src, grid, sh, a, p, st); break;
-  case TSR_STAGE_RK4_1: batch_kind<M, NC, TSR_STAGE_RK4_1, T>(dim, src, grid, sh, a, p, st); break;
-  case TSR_STAGE_RK4_2: batch_kind<M, NC, TSR_STAGE_RK4_2, T>(dim, src, grid, sh, a, p, st); break;
-  case TSR_STAGE_RK4_3: batch_kind<M, NC, TSR_STAGE_RK4_3, T>(dim, src, grid, sh, a, p, st); break;
-  case TSR_STAGE_RK4_4: batch_kind<M, NC, TSR_STAGE_RK4_4, T>(dim, src, grid, sh, a, p, st); break;
+template <typename L>
+void dispatch(int model, int kind, const L &l) {
+  switch (model) {
+  case TSR_MODEL_HEAT: dispatch_kind<TSR_MODEL_HEAT, 1>(kind, l); break;
+  case TSR_MODEL_ADVECTION_DIFFUSION: dispatch_kind<TSR_MODEL_ADVECTION_DIFFUSION, 1>(kind, l); break;
+  case TSR_MODEL_WAVE: dispatch_kind<TSR_MODEL_WAVE, 2>(kind, l); break;
+  case TSR_MODEL_GRAY_SCOTT: dispatch_kind<TSR_MODEL_GRAY_SCOTT, 2>(kind, l); break;
+  case TSR_MODEL_ALLEN_CAHN: dispatch_kind<TSR_MODEL_ALLEN_CAHN, 1>(kind, l); break;
+  case TSR_MODEL_IGNITION: dispatch_kind<TSR_MODEL_IGNITION, 1>(kind, l); break;
   default: break;
   }
 }
+
+/* One field's stage: the 3D tiles where pick_shape chose them, else the register kernel. */
+template <typename T>
+struct single_launch {
+  int dim;
+  bool src;
+  const shape &sh;
+  const stage_args<T> &a;
+  cudaStream_t st;
+  template <int M, int NC, int KIND>
+  void go() const {
+    if (NC == 1 && dim == 3 && sh.tile == 2) {
+      if (src) atile_kernel<M, KIND, true, T><<<sh.grid, sh.block, 0, st>>>(a);
+      else atile_kernel<M, KIND, false, T><<<sh.grid, sh.block, 0, st>>>(a);
+    } else if (dim == 3 && sh.tile) {
+      if (src) tile_kernel<M, NC, KIND, true, T><<<sh.grid, sh.block, 0, st>>>(a);
+      else tile_kernel<M, NC, KIND, false, T><<<sh.grid, sh.block, 0, st>>>(a);
+    } else if (dim == 3) {
+      if (src) stage_kernel<M, NC, KIND, 3, true, T><<<sh.grid, sh.block, 0, st>>>(a);
+      else stage_kernel<M, NC, KIND, 3, false, T><<<sh.grid, sh.block, 0, st>>>(a);
+    } else {
+      if (src) stage_kernel<M, NC, KIND, 2, true, T><<<sh.grid, sh.block, 0, st>>>(a);
+      else stage_kernel<M, NC, KIND, 2, false, T><<<sh.grid, sh.block, 0, st>>>(a);
+    }
+  }
+};
+
+/* Up to kBatch fields' stage in one launch of the register kernel (grid.z: the fields' z blocks). */
+template <typename T>
+struct batch_launch {
+  int dim;
+  bool src;
+  dim3 grid;
+  const shape &sh;
+  const stage_args<T> &a;
+  const batch_ptrs<T> &p;
+  cudaStream_t st;
+  template <int M, int NC, int KIND>
+  void go() const {
+    if (dim == 3) {
+      if (src) batch_kernel<M, NC, KIND, 3, true, T><<<grid, sh.block, 0, st>>>(a, p);
+      else batch_kernel<M, NC, KIND, 3, false, T><<<grid, sh.block, 0, st>>>(a, p);
+    } else {
+      if (src) batch_kernel<M, NC, KIND, 2, true, T><<<grid, sh.block, 0, st>>>(a, p);
+      else batch_kernel<M, NC, KIND, 2, false, T><<<grid, sh.block, 0, st>>>(a, p);
+    }
+  }
+};
 
 bool on_device(const tsr_field *f) { return !f || f->mem == TSR_MEM_DEVICE; }
 
@@ -580,27 +597,7 @@ tsr_err stage_typed(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field 
   bool empty;
   TSR_CALL(prepare<T>(s, rg, in, base, acc, src, out, &a, &sh, &empty));
   if (empty) return TSR_OK;
-  const int dim = s->coef.dim;
-  const bool has_src = src != nullptr;
-  switch (s->model) {
-  case TSR_MODEL_HEAT:
-    launch_model<TSR_MODEL_HEAT, 1>(s->kind, dim, has_src, sh, a, stream);
-    break;
-  case TSR_MODEL_ADVECTION_DIFFUSION:
-    launch_model<TSR_MODEL_ADVECTION_DIFFUSION, 1>(s->kind, dim, has_src, sh, a, stream);
-    break;
-  case TSR_MODEL_WAVE: launch_model<TSR_MODEL_WAVE, 2>(s->kind, dim, has_src, sh, a, stream); break;
-  case TSR_MODEL_GRAY_SCOTT:
-    launch_model<TSR_MODEL_GRAY_SCOTT, 2>(s->kind, dim, has_src, sh, a, stream);
-    break;
-  case TSR_MODEL_ALLEN_CAHN:
-    launch_model<TSR_MODEL_ALLEN_CAHN, 1>(s->kind, dim, has_src, sh, a, stream);
-    break;
-  case TSR_MODEL_IGNITION:
-    launch_model<TSR_MODEL_IGNITION, 1>(s->kind, dim, has_src, sh, a, stream);
-    break;
-  default: break;
-  }
+  dispatch(s->model, s->kind, single_launch<T>{s->coef.dim, src != nullptr, sh, a, stream});
   TSR_CUDA_LAUNCHED("stage kernel");
   return TSR_OK;
 }
@@ -644,29 +641,8 @@ tsr_err batch_typed(const tsr_stage_desc *s, const tsr_box *rg, int n, const tsr
               "tsr_stage_cuda_batch: %d fields of %u z blocks each are past the grid's 65535",
               nb, sh.grid.z);
     const dim3 grid(sh.grid.x, sh.grid.y, (unsigned)gz);
-    const int dim = s->coef.dim;
-    const bool has_src = p.src[0] != nullptr;
-    switch (s->model) {
-    case TSR_MODEL_HEAT:
-      batch_model<TSR_MODEL_HEAT, 1>(s->kind, dim, has_src, grid, sh, a, p, stream);
-      break;
-    case TSR_MODEL_ADVECTION_DIFFUSION:
-      batch_model<TSR_MODEL_ADVECTION_DIFFUSION, 1>(s->kind, dim, has_src, grid, sh, a, p, stream);
-      break;
-    case TSR_MODEL_WAVE:
-      batch_model<TSR_MODEL_WAVE, 2>(s->kind, dim, has_src, grid, sh, a, p, stream);
-      break;
-    case TSR_MODEL_GRAY_SCOTT:
-      batch_model<TSR_MODEL_GRAY_SCOTT, 2>(s->kind, dim, has_src, grid, sh, a, p, stream);
-      break;
-    case TSR_MODEL_ALLEN_CAHN:
-      batch_model<TSR_MODEL_ALLEN_CAHN, 1>(s->kind, dim, has_src, grid, sh, a, p, stream);
-      break;
-    case TSR_MODEL_IGNITION:
-      batch_model<TSR_MODEL_IGNITION, 1>(s->kind, dim, has_src, grid, sh, a, p, stream);
-      break;
-    default: break;
-    }
+    dispatch(s->model, s->kind,
+             batch_launch<T>{s->coef.dim, p.src[0] != nullptr, grid, sh, a, p, stream});
     TSR_CUDA_LAUNCHED("batched stage kernel");
   }
   return TSR_OK;

@@ -232,10 +232,12 @@ tsr_err tsr_pr_batch_solve(tsr_pr_batch *b, int na, const int *act, const int64_
     TSR_CALL(tsr_parareal_copy_cuda(x->slot[TSR_SLOT_U], in[k], b->stream));
   }
   /* a group's fields stay in L2 from one of its steps to the next; the stream orders the
-   * groups */
-  for (int k0 = 0, g = 0; k0 < na; k0 += b->group, ++g) {
-    const int ng = na - k0 < b->group ? na - k0 : b->group;
-    TSR_CALL(solve_group(b, &b->gr[g], ng, act + k0, steps + k0));
+   * groups. Groups go by slice index (group g: contexts g group .. (g + 1) group - 1), so
+   * that a slice turning exact changes only its own group's graph, not every later one's */
+  for (int k0 = 0, k1; k0 < na; k0 = k1) {
+    const int g = act[k0] / b->group;
+    for (k1 = k0 + 1; k1 < na && act[k1] / b->group == g;) ++k1;
+    TSR_CALL(solve_group(b, &b->gr[g], k1 - k0, act + k0, steps + k0));
   }
   for (int k = 0; k < na; ++k)
     TSR_CALL(tsr_parareal_copy_cuda(out[k], b->fx[act[k]].slot[TSR_SLOT_U], b->stream));

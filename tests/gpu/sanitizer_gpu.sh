@@ -58,5 +58,24 @@ spawn pinn2d-layers check pinn2d-layers "$TESSERA_SOURCE/cases/pinn_poisson2d.ya
   --set "grid.cells=[16,16]" --set pinn.network.width=16 --set pinn.network.depth=4 \
   --set pinn.points.boundary=32 --set pinn.adam.iterations=4 --set pinn.log_every=2 \
   --set output.progress=none
+# parareal with its slices sharing the GPU: the batched fine solves (tsr_stage_cuda_batch and
+# tsr_bc_apply_cuda_batch, in launch groups of 2), the restriction, prolongation and correction
+# kernels, 2D with a source and a boundary value that depend on t, and 3D
+cat >"$work/pr2d.yaml" <<'YAML'
+model: heat
+grid: {cells: [32, 24], lo: [0, 0], hi: [1, 1]}
+initial: {u: "sin(pi*x)*sin(pi*y)"}
+boundary: {default: {type: dirichlet, value: "0.1*t"}, xhi: {type: neumann, value: "0.5*y"}}
+source: {u: "sin(2*pi*t)*x*y"}
+time: {scheme: ssp_rk3, dt: auto, steps: 32}
+decomposition: {time_slices: 4}
+parareal: {slices_per_rank: 4, coarsen: 2, max_iterations: 2}
+output: {progress: none}
+YAML
+spawn parareal2d check parareal2d "$work/pr2d.yaml"
+TESSERA_PARAREAL_BATCH=2 spawn parareal2d-groups check parareal2d-groups "$work/pr2d.yaml"
+spawn parareal3d check parareal3d "$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml" \
+  --set "grid.cells=[16, 16, 8]" --set time.steps=16 --set decomposition.time_slices=4 \
+  --set parareal.slices_per_rank=4 --set parareal.coarsen=2 --set parareal.max_iterations=2
 gather
 finish
