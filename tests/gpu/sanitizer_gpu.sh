@@ -10,10 +10,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [ -x "$cs" ] || { failure "compute-sanitizer not found"; finish; exit 1; }
-# check NAME CASE ARGS...: memcheck and racecheck on one run
+# check NAME CASE ARGS...: memcheck and racecheck on one run (where NAME holds
+# $SANITIZER_ONLY, when that is set: a part of the test, by hand)
 check() {
   local name=$1 case=$2 tool log opts clean
   shift 2
+  [[ $name == *"${SANITIZER_ONLY:-}"* ]] || return 0
   for tool in memcheck racecheck; do
     log="$work/$name-$tool.txt"
     if [ "$tool" = memcheck ]; then
@@ -59,14 +61,15 @@ spawn pinn2d-layers check pinn2d-layers "$TESSERA_SOURCE/cases/pinn_poisson2d.ya
   --set pinn.points.boundary=32 --set pinn.adam.iterations=4 --set pinn.log_every=2 \
   --set output.progress=none
 # parareal with its slices sharing the GPU: the batched fine solves (tsr_stage_cuda_batch and
-# tsr_bc_apply_cuda_batch, in launch groups of 2), the restriction, prolongation and correction
-# kernels, 2D with a source and a boundary value that depend on t, and 3D
+# tsr_bc_apply_cuda_batch, in one launch group and in groups of 2), the restriction,
+# prolongation and correction kernels, 2D and 3D; and with a boundary value and a source that
+# depend on t, which keep each slice on its own streams and graphs (batch.h)
 cat >"$work/pr2d.yaml" <<'YAML'
 model: heat
 grid: {cells: [32, 24], lo: [0, 0], hi: [1, 1]}
 initial: {u: "sin(pi*x)*sin(pi*y)"}
-boundary: {default: {type: dirichlet, value: "0.1*t"}, xhi: {type: neumann, value: "0.5*y"}}
-source: {u: "sin(2*pi*t)*x*y"}
+boundary: {default: {type: dirichlet, value: "0.1*x"}, xhi: {type: neumann, value: "0.5*y"}}
+source: {u: "x*y"}
 time: {scheme: ssp_rk3, dt: auto, steps: 32}
 decomposition: {time_slices: 4}
 parareal: {slices_per_rank: 4, coarsen: 2, max_iterations: 2}
@@ -74,8 +77,24 @@ output: {progress: none}
 YAML
 spawn parareal2d check parareal2d "$work/pr2d.yaml"
 TESSERA_PARAREAL_BATCH=2 spawn parareal2d-groups check parareal2d-groups "$work/pr2d.yaml"
+spawn parareal2d-timed check parareal2d-timed "$work/pr2d.yaml" \
+  --set boundary.default.value="0.1*t" --set source.u="sin(2*pi*t)*x*y"
 spawn parareal3d check parareal3d "$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml" \
   --set "grid.cells=[16, 16, 8]" --set time.steps=16 --set decomposition.time_slices=4 \
   --set parareal.slices_per_rank=4 --set parareal.coarsen=2 --set parareal.max_iterations=2
 gather
+# the runs above took the paths they are there for
+batched() { # NAME WHAT: the run's progress says WHAT about the batches
+  [ -f "$work/$1-memcheck.txt" ] || return 0 # left out by SANITIZER_ONLY
+  if grep -q "$2" "$work/$1-memcheck.txt"; then pass "$1: $2"
+  else grep "^parareal:" "$work/$1-memcheck.txt"; failure "$1: not '$2'"; fi
+}
+batched parareal2d "batched launches of 4 at a time"
+batched parareal2d-groups "batched launches of 2 at a time"
+batched parareal3d "batched launches of 4 at a time"
+if [ -f "$work/parareal2d-timed-memcheck.txt" ]; then
+  grep -q "batched launches" "$work/parareal2d-timed-memcheck.txt" &&
+    failure "parareal2d-timed: batched, with values that depend on t" ||
+    pass "parareal2d-timed: each slice on its own streams"
+fi
 finish
