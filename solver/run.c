@@ -207,10 +207,26 @@ static void swap_result(tsr_run_ctx *x) {
 }
 
 tsr_err tsr_run_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0) {
+  /* blocks of time.fuse steps from first, the last one cut at the range's end (its state is
+   * the caller's); a step that a time tile's pass took issues nothing */
+  x->fuse_pos = x->fuse_len = 0;
+  x->tile_left = 0;
   for (int64_t s = first; s < first + n; ++s) {
     x->step = s;
-    TSR_CALL(run_step(x, t0 + (double)s * x->dt));
+    if (x->fuse > 1 && x->fuse_pos == x->fuse_len) {
+      x->fuse_pos = 0;
+      x->fuse_len = first + n - s < x->fuse ? (int)(first + n - s) : x->fuse;
+    }
+    const int pass = x->tile_left > 0 ? 0 : tsr_run_tiles_pass(x, x->fuse_pos);
+    if (!pass && x->tile_left > 0) x->tile_left--;
+    else TSR_CALL(run_step(x, t0 + (double)s * x->dt));
+    if (pass > 1) {
+      x->tile_left = pass - 1;
+      x->tile_passes++;
+      x->tile_steps += pass;
+    }
     swap_result(x);
+    if (x->fuse > 1) x->fuse_pos++;
     tsr_watchdog_beat(s + 1);
   }
   return TSR_OK;

@@ -115,7 +115,9 @@ tsr_err tsr_run_setup(tsr_run_ctx *x);
 
 /* Advances U by n steps from step `first`, step s from time t0 + s dt, as the explicit
  * method's step loop does without its monitors, outputs and checkpoints (with t0 = 0 the
- * steps are the loop's, bit for bit). Plain launches. Asynchronous on GPUs. */
+ * steps are the loop's, bit for bit): with x->fuse > 1 in blocks of that many steps from
+ * first (the last cut at first + n) and time tiles where they apply. Plain launches.
+ * Asynchronous on GPUs. */
 tsr_err tsr_run_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0);
 
 /* Swaps the state slot with the scheme's result slot (x->flip changes), as after a step. */

@@ -134,6 +134,37 @@ static tsr_err state(pr *p) {
   return TSR_OK;
 }
 
+/* The coarse steps in time tiles, several steps a pass (solver/run_tiles.c), where the coarse
+ * grid exchanges nothing (one space rank, no periodic axis) and tiles can apply (forward Euler,
+ * a stencil of radius 1, nothing that depends on t): the coarse grid is small, so its steps are
+ * bound by launches, and a pass of m steps is one launch where a step is two. The bits are
+ * those of single steps (time.fuse's invariance), so parareal's iterations do not change. The
+ * fields get ghosts as deep as the longest pass a backend takes (7); the blocks are then as
+ * long as the backend's passes. */
+#define COARSE_FUSE_GHOSTS 7
+static void coarse_fuse_before(pr *p) {
+  const tsr_case *c = p->c;
+  const tsr_run_ctx *x = &p->fx[0];
+  const char *env = getenv("TESSERA_TIME_TILES");
+  int ok = p->nspace == 1 && c->parareal.coarse_scheme == TSR_SCHEME_EULER && x->radius == 1 &&
+           !x->src_timed && !(env && !strcmp(env, "off"));
+  for (int d = 0; d < c->dim; ++d) ok &= !c->periodic[d];
+  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i) ok &= !tsr_bc_face_timed(x->bc, i);
+  if (!ok) return;
+  p->cc.time.fuse = COARSE_FUSE_GHOSTS;
+  p->cc.decomp.time_slices = 1; /* tsr_run_ghost_width gives parareal's runs no deep ghosts */
+}
+
+static void coarse_fuse_after(pr *p) {
+  tsr_run_ctx *y = &p->coarse;
+  if (y->fuse <= 1) return;
+  tsr_run_tiles_setup(y);
+  /* passes take an odd number of steps (run_tiles.c): blocks of one pass each */
+  int m = y->tile_max < COARSE_FUSE_GHOSTS ? y->tile_max : COARSE_FUSE_GHOSTS;
+  if (m % 2 == 0) --m;
+  y->fuse = m >= 3 ? m : 1;
+}
+
 static tsr_err setup(pr *p, const tsr_run_opts *opts) {
   TSR_CALL(groups(p));
   if (MPI_Comm_split(p->world, p->group, p->srank, &p->slice) != MPI_SUCCESS)
@@ -157,8 +188,10 @@ static tsr_err setup(pr *p, const tsr_run_opts *opts) {
     x->be = cuda ? &tsr_backend_cuda : &tsr_backend_host;
 #endif
     if (i > 0 && i < p->nctx) TSR_CALL(tsr_layout_copy(&p->fx[0].layout, &x->layout));
+    if (i == p->nctx) coarse_fuse_before(p);
     TSR_CALL(tsr_run_setup(x));
   }
+  coarse_fuse_after(p);
   TSR_CALL(time_plan(p));
   TSR_ALLOC(p->g, (size_t)p->nctx, "parareal's CUDA graphs");
   for (int i = 0; i < p->nctx; ++i) TSR_CALL(tsr_pr_graph_create(&p->fx[i], GRAPH_CHUNK, &p->g[i]));
@@ -560,6 +593,9 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_number(j, "coarse_dt_max", p->dtc_max);
   tsr_json_number(j, "coarse_dt_limit", p->limit);
   tsr_json_int(j, "coarse_steps_first_slice", p->cn[0]);
+  /* the coarse steps' time tiles: steps a pass (1: none), passes taken on this rank */
+  tsr_json_int(j, "coarse_pass_steps", p->coarse.fuse);
+  tsr_json_int(j, "coarse_passes", p->coarse.tile_passes);
   tsr_json_int(j, "fine_steps_first_slice", p->step_of[1]);
   tsr_json_number(j, "tol", c->parareal.tol);
   tsr_json_int(j, "max_iterations", c->parareal.max_iterations);

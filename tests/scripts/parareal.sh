@@ -100,6 +100,22 @@ run_ok "invariance 3D reference" 1 "$work/ad3.yaml" --out "$work/ad_ref" \
     --set parareal.slices_per_rank=4
 }
 
+# the coarse steps in time tiles (forward Euler coarse steps, nothing that depends on t, one
+# space rank: several coarse steps a pass): the bits of single steps, so the result equals the
+# one with the tiles off and the one on 2 space ranks (which take none)
+sed 's/^source: .*/source: {u: "x*y"}/; s/value: "0.5\*y"/value: "0.5*y*x"/' "$work/heat.yaml" >"$work/eu.yaml"
+E="$P --set parareal.coarse_scheme=euler --set parareal.slices_per_rank=4"
+run_ok "coarse tiles reference" 1 "$work/eu.yaml" --out "$work/eu_ref" $q $E && {
+  n=$(field "$work/eu_ref/report.json" "['parareal']['coarse_passes']")
+  k=$(field "$work/eu_ref/report.json" "['parareal']['coarse_pass_steps']")
+  [ "$n" -gt 0 ] && [ "$k" -ge 3 ] && pass "coarse steps in time tiles: $n passes of $k" ||
+    failure "coarse steps in time tiles: $n passes of $k"
+  TESSERA_TIME_TILES=off inv eu_tiles_off "$work/eu.yaml" 1 "$work/eu_ref/final.h5" $E
+  [ "$(field "$work/eu_tiles_off/report.json" "['parareal']['coarse_passes']")" = 0 ] &&
+    pass "TESSERA_TIME_TILES=off: no coarse pass" || failure "TESSERA_TIME_TILES=off: coarse passes"
+  inv eu_space2 "$work/eu.yaml" 2 "$work/eu_ref/final.h5" $E
+}
+
 # --- convergence (numerics; the plain run has it, not the sanitizers') ------------------------
 if [ -z "${TSR_SANITIZED:-}" ]; then
 conv() { # NAME CASE NP MAXIT ARGS...: stops below tol in <= MAXIT iterations, within 5 tol
