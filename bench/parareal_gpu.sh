@@ -13,9 +13,9 @@
 # Environment: TESSERA (build/tessera), DIM (2; 3 for the 3D case), N (256 in 2D, 64 in 3D),
 # STEPS (102400: a multiple of every slice count below, so the slices are equal and the
 # coarse steps replay CUDA graphs too), SLICES ("16 32"), COARSEN ("2 4"), COARSE (the
-# coarse schemes: "ssp_rk3 euler"; euler's coarse steps go through time tiles, several steps
-# a launch), UNBATCHED (the slices and coarsening of the run with the batches off,
-# TESSERA_PARAREAL_BATCH=off: "16 4"; empty: none), BATCH_GROUPS (launch groups to try, each a run
+# coarse schemes: "ssp_rk3 euler"; euler's coarse steps are one stage each), UNBATCHED (the
+# slices and coarsening of the run with the batches off, TESSERA_PARAREAL_BATCH=off: "16 4";
+# empty: none), BATCH_GROUPS (launch groups to try, each a run
 # with TESSERA_PARAREAL_BATCH=g and the first of SLICES, COARSEN and COARSE: e.g. "1 2 4 8";
 # empty, the default: none; the other runs take the default, auto), TOL (1e-6), BACKEND
 # (cuda), PRECISION (double), PYTHON (python3).

@@ -134,19 +134,22 @@ static tsr_err state(pr *p) {
   return TSR_OK;
 }
 
-/* The coarse steps in time tiles, several steps a pass (solver/run_tiles.c), where the coarse
- * grid exchanges nothing (one space rank, no periodic axis) and tiles can apply (forward Euler,
- * a stencil of radius 1, nothing that depends on t): the coarse grid is small, so its steps are
- * bound by launches, and a pass of m steps is one launch where a step is two. The bits are
- * those of single steps (time.fuse's invariance), so parareal's iterations do not change. The
- * fields get ghosts as deep as the longest pass a backend takes (7); the blocks are then as
- * long as the backend's passes. */
+/* The coarse steps in time tiles, several steps a pass (solver/run_tiles.c), on CPU ranks where
+ * the coarse grid exchanges nothing (one space rank, no periodic axis) and tiles can apply
+ * (forward Euler, a stencil of radius 1, nothing that depends on t): each coarse cell then
+ * crosses memory once per pass (2D 64^2, 8 slices: coarse sweeps 0.013 -> 0.006 s). The bits
+ * are those of single steps (time.fuse's invariance), so parareal's iterations do not change.
+ * Not on GPUs: their pass kernels march rows of tiles sized for large grids, and on a coarse
+ * grid of 64^2 (one H100, bench/parareal_gpu.sh) passes of 3 in the coarse graphs took the
+ * coarse sweeps from 0.096 to 0.211 s. The fields get ghosts as deep as the longest pass the
+ * host takes (7); the blocks are then as long as its passes. */
 #define COARSE_FUSE_GHOSTS 7
 static void coarse_fuse_before(pr *p) {
   const tsr_case *c = p->c;
   const tsr_run_ctx *x = &p->fx[0];
   const char *env = getenv("TESSERA_TIME_TILES");
-  int ok = p->nspace == 1 && c->parareal.coarse_scheme == TSR_SCHEME_EULER && x->radius == 1 &&
+  int ok = x->be->mem == TSR_MEM_HOST && p->nspace == 1 &&
+           c->parareal.coarse_scheme == TSR_SCHEME_EULER && x->radius == 1 &&
            !x->src_timed && !(env && !strcmp(env, "off"));
   for (int d = 0; d < c->dim; ++d) ok &= !c->periodic[d];
   for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i) ok &= !tsr_bc_face_timed(x->bc, i);
