@@ -206,9 +206,26 @@ static void swap_result(tsr_run_ctx *x) {
   x->flip ^= 1;
 }
 
+/* Time tiles' count of the step at fuse_pos: 0 where a pass issued before took it (a step
+ * that issues nothing), 1 where it is to be issued; a pass it begins is counted here, not in
+ * run_step, which a CUDA graph's replay does not call. */
+static int tile_step(tsr_run_ctx *x) {
+  if (x->tile_left > 0) {
+    x->tile_left--;
+    return 0;
+  }
+  const int pass = tsr_run_tiles_pass(x, x->fuse_pos);
+  if (pass > 1) {
+    x->tile_left = pass - 1;
+    x->tile_passes++;
+    x->tile_steps += pass;
+  }
+  return 1;
+}
+
 tsr_err tsr_run_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0) {
   /* blocks of time.fuse steps from first, the last one cut at the range's end (its state is
-   * the caller's); a step that a time tile's pass took issues nothing */
+   * the caller's) */
   x->fuse_pos = x->fuse_len = 0;
   x->tile_left = 0;
   for (int64_t s = first; s < first + n; ++s) {
@@ -217,14 +234,7 @@ tsr_err tsr_run_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0) {
       x->fuse_pos = 0;
       x->fuse_len = first + n - s < x->fuse ? (int)(first + n - s) : x->fuse;
     }
-    const int pass = x->tile_left > 0 ? 0 : tsr_run_tiles_pass(x, x->fuse_pos);
-    if (!pass && x->tile_left > 0) x->tile_left--;
-    else TSR_CALL(run_step(x, t0 + (double)s * x->dt));
-    if (pass > 1) {
-      x->tile_left = pass - 1;
-      x->tile_passes++;
-      x->tile_steps += pass;
-    }
+    if (tile_step(x)) TSR_CALL(run_step(x, t0 + (double)s * x->dt));
     swap_result(x);
     if (x->fuse > 1) x->fuse_pos++;
     tsr_watchdog_beat(s + 1);
@@ -732,17 +742,11 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   for (int64_t step = first; step < x->nsteps && !why; ++step) {
     x->step = step;
     if (x->fuse > 1 && x->fuse_pos == x->fuse_len) start_block(x, step);
-    /* a step that a time tile's pass took issues nothing; the states inside a pass are never
-     * in memory, so nothing below reads them (blocks end where the run reads a state) */
-    const int pass = x->tile_left > 0 ? 0 : tsr_run_tiles_pass(x, x->fuse_pos);
-    if (!pass && x->tile_left > 0) x->tile_left--;
-    else if (tsr_run_rebalance_plain(x, step) || tsr_run_fuse_auto_busy(x))
-      TSR_CALL(run_step(x, t));
-    else TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
-    if (pass > 1) { /* counted here: a CUDA graph's replay does not call run_step */
-      x->tile_left = pass - 1;
-      x->tile_passes++;
-      x->tile_steps += pass;
+    /* the states inside a pass are never in memory, so nothing below reads them (blocks end
+     * where the run reads a state) */
+    if (tile_step(x)) {
+      if (tsr_run_rebalance_plain(x, step) || tsr_run_fuse_auto_busy(x)) TSR_CALL(run_step(x, t));
+      else TSR_CALL(tsr_graph_step(x->graph, x, step, t, run_step));
     }
     const int mid_pass = x->tile_left > 0;
     swap_result(x);

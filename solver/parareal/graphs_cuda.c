@@ -57,14 +57,13 @@ static tsr_err capture(tsr_pr_graph *g, tsr_run_ctx *x, int64_t step) {
   forget_timed(x);
   TSR_CUDA(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
   tsr_err err = TSR_OK;
-  /* steps whose times are kernels' are captured one by one; the others as one range, which
-   * the coarse context takes in time tiles' passes (a block never spans two launches) */
-  for (int i = 0; g->timed && i < g->chunk && !err; ++i) {
-    err = tsr_step_time_cuda(g->dstep, &g->coef, g->dt, g->dtimes, g->stream);
-    x->tdev = g->dtimes;
+  for (int i = 0; i < g->chunk && !err; ++i) {
+    if (g->timed) {
+      err = tsr_step_time_cuda(g->dstep, &g->coef, g->dt, g->dtimes, g->stream);
+      x->tdev = g->dtimes;
+    }
     if (!err) err = tsr_run_advance(x, step + i, 1, 0.0);
   }
-  if (!g->timed) err = tsr_run_advance(x, step, g->chunk, 0.0);
   x->tdev = NULL;
   cudaGraph_t graph = NULL;
   cudaError_t ce = cudaStreamEndCapture(g->stream, &graph);
