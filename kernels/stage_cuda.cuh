@@ -55,6 +55,7 @@
 extern "C" {
 #include "kernels/cuda_util.h"
 }
+#include "kernels/model_dispatch_cuda.cuh"
 #include "kernels/stage_parts.h"
 
 namespace {
@@ -474,17 +475,18 @@ void dispatch_kind(int kind, const L &l) {
   }
 }
 
+/* A model's kinds: dispatch_kind under tsr_dispatch_model (kernels/model_dispatch_cuda.cuh). */
+template <typename L>
+struct kinds_of {
+  int kind;
+  const L &l;
+  template <int M, int NC>
+  void go() const { dispatch_kind<M, NC>(kind, l); }
+};
+
 template <typename L>
 void dispatch(int model, int kind, const L &l) {
-  switch (model) {
-  case TSR_MODEL_HEAT: dispatch_kind<TSR_MODEL_HEAT, 1>(kind, l); break;
-  case TSR_MODEL_ADVECTION_DIFFUSION: dispatch_kind<TSR_MODEL_ADVECTION_DIFFUSION, 1>(kind, l); break;
-  case TSR_MODEL_WAVE: dispatch_kind<TSR_MODEL_WAVE, 2>(kind, l); break;
-  case TSR_MODEL_GRAY_SCOTT: dispatch_kind<TSR_MODEL_GRAY_SCOTT, 2>(kind, l); break;
-  case TSR_MODEL_ALLEN_CAHN: dispatch_kind<TSR_MODEL_ALLEN_CAHN, 1>(kind, l); break;
-  case TSR_MODEL_IGNITION: dispatch_kind<TSR_MODEL_IGNITION, 1>(kind, l); break;
-  default: break;
-  }
+  tsr_dispatch_model(model, kinds_of<L>{kind, l});
 }
 
 /* One field's stage: the 3D tiles where pick_shape chose them, else the register kernel. */

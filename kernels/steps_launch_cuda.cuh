@@ -12,6 +12,7 @@
 extern "C" {
 #include "kernels/cuda_util.h"
 }
+#include "kernels/model_dispatch_cuda.cuh"
 #include "kernels/steps_parts.h"
 
 namespace {
@@ -59,19 +60,24 @@ cudaError_t launch_model(int ms, bool src, dim3 grid, const steps3_args<T> &a, c
 }
 
 /* The model's kernels, 2D or 3D by the arguments' type: its id and components are template
- * arguments of every kernel. */
+ * arguments of every kernel (kernels/model_dispatch_cuda.cuh). */
+template <typename Args>
+struct model_launch {
+  int ms;
+  bool src;
+  dim3 grid;
+  const Args &a;
+  cudaStream_t st;
+  cudaError_t *err;
+  template <int M, int NC>
+  void go() const { *err = launch_model<M, NC>(ms, src, grid, a, st); }
+};
+
 template <typename Args>
 cudaError_t launch_for(int model, int ms, bool src, dim3 grid, const Args &a, cudaStream_t st) {
-  switch (model) {
-  case TSR_MODEL_HEAT: return launch_model<TSR_MODEL_HEAT, 1>(ms, src, grid, a, st);
-  case TSR_MODEL_ADVECTION_DIFFUSION:
-    return launch_model<TSR_MODEL_ADVECTION_DIFFUSION, 1>(ms, src, grid, a, st);
-  case TSR_MODEL_WAVE: return launch_model<TSR_MODEL_WAVE, 2>(ms, src, grid, a, st);
-  case TSR_MODEL_GRAY_SCOTT: return launch_model<TSR_MODEL_GRAY_SCOTT, 2>(ms, src, grid, a, st);
-  case TSR_MODEL_ALLEN_CAHN: return launch_model<TSR_MODEL_ALLEN_CAHN, 1>(ms, src, grid, a, st);
-  case TSR_MODEL_IGNITION: return launch_model<TSR_MODEL_IGNITION, 1>(ms, src, grid, a, st);
-  default: return cudaSuccess;
-  }
+  cudaError_t e = cudaSuccess;
+  tsr_dispatch_model(model, model_launch<Args>{ms, src, grid, a, st, &e});
+  return e;
 }
 
 template <typename T>

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "solver/parareal/batch.h"
+#include "solver/parareal/coarse.h"
 #include "solver/parareal/graphs.h"
 #include "solver/parareal/ops.h"
 #include "solver/parareal/parareal_impl.h"
@@ -201,7 +202,8 @@ static tsr_err setup(pr *p, const tsr_run_opts *opts) {
   /* the coarse steps replay graphs when every slice has the same steps: then coarse step k
    * of slice s is step s cn + k of one dt, as the graphs' time kernel computes it */
   TSR_CALL(tsr_pr_batch_create(p->fx, p->nctx, &p->batch));
-  if (p->fx[0].nsteps % p->P == 0) {
+  TSR_CALL(tsr_pr_coarse_block_pick(&p->coarse, &p->cblock));
+  if (!p->cblock && p->fx[0].nsteps % p->P == 0) {
     p->coarse.dt = p->coarse.desc.dt = p->cdt[0];
     TSR_CALL(tsr_pr_graph_create(&p->coarse, GRAPH_CHUNK, &p->gc));
   }
@@ -312,7 +314,11 @@ tsr_err tsr_pr_coarse_solve(pr *p, int j) {
   double t0 = MPI_Wtime();
   TSR_CALL(x->be->sync(x)); /* in[j] is written on the fine run's stream */
   const double ts = (double)p->step_of[s] * x->dt, te = (double)p->step_of[s + 1] * x->dt;
-  if (p->gc) { /* equal slices: coarse step k of slice s is step s cn + k of one dt */
+  if (p->cblock) {
+    TSR_CALL(tsr_parareal_restrict(y, p->r, p->in[j], y->slot[TSR_SLOT_U]));
+    y->dt = y->desc.dt = p->cdt[s];
+    TSR_CALL(tsr_pr_coarse_block_advance(y, p->cn[s]));
+  } else if (p->gc) { /* equal slices: coarse step k of slice s is step s cn + k of one dt */
     const int64_t first = s * p->cn[0];
     TSR_CALL(tsr_pr_graph_begin(p->gc, y, first));
     TSR_CALL(tsr_parareal_restrict(y, p->r, p->in[j], y->slot[TSR_SLOT_U]));
@@ -596,6 +602,7 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_number(j, "coarse_dt_max", p->dtc_max);
   tsr_json_number(j, "coarse_dt_limit", p->limit);
   tsr_json_int(j, "coarse_steps_first_slice", p->cn[0]);
+  tsr_json_bool(j, "coarse_block", p->cblock);
   /* the coarse steps' time tiles: steps a pass (1: none), passes taken on this rank */
   tsr_json_int(j, "coarse_pass_steps", p->coarse.fuse);
   tsr_json_int(j, "coarse_passes", p->coarse.tile_passes);
@@ -674,15 +681,16 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
     if (p->batch)
       snprintf(bat, sizeof bat, ", the slices of a GPU in batched launches of %d at a time",
                tsr_pr_batch_group_of(p->batch));
+    const char *blk = p->cblock ? " (a slice's steps in one GPU launch)" : "";
     printf("parareal: %d time slices on %d rank group%s of %d rank%s (%d slice%s each%s%s), "
            "%" PRId64 " fine steps of dt %.6g in all%s; coarse grid /%d, %s, %" PRId64
-           " steps of dt %.6g per slice (stable limit %.6g); tol %g, at most %d iterations\n",
+           " steps of dt %.6g per slice%s (stable limit %.6g); tol %g, at most %d iterations\n",
            p->P, p->ngroup, p->ngroup == 1 ? "" : "s", p->nspace, p->nspace == 1 ? "" : "s",
            p->m, p->m == 1 ? "" : "s", p->ngroup > 1 ? ", end states by " : "",
            p->ngroup > 1 ? tsr_pr_link_name(p->link) : "", p->fx[0].nsteps, p->fx[0].dt,
            bat, p->r,
-           tsr_integrate_plan(p->c->parareal.coarse_scheme).name, p->cn[0], p->cdt[0], p->limit,
-           p->c->parareal.tol, p->c->parareal.max_iterations);
+           tsr_integrate_plan(p->c->parareal.coarse_scheme).name, p->cn[0], p->cdt[0], blk,
+           p->limit, p->c->parareal.tol, p->c->parareal.max_iterations);
     fflush(stdout);
   }
   double start = MPI_Wtime();

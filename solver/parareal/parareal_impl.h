@@ -31,6 +31,7 @@ typedef struct {
   tsr_run_ctx coarse;
   tsr_pr_graph **g, *gc;     /* CUDA graphs of each fine context's steps, and the coarse ones */
   struct tsr_pr_batch *batch; /* the fine contexts stepping together (batch.h), or NULL */
+  int cblock;               /* the coarse steps of a slice in one GPU launch (coarse.h) */
   int64_t *step_of;         /* P + 1: slice n is fine steps [step_of[n], step_of[n + 1]) */
   int64_t *cn;              /* P: coarse steps of slice n, of cdt[n] each */
   double *cdt, dtc_max, limit;

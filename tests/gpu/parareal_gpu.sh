@@ -6,6 +6,7 @@
 # - backends: the same parareal run on the GPU and on a CPU rank gives the same bits, in
 #   double and single precision, on a case of polynomial expressions (the per-cell
 #   arithmetic is one source for both);
+# - the coarse steps in one GPU launch: the bits of their launches and of a CPU rank;
 # - with GPU_RANKS=2 (label gpu2): 2 groups of one GPU each equal 1 group, bit for bit; with
 #   P_t = 2 groups the end state goes over NCCL, the result after 2 iterations is the serial
 #   run's bits, and the MPI link (TESSERA_PARAREAL_LINK=mpi) gives the same bits.
@@ -112,6 +113,71 @@ for prec in double single; do
     else failure "2 GPUs differ from 1 ($prec)"; fi
   fi
 done
+# the coarse steps in one GPU launch (solver/parareal/coarse.h): where nothing depends on t a
+# slice's coarse steps are one launch of a cluster of blocks (strips of layers, 8 blocks or as
+# many as layers: 8 and 6 here), the fields in their shared memory. It must give the bits of
+# the coarse steps launched as kernels (TESSERA_PARAREAL_COARSE_BLOCK=off) and of a CPU rank,
+# for schemes of 1-4 stages (RK4's accumulator), 2D and 3D, one and two components, double and
+# single; and where the fields do not fit in shared memory (=on: one block in global memory)
+cat >"$work/blk_heat.yaml" <<'YAML'
+model: heat
+grid: {cells: [64, 48], lo: [0, 0], hi: [1, 0.75]}
+params: {kappa: 1.0}
+initial: {u: "16*x*(1-x)*y*(1-y) + 0.5*x*y"}
+boundary: {default: {type: dirichlet, value: "0.25*x"}, xhi: {type: neumann, value: "0.5*y"}}
+source: {u: "x*y"}
+time: {scheme: ssp_rk3, dt: auto, steps: 240}
+output: {progress: none}
+YAML
+cat >"$work/blk_ac.yaml" <<'YAML'
+model: allen_cahn
+grid: {cells: [20, 16, 12]}
+params: {eps: 0.2}
+initial: {u: "x*(1-x)*y - 0.5*z*z + 0.1"}
+boundary: {default: {type: neumann, value: 0}, zlo: {type: dirichlet, value: "0.1*x"}}
+time: {scheme: rk4, dt: auto, steps: 240}
+output: {progress: none}
+YAML
+cat >"$work/blk_gs.yaml" <<'YAML'
+model: gray_scott
+grid: {cells: [48, 48]}
+params: {Du: 2.0e-3, Dv: 1.0e-3, F: 0.04, k: 0.06}
+initial: {u: "1 - 0.5*x*y*(1-x)*(1-y)", v: "0.25*x*(1-x)*y*(1-y) + 0.01*x"}
+boundary: {default: {type: neumann, value: 0}}
+time: {scheme: ssp_rk3, dt: auto, steps: 240}
+output: {progress: none}
+YAML
+for cs in "heat double ssp_rk3" "heat single euler" "ac double rk4" "gs double ssp_rk2" "gs single ssp_rk3"; do
+  set -- $cs
+  y="$work/blk_$1.yaml" d="$work/blk_$1_$2_$3"
+  K="--set decomposition.time_slices=4 --set parareal.slices_per_rank=4 --set parareal.max_iterations=2"
+  K="$K --set parareal.tol=1e-300 --set precision=$2 --set parareal.coarse_scheme=$3"
+  run_ok "block $cs" 1 "$y" --out "$d.block" --backend cuda $K || continue
+  TESSERA_PARAREAL_COARSE_BLOCK=off run_ok "launches $cs" 1 "$y" --out "$d.launch" --backend cuda $K || continue
+  run_ok "host $cs" 1 "$y" --out "$d.host" --backend host $K || continue
+  if grep -q '"coarse_block": *true' "$d.block/report.json" && grep -q '"coarse_block": *false' "$d.launch/report.json"; then
+    if same "$d.block/final.h5" "$d.launch/final.h5" && same "$d.block/final.h5" "$d.host/final.h5"; then
+      pass "coarse steps in one launch ($cs): the bits of the launches and of a CPU rank"
+    else failure "coarse steps in one launch ($cs): the result differs from the launches' or the CPU rank's"; fi
+  else failure "coarse steps in one launch ($cs): report.json's coarse_block is not true with the default and false with off"; fi
+done
+K="--set decomposition.time_slices=4 --set parareal.slices_per_rank=4 --set parareal.max_iterations=2"
+K="$K --set parareal.tol=1e-300 --set parareal.coarse_scheme=euler --set grid.cells=[320,320] --set time.steps=40"
+d="$work/blk_big"
+if TESSERA_PARAREAL_COARSE_BLOCK=on run_ok "block big" 1 "$work/blk_heat.yaml" --out "$d.block" --backend cuda $K &&
+   TESSERA_PARAREAL_COARSE_BLOCK=off run_ok "launches big" 1 "$work/blk_heat.yaml" --out "$d.launch" --backend cuda $K &&
+   run_ok "default big" 1 "$work/blk_heat.yaml" --out "$d.auto" --backend cuda $K; then
+  if grep -q '"coarse_block": *true' "$d.block/report.json" && grep -q '"coarse_block": *false' "$d.auto/report.json" &&
+     same "$d.block/final.h5" "$d.launch/final.h5"; then
+    pass "coarse steps in one block in global memory (160^2 coarse, =on): the launches' bits; not taken by default"
+  else failure "coarse steps in global memory (=on): bits differ, or coarse_block not true with on and false by default"; fi
+fi
+TESSERA_PARAREAL_COARSE_BLOCK=sideways "$TESSERA_BIN" run "$work/blk_heat.yaml" --out "$work/blk_bad" \
+  --backend cuda --set decomposition.time_slices=4 --set parareal.slices_per_rank=4 >"$work/blk_bad.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q "TESSERA_PARAREAL_COARSE_BLOCK=sideways" "$work/blk_bad.log"; then
+  pass "TESSERA_PARAREAL_COARSE_BLOCK=sideways: refused, naming the variable (exit $rc)"
+else failure "TESSERA_PARAREAL_COARSE_BLOCK=sideways: rc $rc, $(tail -1 "$work/blk_bad.log")"; fi
 # 2 groups of one GPU each (P_t = 2): the end state goes GPU to GPU over NCCL (link.h); after
 # k = P_t iterations the whole run is the serial run's bits, report.json names the link, and
 # the MPI link through host memory (TESSERA_PARAREAL_LINK=mpi) gives the same bits

@@ -62,7 +62,8 @@ spawn pinn2d-layers check pinn2d-layers "$TESSERA_SOURCE/cases/pinn_poisson2d.ya
   --set output.progress=none
 # parareal with its slices sharing the GPU: the batched fine solves (tsr_stage_cuda_batch and
 # tsr_bc_apply_cuda_batch, in one launch group and in groups of 2), the restriction,
-# prolongation and correction kernels, 2D and 3D; and with a boundary value and a source that
+# prolongation and correction kernels, the coarse steps in one block (coarse.h; as launches in
+# the groups' case), 2D and 3D; and with a boundary value and a source that
 # depend on t, which keep each slice on its own streams and graphs (batch.h)
 cat >"$work/pr2d.yaml" <<'YAML'
 model: heat
@@ -76,7 +77,8 @@ parareal: {slices_per_rank: 4, coarsen: 2, max_iterations: 2}
 output: {progress: none}
 YAML
 spawn parareal2d check parareal2d "$work/pr2d.yaml"
-TESSERA_PARAREAL_BATCH=2 spawn parareal2d-groups check parareal2d-groups "$work/pr2d.yaml"
+TESSERA_PARAREAL_BATCH=2 TESSERA_PARAREAL_COARSE_BLOCK=off spawn parareal2d-groups check \
+  parareal2d-groups "$work/pr2d.yaml"
 spawn parareal2d-timed check parareal2d-timed "$work/pr2d.yaml" \
   --set boundary.default.value="0.1*t" --set source.u="sin(2*pi*t)*x*y"
 spawn parareal3d check parareal3d "$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml" \
@@ -92,6 +94,13 @@ batched() { # NAME WHAT: the run's progress says WHAT about the batches
 batched parareal2d "batched launches of 4 at a time"
 batched parareal2d-groups "batched launches of 2 at a time"
 batched parareal3d "batched launches of 4 at a time"
+batched parareal2d "a slice's steps in one GPU launch"
+batched parareal3d "a slice's steps in one GPU launch"
+if [ -f "$work/parareal2d-groups-memcheck.txt" ]; then
+  grep -q "in one GPU launch" "$work/parareal2d-groups-memcheck.txt" &&
+    failure "parareal2d-groups: the coarse steps in one block with TESSERA_PARAREAL_COARSE_BLOCK=off" ||
+    pass "parareal2d-groups: the coarse steps as launches (TESSERA_PARAREAL_COARSE_BLOCK=off)"
+fi
 if [ -f "$work/parareal2d-timed-memcheck.txt" ]; then
   grep -q "batched launches" "$work/parareal2d-timed-memcheck.txt" &&
     failure "parareal2d-timed: batched, with values that depend on t" ||

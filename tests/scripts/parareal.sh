@@ -246,4 +246,7 @@ TESSERA_PARAREAL_LINK=shm refused "an unknown link" 2 \
 TESSERA_PARAREAL_BATCH=4x refused "an unreadable batch setting" 1 \
   "TESSERA_PARAREAL_BATCH=4x: expected off, auto (or on), or the number of time slices" \
   --set decomposition.time_slices=4 --set parareal.slices_per_rank=4
+TESSERA_PARAREAL_COARSE_BLOCK=yes refused "an unreadable coarse block setting" 1 \
+  "TESSERA_PARAREAL_COARSE_BLOCK=yes: expected off, auto or on" \
+  --set decomposition.time_slices=4 --set parareal.slices_per_rank=4
 finish

@@ -11,6 +11,7 @@
 
 #include "io/error.h"
 #include "solver/parareal/batch.h"
+#include "solver/parareal/coarse.h"
 
 #define MB ((size_t)1 << 20)
 
@@ -75,10 +76,35 @@ static void test_env(void **state) {
   }
 }
 
+/* TESSERA_PARAREAL_COARSE_BLOCK (coarse.h): off, auto, on; anything else named back */
+static void test_coarse_env(void **state) {
+  (void)state;
+  int mode = -1;
+  const char *auto_ok[] = {NULL, "", "auto"};
+  for (int i = 0; i < 3; ++i) {
+    assert_int_equal(tsr_pr_coarse_block_env(auto_ok[i], &mode), TSR_OK);
+    assert_int_equal(mode, 1);
+  }
+  assert_int_equal(tsr_pr_coarse_block_env("off", &mode), TSR_OK);
+  assert_int_equal(mode, 0);
+  assert_int_equal(tsr_pr_coarse_block_env("on", &mode), TSR_OK);
+  assert_int_equal(mode, 2);
+  const char *bad[] = {"1", "yes", "OFF", " on"};
+  for (int i = 0; i < (int)(sizeof bad / sizeof *bad); ++i) {
+    assert_int_equal(tsr_pr_coarse_block_env(bad[i], &mode), TSR_ERR_INPUT);
+    const char *m = tsr_err_message();
+    assert_non_null(strstr(m, "TESSERA_PARAREAL_COARSE_BLOCK"));
+    assert_non_null(strstr(m, bad[i]));
+    assert_non_null(strstr(m, "expected off, auto or on"));
+    tsr_err_clear();
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_group),
       cmocka_unit_test(test_env),
+      cmocka_unit_test(test_coarse_env),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,63 @@
+/* Whole time steps of a small grid in one launch of a cluster of thread blocks (parareal's
+ * coarse grid on a GPU).
+ *
+ * A grid of a few thousand cells is bound by kernel launches, not by its cells: parareal's
+ * coarse steps of a 64^2 grid took 4.7 us each as a boundary fill and a stage launch in a CUDA
+ * graph (one H100, bench/README.md session 24). Here n steps of every stage run in one launch
+ * of up to 8 blocks (one SM each), the fields in the blocks' shared memory, with a barrier
+ * where the launches had their boundaries: per stage the physical ghosts of the stage's input
+ * (the same per-point fill as tsr_bc_apply_cuda, kernels/boundary_cuda.cuh), a barrier, every
+ * cell of the box (the same per-cell code as tsr_stage_cuda: tsr_model_rhs and
+ * tsr_stage_update in the same order), a barrier. The bits are those of the launches
+ * (DESIGN.md principle 2). kernels/block_steps.cu says how the blocks share the grid. */
+#ifndef TSR_KERNELS_BLOCK_STEPS_H
+#define TSR_KERNELS_BLOCK_STEPS_H
+
+#include <stdint.h>
+
+#include "kernels/boundary.h"
+#include "kernels/stage.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A scheme's stages on three slots (solver/integrate.h's tsr_scheme_plan, which kernels/ does
+ * not see): stage s reads slot in[s] (its base is slot 0, u^n), writes slot out[s], with kind
+ * kind[s]; after the last stage slots 0 and `result` swap. */
+typedef struct {
+  int nstage;
+  int kind[4], in[4], out[4];
+  int result;
+} tsr_block_scheme;
+
+#ifdef TSR_HAVE_CUDA
+/* Whether tsr_block_steps_cuda runs these fields (those sc's stages name, and acc for RK4) in
+ * the shared memory of a cluster of blocks on the current device. Where they do not fit, one
+ * block steps them in place in global memory, which is slower than the launches past a few
+ * thousand cells (one H100: 64^2 3.3 us a step against 4.7 for the launches, 128^2 slower
+ * than them), so parareal takes it by default only where this holds. */
+int tsr_block_steps_staged(const tsr_block_scheme *sc, tsr_field *const slot[3], tsr_field *acc);
+
+/* n steps of scheme sc on the fields slot[0 .. 2] (slot[0]: u^n; slots no stage names may be
+ * NULL), RK4's accumulator acc (NULL unless a stage needs it), the source src (NULL: none;
+ * the same values every step: nothing here depends on t), the physical faces faces[0 .. nface)
+ * with values vals (device memory, as tsr_bc_apply_cuda takes them, filled over TSR_BC_WHOLE
+ * before every stage), over the whole owned box of slot[0], which nothing is exchanged into
+ * (one rank, no periodic axis: the caller's contract). Stage time steps s->dt; s->kind is
+ * ignored. One launch on stream (asynchronous). Afterwards u^{n} is in slot[0]
+ * when n is even, in slot[sc->result] when odd (the slots swap every step, as the driver's
+ * do). Errors: TSR_ERR_STATE (host fields, fields of other shapes or precisions, a stage
+ * reading what it writes, a missing field, a model without an explicit stage, more than
+ * TSR_BC_MAX_FACES faces), TSR_ERR_CUDA. */
+tsr_err tsr_block_steps_cuda(const tsr_stage_desc *s, const tsr_block_scheme *sc,
+                             tsr_field *const slot[3], tsr_field *acc, const tsr_field *src,
+                             int nface, const tsr_bc_face *const *faces,
+                             const double *const *vals, int64_t n, cudaStream_t stream);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
