@@ -35,7 +35,7 @@ typedef struct {
 /* Whether tsr_block_steps_cuda runs these fields (those sc's stages name, and acc for RK4) in
  * the shared memory of a cluster of blocks on the current device. Where they do not fit, one
  * block steps them in place in global memory, which is slower than the launches past a few
- * thousand cells (one H100: 64^2 3.3 us a step against 4.7 for the launches, 128^2 slower
+ * thousand cells (one H100: 64^2 3.2 us a step against 4.7 for the launches, 128^2 slower
  * than them), so parareal takes it by default only where this holds. */
 int tsr_block_steps_staged(const tsr_block_scheme *sc, tsr_field *const slot[3], tsr_field *acc);
 
