@@ -94,6 +94,15 @@ typedef struct tsr_run_ctx {
   void *method;
 } tsr_run_ctx;
 
+/* Whether a step of x depends on its time: a source or a boundary value that varies with t.
+ * Where it does not, values evaluated once serve every step (CUDA graphs without a time
+ * kernel, parareal's batches and one-launch coarse steps, time tiles of the coarse grid). */
+static inline int tsr_run_timed(const tsr_run_ctx *x) {
+  int t = x->src_timed;
+  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i) t |= tsr_bc_face_timed(x->bc, i);
+  return t;
+}
+
 /* ---- the driver's pieces that every method on the grid shares (solver/run.c) ------------ */
 
 /* Zeroes *x and fills the case, options, output directory, communicator and its rank/size. */

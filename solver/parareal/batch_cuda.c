@@ -41,12 +41,6 @@ struct tsr_pr_batch {
   const tsr_field **base;
 };
 
-static int timed(tsr_run_ctx *x) {
-  int t = x->src_timed;
-  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i) t |= tsr_bc_face_timed(x->bc, i);
-  return t;
-}
-
 /* Bytes of the fields a step of x touches: the scheme's slots, RK4's accumulator, the source. */
 static size_t slice_bytes(const tsr_run_ctx *x) {
   const tsr_scheme_plan *sp = &x->scheme;
@@ -68,7 +62,7 @@ tsr_err tsr_pr_batch_create(tsr_run_ctx *fx, int n, tsr_pr_batch **bp) {
   if (n < 2 || fx[0].be != &tsr_backend_cuda || fx[0].size != 1 || !on) return TSR_OK;
   for (int i = 0; i < n; ++i) {
     tsr_run_ctx *x = &fx[i];
-    if (x->c->method != TSR_METHOD_EXPLICIT || x->nshell != 0 || x->rb || timed(x) ||
+    if (x->c->method != TSR_METHOD_EXPLICIT || x->nshell != 0 || x->rb || tsr_run_timed(x) ||
         !tsr_box_equal(&x->interior, &x->box) || !tsr_box_equal(&x->box, &fx[0].box))
       return TSR_OK;
     for (int f = 0; f < 6; ++f)

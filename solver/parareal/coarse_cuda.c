@@ -25,13 +25,11 @@ tsr_err tsr_pr_coarse_block_pick(tsr_run_ctx *y, int *on) {
   int mode;
   TSR_CALL(tsr_pr_coarse_block_env(getenv("TESSERA_PARAREAL_COARSE_BLOCK"), &mode));
   if (!mode || y->be != &tsr_backend_cuda || y->size != 1 || y->nshell != 0 || y->rb ||
-      y->fuse > 1 || y->radius != 1 || y->src_timed || !tsr_box_equal(&y->interior, &y->box) ||
-      y->c->ncomp > 2)
+      y->fuse > 1 || y->radius != 1 || tsr_run_timed(y) ||
+      !tsr_box_equal(&y->interior, &y->box) || y->c->ncomp > 2)
     return TSR_OK;
   for (int f = 0; f < 6; ++f)
     if (y->exchanged[f]) return TSR_OK;
-  for (int i = 0; i < tsr_bc_nfaces(y->bc); ++i)
-    if (tsr_bc_face_timed(y->bc, i)) return TSR_OK;
   const tsr_block_scheme sc = scheme_of(y);
   if (mode == 1 && !tsr_block_steps_staged(&sc, y->slot, acc_of(y))) return TSR_OK;
   /* nothing depends on t: the values of t = 0 serve every step */

@@ -37,8 +37,7 @@ tsr_err tsr_pr_graph_create(tsr_run_ctx *x, int chunk, tsr_pr_graph **gp) {
   g->chunk = chunk;
   g->dt = x->dt;
   g->dstep_next = -1;
-  g->timed = x->src_timed;
-  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i) g->timed |= tsr_bc_face_timed(x->bc, i);
+  g->timed = tsr_run_timed(x);
   g->coef.n = x->scheme.nstage;
   for (int s = 0; s < x->scheme.nstage; ++s) g->coef.c[s] = x->scheme.stage[s].c;
   TSR_CUDA(cudaMalloc((void **)&g->dstep, sizeof *g->dstep));

@@ -151,9 +151,8 @@ static void coarse_fuse_before(pr *p) {
   const char *env = getenv("TESSERA_TIME_TILES");
   int ok = x->be->mem == TSR_MEM_HOST && p->nspace == 1 &&
            c->parareal.coarse_scheme == TSR_SCHEME_EULER && x->radius == 1 &&
-           !x->src_timed && !(env && !strcmp(env, "off"));
+           !tsr_run_timed(x) && !(env && !strcmp(env, "off"));
   for (int d = 0; d < c->dim; ++d) ok &= !c->periodic[d];
-  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i) ok &= !tsr_bc_face_timed(x->bc, i);
   if (!ok) return;
   p->cc.time.fuse = COARSE_FUSE_GHOSTS;
   p->cc.decomp.time_slices = 1; /* tsr_run_ghost_width gives parareal's runs no deep ghosts */
