@@ -66,11 +66,6 @@ struct block_args {
 template <int NC>
 constexpr int kThreads = NC == 1 ? 1024 : 512;
 
-__device__ __forceinline__ bool uses_base(int kind) {
-  return kind != TSR_STAGE_EULER && kind != TSR_STAGE_RK4_4;
-}
-__device__ __forceinline__ bool uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
-
 template <typename T>
 __device__ __forceinline__ T *slot_of(int k, T *s0, T *s1, T *s2) {
   return k == 0 ? s0 : k == 1 ? s1 : s2;
@@ -106,13 +101,13 @@ __device__ __forceinline__ void cell(const block_args<T> &a, const tsr_cell_coef
   for (int c = 0; c < NC; ++c) {
     const ptrdiff_t ac = o + c * a.sc_stride;
     const double rc = SRC ? r[c] + (double)a.src[ac] : r[c];
-    const double b = uses_base(kind) ? (double)base[ac] : 0.0;
-    double av = uses_acc(kind) ? (double)acc[ac] : 0.0;
+    const double b = tsr_stage_uses_base(kind) ? (double)base[ac] : 0.0;
+    double av = tsr_stage_uses_acc(kind) ? (double)acc[ac] : 0.0;
     const T v = (T)tsr_stage_update(kind, a.dt, b, w[c * wc + wo], rc, &av);
     out[ac] = v;
     if (lo) lo[ac] = v;
     if (hi) hi[ac] = v;
-    if (uses_acc(kind) && kind != TSR_STAGE_RK4_4) acc[ac] = (T)av;
+    if (tsr_stage_uses_acc(kind) && kind != TSR_STAGE_RK4_4) acc[ac] = (T)av;
   }
 }
 
@@ -273,7 +268,7 @@ size_t arrays_of(const tsr_block_scheme *sc, tsr_field *const slot[3], tsr_field
   for (int k = 0; k < sc->nstage; ++k) {
     use[sc->in[k]] = slot[sc->in[k]];
     use[sc->out[k]] = slot[sc->out[k]];
-    if (sc->kind[k] >= TSR_STAGE_RK4_1) use[3] = acc;
+    if (tsr_stage_uses_acc(sc->kind[k])) use[3] = acc;
   }
   use[sc->result] = slot[sc->result];
   size_t bytes = 0;
@@ -366,7 +361,7 @@ extern "C" tsr_err tsr_block_steps_cuda(const tsr_stage_desc *s, const tsr_block
                   sc->kind[k] >= TSR_STAGE_EULER && sc->kind[k] <= TSR_STAGE_RK4_4,
               TSR_ERR_STATE, "tsr_block_steps_cuda: stage %d (kind %d) reads slot %d and writes "
               "slot %d: distinct slots of slot 0's shape expected", k, sc->kind[k], in, out);
-    needs_acc |= sc->kind[k] >= TSR_STAGE_RK4_1;
+    needs_acc |= tsr_stage_uses_acc(sc->kind[k]);
   }
   TSR_CHECK(!slot[sc->result] || shaped_like(slot[sc->result], f), TSR_ERR_STATE,
             "tsr_block_steps_cuda: the result slot differs from slot 0");

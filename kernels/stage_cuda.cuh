@@ -86,11 +86,6 @@ struct stage_args {
                             along y, so that a warp is not one busy lane and 31 idle ones */
 };
 
-__host__ __device__ constexpr bool uses_base(int kind) {
-  return kind != TSR_STAGE_EULER && kind != TSR_STAGE_RK4_4;
-}
-__host__ __device__ constexpr bool uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
-
 /* __ldg on the device (read-only path, cached in L1); a plain load where the body is compiled
  * for the host (a CPU emulation of the launch checks indexing without a GPU). */
 template <typename T>
@@ -130,10 +125,10 @@ __host__ __device__ __forceinline__ void store_cell(const stage_args<T> &a, ptrd
   for (int c = 0; c < NC; ++c) {
     const ptrdiff_t ac = o + c * a.sc;
     const double rc = SRC ? r[c] + ldg(a.src + ac) : r[c];
-    const double b = uses_base(KIND) ? ldg(a.base + ac) : 0.0;
-    double av = uses_acc(KIND) ? (double)a.acc[ac] : 0.0;
+    const double b = tsr_stage_uses_base(KIND) ? ldg(a.base + ac) : 0.0;
+    double av = tsr_stage_uses_acc(KIND) ? (double)a.acc[ac] : 0.0;
     a.out[ac] = (T)tsr_stage_update(KIND, a.dt, b, ring[c][1], rc, &av);
-    if (uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = (T)av;
+    if (tsr_stage_uses_acc(KIND) && KIND != TSR_STAGE_RK4_4) a.acc[ac] = (T)av;
   }
 }
 
@@ -556,9 +551,9 @@ tsr_err prepare(const tsr_stage_desc *s, const tsr_box *rg, const tsr_field *in,
   TSR_CHECK(tsr_models[s->model].methods & TSR_METHODS_EXPLICIT, TSR_ERR_STATE,
             "tsr_stage_cuda: model %s has no explicit stage (method: pinn only)",
             tsr_models[s->model].name);
-  TSR_CHECK(base || !uses_base(s->kind), TSR_ERR_STATE,
+  TSR_CHECK(base || !tsr_stage_uses_base(s->kind), TSR_ERR_STATE,
             "tsr_stage_cuda: stage kind %d reads a base field and none was given", (int)s->kind);
-  TSR_CHECK(acc || !uses_acc(s->kind), TSR_ERR_STATE,
+  TSR_CHECK(acc || !tsr_stage_uses_acc(s->kind), TSR_ERR_STATE,
             "tsr_stage_cuda: RK4 stage kind %d needs an accumulator field", (int)s->kind);
   const tsr_prec pr = in->prec;
   TSR_CHECK((!base || base->prec == pr) && (!acc || acc->prec == pr) &&

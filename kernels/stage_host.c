@@ -18,11 +18,6 @@ void tsr_stage_coef_init(tsr_cell_coef *k, int model, const double *p, const dou
   tsr_model_coef_derived(model, p, k->q);
 }
 
-static inline int uses_base(int kind) {
-  return kind != TSR_STAGE_EULER && kind != TSR_STAGE_RK4_4;
-}
-static inline int uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
-
 /* One row of cells. Inlined with constant model, kind, precision and source flag so that
  * every branch folds and the x loop vectorises; out never aliases the arrays it reads. The
  * right-hand side is kernels/stage_cell_host.h's, shared with kernels/steps_host.c. */
@@ -39,10 +34,10 @@ row(int model, int ncomp, int kind, int prec, int has_src, double dt, const tsr_
     for (int c = 0; c < ncomp; ++c) {
       ptrdiff_t ac = at + c * sc;
       double rc = has_src ? r[c] + tsr_cell_ld(prec, src, ac) : r[c];
-      double b = uses_base(kind) ? tsr_cell_ld(prec, base, ac) : 0.0;
-      double a = uses_acc(kind) ? tsr_cell_ld(prec, acc, ac) : 0.0;
+      double b = tsr_stage_uses_base(kind) ? tsr_cell_ld(prec, base, ac) : 0.0;
+      double a = tsr_stage_uses_acc(kind) ? tsr_cell_ld(prec, acc, ac) : 0.0;
       tsr_cell_st(prec, out, ac, tsr_stage_update(kind, dt, b, tsr_cell_ld(prec, in, ac), rc, &a));
-      if (uses_acc(kind) && kind != TSR_STAGE_RK4_4) tsr_cell_st(prec, acc, ac, a);
+      if (tsr_stage_uses_acc(kind) && kind != TSR_STAGE_RK4_4) tsr_cell_st(prec, acc, ac, a);
     }
   }
 }

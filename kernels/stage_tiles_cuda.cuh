@@ -1,7 +1,7 @@
 /* The stage's shared-memory tile kernels (tile_kernel, atile_kernel), part of
  * kernels/stage_cuda.cuh: included there inside its anonymous namespace, after stage_args,
- * ldg, ring_fill, uses_base, uses_acc and store_cell, which these kernels share with the
- * register kernel. Not a header of its own to include elsewhere. */
+ * ldg, ring_fill and store_cell, which these kernels share with the register kernel. Not a
+ * header of its own to include elsewhere. */
 
 /* ---- 3D regions through shared memory ("tiles") ---------------------------------------
  * The register kernel (stage_cuda.cuh) reads the in-plane neighbours through L1 and L2: Nsight

@@ -104,6 +104,13 @@ typedef enum {
   TSR_STAGE_RK4_4      /* out = acc + dt r / 6                                             */
 } tsr_stage_kind;
 
+/* Which stages read `base` and RK4's `acc` (all of RK4's but the last also write it): the
+ * kernels of every backend load only these, as tsr_stage_update ignores the rest */
+TSR_HD static inline int tsr_stage_uses_base(int kind) {
+  return kind != TSR_STAGE_EULER && kind != TSR_STAGE_RK4_4;
+}
+TSR_HD static inline int tsr_stage_uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
+
 TSR_HD static inline double tsr_stage_update(int kind, double dt, double base, double in,
                                              double r, double *acc) {
   double k = dt * r;

@@ -25,9 +25,6 @@ static int g_rank;
 static const char *kind_name[] = {"euler", "ssp2_2", "ssp3_2", "ssp3_3",
                                   "rk4_1", "rk4_2",  "rk4_3",  "rk4_4"};
 
-static int uses_base(int kind) { return kind != TSR_STAGE_EULER && kind != TSR_STAGE_RK4_4; }
-static int uses_acc(int kind) { return kind >= TSR_STAGE_RK4_1; }
-
 /* xorshift64*: reproducible and fresh for every case */
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 static double uniform(void) { return test_uniform(&g_rng); }
@@ -186,8 +183,9 @@ static int check_model_dim(int model, int dim, const char *shape_name) {
         upload(g.src, h.src);
         upload(g.out, h.out);
 
-        const tsr_field *hb = uses_base(kind) ? h.base : NULL, *gb = uses_base(kind) ? g.base : NULL;
-        tsr_field *ha = uses_acc(kind) ? h.acc : NULL, *ga = uses_acc(kind) ? g.acc : NULL;
+        const int ub = tsr_stage_uses_base(kind), ua = tsr_stage_uses_acc(kind);
+        const tsr_field *hb = ub ? h.base : NULL, *gb = ub ? g.base : NULL;
+        tsr_field *ha = ua ? h.acc : NULL, *ga = ua ? g.acc : NULL;
         const tsr_field *hs = has_src ? h.src : NULL, *gs = has_src ? g.src : NULL;
         tsr_stage_host(&d, &rg[r], h.in, hb, ha, hs, h.out);
         CHECK(tsr_stage_cuda(&d, &rg[r], g.in, gb, ga, gs, g.out, 0) == TSR_OK, "stage_cuda");

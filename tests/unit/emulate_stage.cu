@@ -191,7 +191,7 @@ static long batch_cases(int *fails) {
       fill(in[k], n); fill(base[k], n); fill(acc[k], n); fill(src[k], n);
       memset(out[k]->data, 0xff, bytes); memset(outh[k]->data, 0xff, bytes);
       memcpy(acch[k]->data, acc[k]->data, bytes);
-      tsr_stage_host(&d, &rg, in[k], base[k], kind >= TSR_STAGE_RK4_1 ? acch[k] : NULL, src[k], outh[k]);
+      tsr_stage_host(&d, &rg, in[k], base[k], tsr_stage_uses_acc(kind) ? acch[k] : NULL, src[k], outh[k]);
     }
     int e;
     if (model == 0 && dim == 2) e = kind == TSR_STAGE_SSP3_3 ? emu_batch<0, 1, TSR_STAGE_SSP3_3, 2>(&d, &rg, in, base, acc, src, out)
@@ -204,7 +204,7 @@ static long batch_cases(int *fails) {
                                       : emu_batch<2, 2, TSR_STAGE_RK4_2, 3>(&d, &rg, in, base, acc, src, out);
     for (int k = 0; k < 3; ++k)
       if (e || memcmp(out[k]->data, outh[k]->data, bytes) ||
-          (kind >= TSR_STAGE_RK4_1 && memcmp(acc[k]->data, acch[k]->data, bytes))) {
+          (tsr_stage_uses_acc(kind) && memcmp(acc[k]->data, acch[k]->data, bytes))) {
         if ((*fails)++ < 10) printf("FAIL batch model %d dim %d kind %d region %d field %d\n", model, dim, kind, r, k);
       }
     ++cases;
