@@ -231,6 +231,12 @@ int64_t tsr_run_monitor_every(const tsr_run_ctx *x);
 
 /* ---- time tiles: several steps per pass over memory (solver/run_tiles.c) ---------------- */
 
+/* Why time tiles cannot take x's steps on any backend, with a scheme that is one forward
+ * Euler stage (euler) or not; NULL where they can. Reads the case, x->radius and whether the
+ * source and boundary values depend on t, so it may be asked before x's set-up of the fields
+ * (parareal asks it of the coarse grid before choosing its ghost width). */
+const char *tsr_run_tiles_refused(const tsr_run_ctx *x, int euler);
+
 /* After set-up: x->tile_max (0 with the reason in x->tile_why where they do not apply). */
 void tsr_run_tiles_setup(tsr_run_ctx *x);
 

@@ -24,24 +24,24 @@
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
 
-void tsr_run_tiles_setup(tsr_run_ctx *x) {
-  const tsr_case *c = x->c;
-  x->tile_max = 0;
-  x->tile_why = NULL;
+const char *tsr_run_tiles_refused(const tsr_run_ctx *x, int euler) {
   const char *env = getenv("TESSERA_TIME_TILES");
-  if (c->method != TSR_METHOD_EXPLICIT) x->tile_why = "not the explicit method";
-  else if (env && strcmp(env, "off") == 0) x->tile_why = "TESSERA_TIME_TILES=off";
-  else if (x->scheme.nstage != 1 || x->scheme.stage[0].kind != TSR_STAGE_EULER)
-    x->tile_why = "the scheme is not forward Euler";
-  else if (x->radius != 1) x->tile_why = "the stencil is wider than one cell";
-  else if (x->src_timed) x->tile_why = "the source depends on t";
-  else if (!x->be->steps_max || !(x->tile_max = x->be->steps_max(x)))
+  if (x->c->method != TSR_METHOD_EXPLICIT) return "not the explicit method";
+  if (env && strcmp(env, "off") == 0) return "TESSERA_TIME_TILES=off";
+  if (!euler) return "the scheme is not forward Euler";
+  if (x->radius != 1) return "the stencil is wider than one cell";
+  if (x->src_timed) return "the source depends on t";
+  for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i)
+    if (tsr_bc_face_timed(x->bc, i)) return "a boundary value depends on t";
+  return NULL;
+}
+
+void tsr_run_tiles_setup(tsr_run_ctx *x) {
+  x->tile_max = 0;
+  x->tile_why = tsr_run_tiles_refused(
+      x, x->scheme.nstage == 1 && x->scheme.stage[0].kind == TSR_STAGE_EULER);
+  if (!x->tile_why && (!x->be->steps_max || !(x->tile_max = x->be->steps_max(x))))
     x->tile_why = "the backend has no kernel for this dimension, precision and model, or it does not pay";
-  for (int i = 0; x->tile_max && i < tsr_bc_nfaces(x->bc); ++i)
-    if (tsr_bc_face_timed(x->bc, i)) {
-      x->tile_max = 0;
-      x->tile_why = "a boundary value depends on t";
-    }
   if (x->tile_max == 1) x->tile_max = 0;
 }
 

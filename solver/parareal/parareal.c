@@ -147,11 +147,10 @@ static tsr_err state(pr *p) {
 #define COARSE_FUSE_GHOSTS 7
 static void coarse_fuse_before(pr *p) {
   const tsr_case *c = p->c;
+  /* the fine context: the coarse grid's model, source and boundaries, already set up */
   const tsr_run_ctx *x = &p->fx[0];
-  const char *env = getenv("TESSERA_TIME_TILES");
   int ok = x->be->mem == TSR_MEM_HOST && p->nspace == 1 &&
-           c->parareal.coarse_scheme == TSR_SCHEME_EULER && x->radius == 1 &&
-           !tsr_run_timed(x) && !(env && !strcmp(env, "off"));
+           !tsr_run_tiles_refused(x, c->parareal.coarse_scheme == TSR_SCHEME_EULER);
   for (int d = 0; d < c->dim; ++d) ok &= !c->periodic[d];
   if (!ok) return;
   p->cc.time.fuse = COARSE_FUSE_GHOSTS;
