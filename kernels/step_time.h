@@ -24,7 +24,7 @@ typedef struct {
 } tsr_step_time_coef;
 
 /* Enqueues on s one thread that reads n = *step, writes times[k] = t + c[k] * dt with
- * t = (double)n * dt, each operation rounded once to nearest (the bits the host's solver/run.c
+ * t = (double)n * dt, each operation rounded once to nearest (the bits the host's solver/explicit.c
  * computes with contraction off), and sets *step = n + 1. Errors: TSR_ERR_INTERNAL (n out of
  * range), TSR_ERR_CUDA (launch). */
 tsr_err tsr_step_time_cuda(int64_t *step, const tsr_step_time_coef *c, double dt, double *times,

@@ -1,7 +1,7 @@
 /* Several forward Euler steps in one pass over memory (temporal blocking; time.fuse).
  *
  * A fused block (time.fuse: s) exchanges ghosts s steps deep once and then updates boxes that
- * shrink by the stencil radius per step (solver/run.c). Done one stage at a time, each of
+ * shrink by the stencil radius per step (solver/explicit.c). Done one stage at a time, each of
  * those steps still reads and writes every cell in memory once. tsr_steps_* take m of them in
  * one pass: a tile of cells is read once, advanced m steps on chip (shared memory and
  * registers on GPUs, a cache-sized buffer on CPUs) and only the last step is written. Every

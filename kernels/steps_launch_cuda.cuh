@@ -23,7 +23,7 @@ namespace {
 /* 3D: steps3_kernel */
 #include "kernels/steps3_cuda.cuh"
 
-/* The step counts compiled: the driver's passes are odd (solver/run.c says why), and each
+/* The step counts compiled: the driver's passes are odd (solver/run_tiles.c says why), and each
  * count is an instantiation per model, precision and source flag. */
 template <int M, int NC, bool SRC, typename T>
 void launch_ms(int ms, dim3 grid, const steps_args<T> &a, cudaStream_t st) {

@@ -122,16 +122,6 @@ tsr_err tsr_run_choose_backend(tsr_run_ctx *x);
  * time.dt/end/steps). Not collective by itself (the caller agrees on errors). */
 tsr_err tsr_run_setup(tsr_run_ctx *x);
 
-/* Advances U by n steps from step `first`, step s from time t0 + s dt, as the explicit
- * method's step loop does without its monitors, outputs and checkpoints (with t0 = 0 the
- * steps are the loop's, bit for bit): with x->fuse > 1 in blocks of that many steps from
- * first (the last cut at first + n) and time tiles where they apply. Plain launches.
- * Asynchronous on GPUs. */
-tsr_err tsr_run_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0);
-
-/* Swaps the state slot with the scheme's result slot (x->flip changes), as after a step. */
-void tsr_run_swap_slots(tsr_run_ctx *x);
-
 /* The watchdog, naming the halo peers this rank would wait for. */
 tsr_err tsr_run_start_watchdog(tsr_run_ctx *x);
 
@@ -156,6 +146,11 @@ void tsr_run_monitor_line(const tsr_run_ctx *x, int64_t step, double t, const ts
                           double cps, char *buf, size_t n);
 /* The norms into the result. */
 void tsr_run_result_norms(const tsr_run_ctx *x, const tsr_run_norms *nm, tsr_run_result *res);
+
+/* The grid's description in the files (final.h5, checkpoints, snapshots) at t and step: the
+ * fields in the run's precision, so that a single-precision restart reads back the exact
+ * values it wrote. */
+tsr_grid_meta tsr_run_grid_meta(const tsr_case *c, double t, int64_t step);
 
 /* Snapshots (output.snapshot_every): the series, with the initial state; one of U at step. */
 tsr_err tsr_run_start_snapshots(tsr_run_ctx *x);

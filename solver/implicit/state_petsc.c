@@ -105,12 +105,6 @@ static int bdf_restore(impl *m, int nh, Vec *hist, const double *th, PetscInt k,
  * explicit method's writer (solver/ckpt_writer.h) from a copy of all that made at the step;
  * final.h5, the end of the run, in the step loop. */
 
-static tsr_grid_meta grid_meta(const tsr_case *c, double t, int64_t step) {
-  return (tsr_grid_meta){c->dim, {c->cells[0], c->cells[1], c->cells[2]},
-                         {c->lo[0], c->lo[1], c->lo[2]}, {c->hi[0], c->hi[1], c->hi[2]}, t, step,
-                         0};
-}
-
 /* The owned cells of vector V (components interlaced) into data[q] (one array a component). */
 static tsr_err vec_split(Vec V, int nc, int64_t n, double *const *data) {
   const PetscScalar *a;
@@ -202,7 +196,7 @@ static tsr_err write_state(impl *m, const char *path, int64_t step, double t) {
     err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory writing '%s'", path);
   err = tsr_run_agree(x->comm, err);
   if (!err) {
-    tsr_grid_meta meta = grid_meta(c, t, step);
+    tsr_grid_meta meta = tsr_run_grid_meta(c, t, step);
     int io = c->output.io == TSR_OUTPUT_IO_SERIAL || !tsr_output_parallel_available()
                  ? TSR_OUTPUT_IO_SERIAL : TSR_OUTPUT_IO_AUTO;
     err = tsr_checkpoint_write_file_more(x->comm, path, &meta, io, 1, v.s.dt, record,
@@ -221,7 +215,7 @@ tsr_err tsr_implicit_write_final(impl *m, int64_t step, double t) {
   TSR_CALL(write_state(m, path, step, t));
   tsr_err err = TSR_OK;
   if (x->rank == 0) {
-    tsr_grid_meta meta = grid_meta(c, t, step);
+    tsr_grid_meta meta = tsr_run_grid_meta(c, t, step);
     snprintf(path, sizeof path, "%s/final.xmf", x->out_dir);
     err = tsr_output_write_xdmf(path, "final.h5", &meta, c->ncomp, tsr_models[c->model].comp);
   }

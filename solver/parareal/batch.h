@@ -4,7 +4,7 @@
  * boundary launch and one stage launch for all of them (kernels/boundary.h,
  * kernels/stage.h: tsr_*_cuda_batch), captured into CUDA graphs of many steps. Each slice
  * keeps its own context's fields; the per-cell code is the serial run's, so every slice's
- * result is the bits tsr_run_advance gives it. Private to solver/parareal/; without CUDA (or
+ * result is the bits tsr_explicit_advance gives it. Private to solver/parareal/; without CUDA (or
  * where it does not apply) no batch is made and the slices step as before. */
 #ifndef TSR_PARAREAL_BATCH_H
 #define TSR_PARAREAL_BATCH_H

@@ -11,6 +11,7 @@
 #include "kernels/stage.h"
 #include "solver/backend.h"
 #include "solver/parareal/ops.h"
+#include "solver/explicit.h"
 #include "solver/run_internal.h"
 
 /* Steps per graph launch: an even number (each context's slots are back where they were
@@ -101,7 +102,7 @@ tsr_err tsr_pr_batch_create(tsr_run_ctx *fx, int n, tsr_pr_batch **bp) {
   return TSR_OK;
 }
 
-/* One step of the contexts act[0 .. na), stage by stage as tsr_run_advance issues them on one
+/* One step of the contexts act[0 .. na), stage by stage as tsr_explicit_advance issues them on one
  * rank with no exchange: the boundary's ghosts of the stage's input, then the stage over the
  * box. */
 static tsr_err step(tsr_pr_batch *b, int na, const int *act) {
@@ -125,7 +126,7 @@ static tsr_err step(tsr_pr_batch *b, int na, const int *act) {
                                   x0->src ? (const tsr_field *const *)b->src : NULL, b->out,
                                   b->stream));
   }
-  for (int k = 0; k < na; ++k) tsr_run_swap_slots(&b->fx[act[k]]);
+  for (int k = 0; k < na; ++k) tsr_explicit_swap_slots(&b->fx[act[k]]);
   return TSR_OK;
 }
 
@@ -159,7 +160,7 @@ static tsr_err capture(tsr_pr_batch *b, batch_graph *g, int na, const int *act) 
   }
   if (graph) cudaGraphDestroy(graph);
   for (int k = 0; k < na; ++k) /* a capture that stopped half-way */
-    if (b->fx[act[k]].flip) tsr_run_swap_slots(&b->fx[act[k]]);
+    if (b->fx[act[k]].flip) tsr_explicit_swap_slots(&b->fx[act[k]]);
   if (err) {
     (void)cudaGetLastError();
     return err;
@@ -222,7 +223,7 @@ tsr_err tsr_pr_batch_solve(tsr_pr_batch *b, int na, const int *act, const int64_
   tsr_run_ctx *x0 = &b->fx[0];
   for (int k = 0; k < na; ++k) {
     tsr_run_ctx *x = &b->fx[act[k]];
-    if (x->flip) tsr_run_swap_slots(x); /* the slots' contents mean nothing yet */
+    if (x->flip) tsr_explicit_swap_slots(x); /* the slots' contents mean nothing yet */
     TSR_CALL(tsr_parareal_copy_cuda(x->slot[TSR_SLOT_U], in[k], b->stream));
   }
   /* a group's fields stay in L2 from one of its steps to the next; the stream orders the

@@ -25,7 +25,7 @@ tsr_err tsr_pr_coarse_block_env(const char *v, int *mode);
  * once. Errors: those of tsr_pr_coarse_block_env, and the backend's. */
 tsr_err tsr_pr_coarse_block_pick(struct tsr_run_ctx *y, int *on);
 
-/* n steps of y from its slot U at its dt (y->desc.dt), as tsr_run_advance(y, 0, n, 0) gives
+/* n steps of y from its slot U at its dt (y->desc.dt), as tsr_explicit_advance(y, 0, n, 0) gives
  * them, in one launch on y's compute stream (asynchronous); the slots swap as the steps do. */
 tsr_err tsr_pr_coarse_block_advance(struct tsr_run_ctx *y, int64_t n);
 

@@ -5,6 +5,7 @@
 
 #include "kernels/block_steps.h"
 #include "solver/backend.h"
+#include "solver/explicit.h"
 #include "solver/run_internal.h"
 
 static tsr_block_scheme scheme_of(const tsr_run_ctx *y) {
@@ -51,6 +52,6 @@ tsr_err tsr_pr_coarse_block_advance(tsr_run_ctx *y, int64_t n) {
   TSR_CALL(tsr_backend_cuda_faces(y, 0.0, faces, vals, &nface));
   TSR_CALL(tsr_block_steps_cuda(&y->desc, &sc, y->slot, acc_of(y), y->src,
                                 nface, faces, vals, n, tsr_backend_cuda_stream(y)));
-  if (n % 2) tsr_run_swap_slots(y);
+  if (n % 2) tsr_explicit_swap_slots(y);
   return TSR_OK;
 }

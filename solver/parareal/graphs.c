@@ -4,6 +4,7 @@
 #ifndef TSR_HAVE_CUDA
 #include <stddef.h>
 
+#include "solver/explicit.h"
 #include "solver/run_internal.h"
 
 tsr_err tsr_pr_graph_create(struct tsr_run_ctx *x, int chunk, tsr_pr_graph **g) {
@@ -25,7 +26,7 @@ tsr_err tsr_pr_graph_issue(tsr_pr_graph *g, struct tsr_run_ctx *x, int64_t step,
   (void)g;
   (void)left;
   *issued = 1;
-  return tsr_run_advance(x, step, 1, 0.0);
+  return tsr_explicit_advance(x, step, 1, 0.0);
 }
 
 void tsr_pr_graph_destroy(tsr_pr_graph **g) {

@@ -4,7 +4,7 @@
  * and result slots are where they started after each launch), each step led by the kernel
  * that computes its stage times from a device step counter (kernels/step_time.h), so one
  * graph serves every step range of its context: parareal runs each slice's range again and
- * again, and the coarse grid runs every slice's. The steps are those of tsr_run_advance, bit
+ * again, and the coarse grid runs every slice's. The steps are those of tsr_explicit_advance, bit
  * for bit. Private to solver/parareal/; without CUDA no graph is ever made. */
 #ifndef TSR_PARAREAL_GRAPHS_H
 #define TSR_PARAREAL_GRAPHS_H

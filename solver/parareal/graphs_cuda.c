@@ -8,6 +8,7 @@
 #include "kernels/cuda_util.h"
 #include "kernels/step_time.h"
 #include "solver/backend.h"
+#include "solver/explicit.h"
 #include "solver/run_internal.h"
 
 struct tsr_pr_graph {
@@ -61,7 +62,7 @@ static tsr_err capture(tsr_pr_graph *g, tsr_run_ctx *x, int64_t step) {
       err = tsr_step_time_cuda(g->dstep, &g->coef, g->dt, g->dtimes, g->stream);
       x->tdev = g->dtimes;
     }
-    if (!err) err = tsr_run_advance(x, step + i, 1, 0.0);
+    if (!err) err = tsr_explicit_advance(x, step + i, 1, 0.0);
   }
   x->tdev = NULL;
   cudaGraph_t graph = NULL;
@@ -77,29 +78,29 @@ static tsr_err capture(tsr_pr_graph *g, tsr_run_ctx *x, int64_t step) {
   }
   if (graph) cudaGraphDestroy(graph);
   forget_timed(x);
-  if (x->flip != g->flip_cap) tsr_run_swap_slots(x); /* a capture that stopped half-way */
+  if (x->flip != g->flip_cap) tsr_explicit_swap_slots(x); /* a capture that stopped half-way */
   if (err) (void)cudaGetLastError();
   return err;
 }
 
 tsr_err tsr_pr_graph_begin(tsr_pr_graph *g, tsr_run_ctx *x, int64_t first) {
   (void)first;
-  if (g && g->exec && x->flip != g->flip_cap) tsr_run_swap_slots(x);
+  if (g && g->exec && x->flip != g->flip_cap) tsr_explicit_swap_slots(x);
   return TSR_OK;
 }
 
 tsr_err tsr_pr_graph_issue(tsr_pr_graph *g, tsr_run_ctx *x, int64_t step, int64_t left,
                            int64_t *issued) {
   *issued = 1;
-  if (!g || g->fallback) return tsr_run_advance(x, step, 1, 0.0);
+  if (!g || g->fallback) return tsr_explicit_advance(x, step, 1, 0.0);
   if (!g->plain_done) {
     g->plain_done = 1;
-    return tsr_run_advance(x, step, 1, 0.0);
+    return tsr_explicit_advance(x, step, 1, 0.0);
   }
   /* the remainder of a range, or slots the graph was not captured with (an odd number of
    * plain steps before it): plain steps */
   if (left < g->chunk || (g->exec && x->flip != g->flip_cap))
-    return tsr_run_advance(x, step, 1, 0.0);
+    return tsr_explicit_advance(x, step, 1, 0.0);
   if (!g->exec) {
     /* the ranks of the group capture together (their NCCL calls must match) */
     tsr_err err = tsr_run_agree(x->comm, capture(g, x, step));
@@ -108,7 +109,7 @@ tsr_err tsr_pr_graph_issue(tsr_pr_graph *g, tsr_run_ctx *x, int64_t step, int64_
       if (x->rank == 0)
         fprintf(stderr, "tessera: warning: parareal: capturing steps into a CUDA graph failed; "
                         "plain launches from here: %s\n", tsr_err_message());
-      return tsr_run_advance(x, step, 1, 0.0);
+      return tsr_explicit_advance(x, step, 1, 0.0);
     }
   }
   if (g->timed && g->dstep_next != step)

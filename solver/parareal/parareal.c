@@ -12,6 +12,7 @@
 #include "solver/parareal/graphs.h"
 #include "solver/parareal/ops.h"
 #include "solver/parareal/parareal_impl.h"
+#include "solver/explicit.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
 #include "solver/stop.h"
@@ -325,7 +326,7 @@ tsr_err tsr_pr_coarse_solve(pr *p, int j) {
   } else {
     TSR_CALL(tsr_parareal_restrict(y, p->r, p->in[j], y->slot[TSR_SLOT_U]));
     y->dt = y->desc.dt = p->cdt[s];
-    TSR_CALL(tsr_run_advance(y, 0, p->cn[s], ts));
+    TSR_CALL(tsr_explicit_advance(y, 0, p->cn[s], ts));
   }
   /* the coarse ghosts the prolongation reads: the boundary at the slice's end, the peers' */
   tsr_field *u = y->slot[TSR_SLOT_U];

@@ -1,5 +1,5 @@
 /* kernels/step_time on GPUs: the stage times a CUDA graph of a step computes on the device are
- * the bits the host's step loop computes (solver/run.c: t = (double)step * dt, then t + c * dt,
+ * the bits the host's step loop computes (solver/explicit.c: t = (double)step * dt, then t + c * dt,
  * contraction off), for every scheme's stage offsets, awkward dt and steps far from 0; and a
  * replayed graph advances its step counter, so each replay computes the next step's times.
  * Run on 1 and 2 ranks (label gpu; gpu2 for 2), each on the GPU of its local rank. Exits non-zero
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
         CHECK(after == starts[bi] + K, "step counter %lld after %d launches from %lld",
               (long long)after, K, (long long)starts[bi]);
         for (int k = 0; k < K; ++k) {
-          const double t = (double)(starts[bi] + k) * dt; /* as solver/run.c */
+          const double t = (double)(starts[bi] + k) * dt; /* as solver/explicit.c */
           for (int j = 0; j < c->n; ++j) {
             const double want = t + c->c[j] * dt;
             const double got = host[k * TSR_STEP_TIME_MAX + j];

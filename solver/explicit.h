@@ -1,0 +1,27 @@
+/* The explicit method (DESIGN.md, Methods share one driver): Runge-Kutta steps of the fields
+ * on the driver's shared pieces (solver/run_internal.h). Parareal's propagators take its steps
+ * too (tsr_explicit_advance). */
+#ifndef TSR_EXPLICIT_H
+#define TSR_EXPLICIT_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "solver/run_internal.h"
+
+/* Runs case c with method explicit on comm (solver/run.c's tsr_run calls it): set-up, the
+ * initial conditions or the checkpoint of opts->restart, the step loop with its monitors,
+ * snapshots, checkpoints and stops, then final.h5 and report.json. Collective. */
+tsr_err tsr_explicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
+                         tsr_run_result *res);
+
+/* Advances U by n steps from step `first`, step s from time t0 + s dt, as the step loop does
+ * without its monitors, outputs and checkpoints (with t0 = 0 the steps are the loop's, bit for
+ * bit): with x->fuse > 1 in blocks of that many steps from first (the last cut at first + n)
+ * and time tiles where they apply. Plain launches. Asynchronous on GPUs. */
+tsr_err tsr_explicit_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0);
+
+/* Swaps the state slot with the scheme's result slot (x->flip changes), as after a step. */
+void tsr_explicit_swap_slots(tsr_run_ctx *x);
+
+#endif
