@@ -595,15 +595,19 @@ int tsr_run_relaunch_fresh(MPI_Comm comm, const char *restart, const char *dir) 
   return 1;
 }
 
-tsr_err tsr_run_finish(tsr_run_ctx *x, tsr_run_result *res) {
-  tsr_watchdog_beat(res->steps);
-  TSR_CALL(write_final(x, res->t_final));
+tsr_err tsr_run_report(tsr_run_ctx *x, const tsr_run_result *res) {
   double pmax[PH_COUNT], pmean[PH_COUNT];
   MPI_Reduce(x->phase, pmax, PH_COUNT, MPI_DOUBLE, MPI_MAX, 0, x->comm);
   MPI_Reduce(x->phase, pmean, PH_COUNT, MPI_DOUBLE, MPI_SUM, 0, x->comm);
   for (int p = 0; p < PH_COUNT; ++p) pmean[p] /= x->size;
   tsr_err err = x->rank == 0 ? tsr_report_write(x, res, pmax, pmean) : TSR_OK;
   return tsr_run_agree(x->comm, err);
+}
+
+tsr_err tsr_run_finish(tsr_run_ctx *x, tsr_run_result *res) {
+  tsr_watchdog_beat(res->steps);
+  TSR_CALL(write_final(x, res->t_final));
+  return tsr_run_report(x, res);
 }
 
 void tsr_run_ctx_init(tsr_run_ctx *x, const tsr_case *c, MPI_Comm comm,

@@ -170,6 +170,10 @@ tsr_part_opts tsr_run_part_opts(const tsr_case *c);
  * solver/run_restart.c. */
 tsr_err tsr_run_restart_accept(const tsr_checkpoint_info *info, void *arg);
 
+/* report.json with the phases' times (their slowest rank's and their mean), written by rank 0.
+ * Collective. solver/run.c. */
+tsr_err tsr_run_report(tsr_run_ctx *x, const tsr_run_result *res);
+
 /* Writes report.json into the output directory (rank 0 only). */
 tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const double *phase_max,
                          const double *phase_mean);

@@ -609,12 +609,7 @@ static tsr_err finish(impl *m, tsr_run_result *res) {
   TSR_CALL(tsr_implicit_write_final(m, res->steps, res->t_final)); /* after the writer's last */
   if (x->ckpt) tsr_ckpt_writer_report(x->ckpt, res);
   x->phase[PH_OUTPUT] += MPI_Wtime() - t0;
-  double pmax[PH_COUNT], pmean[PH_COUNT];
-  MPI_Reduce(x->phase, pmax, PH_COUNT, MPI_DOUBLE, MPI_MAX, 0, x->comm);
-  MPI_Reduce(x->phase, pmean, PH_COUNT, MPI_DOUBLE, MPI_SUM, 0, x->comm);
-  for (int p = 0; p < PH_COUNT; ++p) pmean[p] /= x->size;
-  tsr_err err = x->rank == 0 ? tsr_report_write(x, res, pmax, pmean) : TSR_OK;
-  return tsr_run_agree(x->comm, err);
+  return tsr_run_report(x, res);
 }
 
 static tsr_err run_all(impl *m, tsr_run_result *res) {
