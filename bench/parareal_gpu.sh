@@ -20,7 +20,9 @@
 # empty, the default: none; the other runs take the default, auto), BLOCK_OFF (non-empty: one
 # run more, the first of SLICES, COARSEN and COARSE with the coarse steps launched as kernels
 # in CUDA graphs, TESSERA_PARAREAL_COARSE_BLOCK=off, against the default's one block a slice;
-# solver/parareal/coarse.h), TOL (1e-6), BACKEND
+# solver/parareal/coarse.h), FINE_BLOCK_OFF (non-empty: one run more, the same with the fine
+# solves as batched launches in CUDA graphs, TESSERA_PARAREAL_FINE_BLOCK=off, against the
+# default's one launch of block steps for all slices; solver/parareal/batch.h), TOL (1e-6), BACKEND
 # (cuda), PRECISION (double), PYTHON (python3).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -92,6 +94,9 @@ done
 if [ -n "${BLOCK_OFF:-}" ]; then
   one "p${p1}_c${r1}_${c1}_launches" "$p1" "$r1" "$c1" TESSERA_PARAREAL_COARSE_BLOCK=off
 fi
+if [ -n "${FINE_BLOCK_OFF:-}" ]; then
+  one "p${p1}_c${r1}_${c1}_fine_launches" "$p1" "$r1" "$c1" TESSERA_PARAREAL_FINE_BLOCK=off
+fi
 "$py" - "$out" "${rows[@]}" <<'PY'
 import json, sys, h5py, numpy as np
 out, names = sys.argv[1], sys.argv[2:]
@@ -101,7 +106,7 @@ rs, us = load("serial")
 ts = rs["wall_time"]
 print(f"serial: {rs['steps']} steps of {rs['cells']}, {ts:.3f} s, error L2 {rs['fields']['u']['error_l2']:.3e}"
       f" (graphs {rs['gpu_graphs']})")
-print(f"{'run':28} {'iter':>4} {'conv':>5} {'group':>5} {'block':>5} {'wall s':>8} {'speedup':>8} {'predicted':>9} "
+print(f"{'run':34} {'iter':>4} {'conv':>5} {'group':>5} {'fblk':>5} {'block':>5} {'wall s':>8} {'speedup':>8} {'predicted':>9} "
       f"{'fine s':>7} {'coarse s':>8} {'vs serial':>10} {'error L2':>10}")
 res = {"serial": {"wall": ts, "steps": rs["steps"], "error_l2": rs["fields"]["u"]["error_l2"]}}
 for d in names:
@@ -109,13 +114,16 @@ for d in names:
     p = r["parareal"]
     diff = float(abs(u - us).max() / abs(us).max())
     grp = p.get("batch_group", 0) if p.get("fine_batched") else "off"
-    print(f"{d:28} {p['iterations']:4d} {str(p['converged']):>5} {grp:>5} {str(p.get('coarse_block')):>5} {r['wall_time']:8.3f} "
+    print(f"{d:34} {p['iterations']:4d} {str(p['converged']):>5} {grp:>5} {str(p.get('fine_block')):>5} "
+          f"{str(p.get('coarse_block')):>5} {r['wall_time']:8.3f} "
           f"{ts / r['wall_time']:8.2f} {p['predicted_speedup']:9.2f} {p['fine_seconds']:7.3f} "
           f"{p['coarse_seconds']:8.3f} {diff:10.2e} {r['fields']['u']['error_l2']:10.3e}")
     res[d] = {"wall": r["wall_time"], "speedup": ts / r["wall_time"], "iterations": p["iterations"],
               "predicted": p["predicted_speedup"], "diff_vs_serial": diff,
               "fine_batched": p.get("fine_batched"), "batch_group": p.get("batch_group"),
-              "coarse_block": p.get("coarse_block"),
+              "coarse_block": p.get("coarse_block"), "fine_block": p.get("fine_block"),
+              "fine_block_cluster": p.get("fine_block_cluster"),
+              "fine_block_resident": p.get("fine_block_resident"),
               "error_l2": r["fields"]["u"]["error_l2"], "fine_s": p["fine_seconds"],
               "coarse_s": p["coarse_seconds"], "comm_s": p["comm_seconds"]}
 json.dump(res, open(f"{out}/parareal_gpu.json", "w"), indent=1)

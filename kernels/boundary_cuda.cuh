@@ -12,11 +12,15 @@ struct faces_arg {
   int n;
 };
 
-/* Thread t's face point and component of u (every field of a batch runs the same). */
+/* Thread t's face point and component of u (every field of a batch runs the same). A copy of
+ * some layers of the field (kernels/block_steps.cu) passes cut >= 0: u then holds the layers
+ * [wlo, whi) along axis cut, from the field's offset base on, its components sc apart, and
+ * only the points whose ghost and mirror lie in them are filled. */
 template <typename T>
 __device__ __forceinline__ void fill(const faces_arg &fa, unsigned t, T *__restrict__ u,
                                      const tsr_box &box, const tsr_box &gbox, ptrdiff_t sy,
-                                     ptrdiff_t sz, ptrdiff_t sc, int part) {
+                                     ptrdiff_t sz, ptrdiff_t sc, int part, int cut = -1,
+                                     int wlo = 0, int whi = 0, ptrdiff_t base = 0) {
   if (t >= fa.start[fa.n]) return;
   int i = 0;
   while (t >= fa.start[i + 1]) ++i;
@@ -37,9 +41,10 @@ __device__ __forceinline__ void fill(const faces_arg &fa, unsigned t, T *__restr
     int gi[3] = {idx[0], idx[1], idx[2]}, mi[3] = {idx[0], idx[1], idx[2]};
     gi[d] = fc.side == 0 ? box.lo[d] - l : box.hi[d] - 1 + l;
     mi[d] = fc.side == 0 ? box.lo[d] + l - 1 : box.hi[d] - l;
+    if (cut >= 0 && (gi[cut] < wlo || gi[cut] >= whi || mi[cut] < wlo || mi[cut] >= whi)) continue;
     ptrdiff_t go = q * sc + (gi[2] - gbox.lo[2]) * sz + (gi[1] - gbox.lo[1]) * sy + (gi[0] - gbox.lo[0]);
     ptrdiff_t mo = q * sc + (mi[2] - gbox.lo[2]) * sz + (mi[1] - gbox.lo[1]) * sy + (mi[0] - gbox.lo[0]);
-    u[go] = (T)tsr_ghost_value(fc.type, g, (double)u[mo], l, fc.h);
+    u[go - base] = (T)tsr_ghost_value(fc.type, g, (double)u[mo - base], l, fc.h);
   }
 }
 

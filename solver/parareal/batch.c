@@ -1,6 +1,7 @@
 /* solver/parareal/batch.h: the launch groups' rule and TESSERA_PARAREAL_BATCH, for every build;
  * without CUDA no batch is ever made. */
 #include "solver/parareal/batch.h"
+#include "solver/parareal/coarse.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -41,8 +42,10 @@ tsr_err tsr_pr_batch_create(struct tsr_run_ctx *fx, int n, tsr_pr_batch **b) {
   (void)fx;
   (void)n;
   *b = NULL;
-  int on, group; /* read all the same: a mistyped value is said wherever the run is */
-  return tsr_pr_batch_env(getenv("TESSERA_PARAREAL_BATCH"), &on, &group);
+  int on, group, mode; /* read all the same: a mistyped value is said wherever the run is */
+  TSR_CALL(tsr_pr_batch_env(getenv("TESSERA_PARAREAL_BATCH"), &on, &group));
+  return tsr_pr_block_env("TESSERA_PARAREAL_FINE_BLOCK", getenv("TESSERA_PARAREAL_FINE_BLOCK"),
+                          &mode);
 }
 
 tsr_err tsr_pr_batch_solve(tsr_pr_batch *b, int na, const int *act, const int64_t *steps,
@@ -54,6 +57,16 @@ tsr_err tsr_pr_batch_solve(tsr_pr_batch *b, int na, const int *act, const int64_
 int tsr_pr_batch_group_of(const tsr_pr_batch *b) {
   (void)b;
   return 0;
+}
+
+int tsr_pr_batch_block(const tsr_pr_batch *b) {
+  (void)b;
+  return 0;
+}
+
+tsr_block_shape tsr_pr_batch_block_shape(const tsr_pr_batch *b) {
+  (void)b;
+  return (tsr_block_shape){0, 0, 0};
 }
 
 void tsr_pr_batch_destroy(tsr_pr_batch **b) {

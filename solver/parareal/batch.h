@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "io/error.h"
+#include "kernels/block_steps.h"
 #include "kernels/field.h"
 
 struct tsr_run_ctx;
@@ -54,6 +55,16 @@ int tsr_pr_batch_group(int n, size_t slice_bytes, size_t l2);
  * "on" *on = 1 with *group = 0 (tsr_pr_batch_group decides); a whole number g >= 1 *on = 1 and
  * *group = g slices a launch group. Anything else: TSR_ERR_INPUT naming the variable. */
 tsr_err tsr_pr_batch_env(const char *v, int *on, int *group);
+
+/* Whether b steps each slice's whole solve in one launch, the slices side by side
+ * (kernels/block_steps.h), instead of a launch per stage: where a slice's fields fit in the
+ * shared memory of a cluster of blocks (2D up to about 256^2 in double precision) and
+ * TESSERA_PARAREAL_FINE_BLOCK (off, auto, on: coarse.h's tsr_pr_block_env) allows it; the
+ * stencil's radius 1, at most 2 components. 0 for NULL. */
+int tsr_pr_batch_block(const tsr_pr_batch *b);
+
+/* How b's last fine solve in block steps ran (kernels/block_steps.h; zeros where none ran). */
+tsr_block_shape tsr_pr_batch_block_shape(const tsr_pr_batch *b);
 
 /* Slices in each of b's launch groups (the last may have fewer). */
 int tsr_pr_batch_group_of(const tsr_pr_batch *b);

@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/block_steps.h"
 #include "kernels/boundary.h"
 #include "kernels/cuda_util.h"
 #include "kernels/stage.h"
 #include "solver/backend.h"
+#include "solver/parareal/coarse.h"
 #include "solver/parareal/ops.h"
 #include "solver/explicit.h"
 #include "solver/run_internal.h"
@@ -35,6 +37,9 @@ struct tsr_pr_batch {
   int nface;
   int graphs;                     /* gpu.graphs is not off, and no capture failed */
   int warm;                       /* plain steps ran before the first capture */
+  int block;                      /* a slice's steps in one launch (kernels/block_steps.h) */
+  tsr_block_job *jobs;            /* block: the slices of one solve */
+  tsr_block_shape shape;          /* block: how the last solve ran */
   batch_graph *gr;                /* one a launch group: (n + group - 1) / group */
   int *more;                      /* the contexts of a group with a step more */
   /* one stage's field tables */
@@ -58,8 +63,10 @@ static size_t slice_bytes(const tsr_run_ctx *x) {
 
 tsr_err tsr_pr_batch_create(tsr_run_ctx *fx, int n, tsr_pr_batch **bp) {
   *bp = NULL;
-  int on, group;
+  int on, group, mode;
   TSR_CALL(tsr_pr_batch_env(getenv("TESSERA_PARAREAL_BATCH"), &on, &group));
+  TSR_CALL(tsr_pr_block_env("TESSERA_PARAREAL_FINE_BLOCK", getenv("TESSERA_PARAREAL_FINE_BLOCK"),
+                            &mode));
   if (n < 2 || fx[0].be != &tsr_backend_cuda || fx[0].size != 1 || !on) return TSR_OK;
   for (int i = 0; i < n; ++i) {
     tsr_run_ctx *x = &fx[i];
@@ -99,6 +106,37 @@ tsr_err tsr_pr_batch_create(tsr_run_ctx *fx, int n, tsr_pr_batch **bp) {
     TSR_CALL(tsr_run_source_eval(&fx[i], 0.0));
     TSR_CALL(fx[i].be->sync(&fx[i]));
   }
+  /* a slice's whole solve in one launch, its fields in shared memory, where they fit (the
+   * coarse steps' kernel: a cluster a slice, all slices side by side) */
+  const tsr_block_scheme sc = tsr_pr_block_scheme(&fx[0]);
+  if (mode && fx[0].radius == 1 && fx[0].fuse <= 1 && fx[0].c->ncomp <= 2 &&
+      (mode == 2 || tsr_block_steps_staged(&sc, fx[0].slot, tsr_pr_block_acc(&fx[0])))) {
+    b->block = 1;
+    TSR_ALLOC(b->jobs, (size_t)n, "parareal's batches");
+  }
+  return TSR_OK;
+}
+
+int tsr_pr_batch_block(const tsr_pr_batch *b) { return b && b->block; }
+
+tsr_block_shape tsr_pr_batch_block_shape(const tsr_pr_batch *b) {
+  return b && b->block ? b->shape : (tsr_block_shape){0, 0, 0};
+}
+
+/* Every slice's steps in one launch of block steps: slice act[k] steps[k] steps from its slot
+ * U; the slots swap as the steps do. */
+static tsr_err solve_block(tsr_pr_batch *b, int na, const int *act, const int64_t *steps) {
+  tsr_run_ctx *x0 = &b->fx[0];
+  const tsr_block_scheme sc = tsr_pr_block_scheme(x0);
+  for (int k = 0; k < na; ++k) {
+    tsr_run_ctx *x = &b->fx[act[k]];
+    b->jobs[k] = (tsr_block_job){{x->slot[0], x->slot[1], x->slot[2]}, tsr_pr_block_acc(x),
+                                 x->src, steps[k]};
+  }
+  TSR_CALL(tsr_block_steps_cuda_batch(&x0->desc, &sc, na, b->jobs, b->nface, b->faces, b->vals,
+                                      b->stream, &b->shape));
+  for (int k = 0; k < na; ++k)
+    if (steps[k] % 2) tsr_explicit_swap_slots(&b->fx[act[k]]);
   return TSR_OK;
 }
 
@@ -226,6 +264,12 @@ tsr_err tsr_pr_batch_solve(tsr_pr_batch *b, int na, const int *act, const int64_
     if (x->flip) tsr_explicit_swap_slots(x); /* the slots' contents mean nothing yet */
     TSR_CALL(tsr_parareal_copy_cuda(x->slot[TSR_SLOT_U], in[k], b->stream));
   }
+  if (b->block) {
+    TSR_CALL(solve_block(b, na, act, steps));
+    for (int k = 0; k < na; ++k)
+      TSR_CALL(tsr_parareal_copy_cuda(out[k], b->fx[act[k]].slot[TSR_SLOT_U], b->stream));
+    return x0->be->sync(x0);
+  }
   /* a group's fields stay in L2 from one of its steps to the next; the stream orders the
    * groups. Groups go by slice index (group g: contexts g group .. (g + 1) group - 1), so
    * that a slice turning exact changes only its own group's graph, not every later one's */
@@ -249,6 +293,7 @@ void tsr_pr_batch_destroy(tsr_pr_batch **bp) {
     free(b->gr[g].cap);
   }
   free(b->gr), free(b->more), free(b->in), free(b->out), free(b->acc), free(b->src), free(b->base);
+  free(b->jobs);
   free(b);
   *bp = NULL;
 }

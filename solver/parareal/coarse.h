@@ -11,19 +11,29 @@
 #include <stdint.h>
 
 #include "io/error.h"
+#include "kernels/block_steps.h"
+#include "kernels/field.h"
 
 struct tsr_run_ctx;
 
-/* TESSERA_PARAREAL_COARSE_BLOCK's value v (NULL: unset) into *mode: 0 off, 1 auto (unset, "",
- * "auto": where the coarse fields fit in the blocks' shared memory, tsr_block_steps_staged),
- * 2 on (any size where it applies). Anything else: TSR_ERR_INPUT naming the variable. */
-tsr_err tsr_pr_coarse_block_env(const char *v, int *mode);
+/* The value v (NULL: unset) of the environment variable name (TESSERA_PARAREAL_COARSE_BLOCK,
+ * TESSERA_PARAREAL_FINE_BLOCK) into *mode: 0 off, 1 auto (unset, "", "auto": where the fields
+ * fit in the blocks' shared memory, tsr_block_steps_staged), 2 on (any size where it
+ * applies). Anything else: TSR_ERR_INPUT naming the variable. */
+tsr_err tsr_pr_block_env(const char *name, const char *v, int *mode);
 
 /* *on = 1 when the coarse context y (set up) takes its steps in one launch: the CUDA backend,
  * one rank, nothing exchanged, no rebalancer, no time tiles, no source or boundary value that
  * depends on t, the environment's mode allowing it. Evaluates the source and boundary values
- * once. Errors: those of tsr_pr_coarse_block_env, and the backend's. */
+ * once. Errors: those of tsr_pr_block_env, and the backend's. */
 tsr_err tsr_pr_coarse_block_pick(struct tsr_run_ctx *y, int *on);
+
+#ifdef TSR_HAVE_CUDA
+/* y's scheme as kernels/block_steps.h takes it, and RK4's accumulator (NULL for other
+ * schemes). */
+tsr_block_scheme tsr_pr_block_scheme(const struct tsr_run_ctx *y);
+tsr_field *tsr_pr_block_acc(const struct tsr_run_ctx *y);
+#endif
 
 /* n steps of y from its slot U at its dt (y->desc.dt), as tsr_explicit_advance(y, 0, n, 0) gives
  * them, in one launch on y's compute stream (asynchronous); the slots swap as the steps do. */

@@ -596,6 +596,10 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_int(j, "coarsen", p->r);
   tsr_json_bool(j, "fine_batched", p->batch != NULL);
   tsr_json_int(j, "batch_group", tsr_pr_batch_group_of(p->batch));
+  tsr_json_bool(j, "fine_block", tsr_pr_batch_block(p->batch));
+  const tsr_block_shape bs = tsr_pr_batch_block_shape(p->batch);
+  tsr_json_int(j, "fine_block_cluster", bs.blocks);      /* blocks a slice; 0: in place */
+  tsr_json_int(j, "fine_block_resident", bs.resident);   /* slices the GPU runs at once */
   tsr_json_string(j, "link", tsr_pr_link_name(p->link));
   tsr_json_string(j, "coarse_scheme", names[c->parareal.coarse_scheme]);
   tsr_json_number(j, "coarse_dt_max", p->dtc_max);
@@ -677,7 +681,9 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
     TSR_CALL(tsr_run_prepare_outdir(p->world, p->fx[0].out_dir, &p->fx[0].created_dir));
   if (p->rank == 0 && !p->fx[0].opts.quiet) {
     char bat[96] = "";
-    if (p->batch)
+    if (tsr_pr_batch_block(p->batch))
+      snprintf(bat, sizeof bat, ", each slice's steps in one GPU launch, side by side");
+    else if (p->batch)
       snprintf(bat, sizeof bat, ", the slices of a GPU in batched launches of %d at a time",
                tsr_pr_batch_group_of(p->batch));
     const char *blk = p->cblock ? " (a slice's steps in one GPU launch)" : "";

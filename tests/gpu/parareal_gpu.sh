@@ -6,7 +6,8 @@
 # - backends: the same parareal run on the GPU and on a CPU rank gives the same bits, in
 #   double and single precision, on a case of polynomial expressions (the per-cell
 #   arithmetic is one source for both);
-# - the coarse steps in one GPU launch: the bits of their launches and of a CPU rank;
+# - the coarse steps and the fine solves in one GPU launch a slice: the bits of their launches
+#   and of a CPU rank;
 # - with GPU_RANKS=2 (label gpu2): 2 groups of one GPU each equal 1 group, bit for bit; with
 #   P_t = 2 groups the end state goes over NCCL, the result after 2 iterations is the serial
 #   run's bits, and the MPI link (TESSERA_PARAREAL_LINK=mpi) gives the same bits.
@@ -59,6 +60,7 @@ for k in 1 2 4; do
   run_ok "batched k=$k" 1 "$work/still.yaml" --out "$work/b$k" --backend cuda $B \
     --set parareal.max_iterations=$k || continue
   grep -q '"fine_batched": *true' "$work/b$k/report.json" || { failure "batched k=$k: report.json says the batches did not run"; continue; }
+  grep -q '"fine_block": *true' "$work/b$k/report.json" || { failure "batched k=$k: report.json says the fine solves were not block steps"; continue; }
   # slices sharing the GPU: the model's serial cost from a measured serial step
   if python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["parareal"]; sys.exit(not (0 < p["serial_step_seconds"] < 0.1 and p["predicted_speedup"] > 0))' "$work/b$k/report.json"; then
     pass "batched k=$k: report.json has a measured serial step and a prediction from it"
@@ -67,16 +69,24 @@ for k in 1 2 4; do
   if [ -z "$bad" ]; then pass "batched exactness: after $k iteration(s) slice ends 1..$k are the serial run's bits"
   else failure "batched exactness k=$k:$bad"; fi
 done
-# equal and unequal slices: the unbatched bits from one launch of all 4 slices (auto) and from
-# launch groups of 3 and 1 (batch.h: each group's steps before the next group's)
+# equal and unequal slices: the unbatched bits from each slice's steps in one launch of block
+# steps (the default: 100 and 101 steps a slice in one launch), and with the block steps off
+# from one batched launch of all 4 slices (auto) and from launch groups of 3 and 1 (batch.h:
+# each group's steps before the next group's)
 for steps in 400 402; do
   S="--set parareal.max_iterations=2 --set time.steps=$steps --set output.snapshot_every=1000000"
   TESSERA_PARAREAL_BATCH=off run_ok "unbatched $steps" 1 "$work/still.yaml" --out "$work/us$steps" \
     --backend cuda $B $S || continue
   grep -q '"fine_batched": *false' "$work/us$steps/report.json" ||
     { failure "unbatched $steps: report.json says the batches ran"; continue; }
+  if run_ok "block $steps" 1 "$work/still.yaml" --out "$work/bb_$steps" --backend cuda $B $S; then
+    if grep -q '"fine_block": *true' "$work/bb_$steps/report.json" &&
+       same "$work/bb_$steps/final.h5" "$work/us$steps/final.h5"; then
+      pass "fine solves as block steps and unbatched give the same bits ($steps steps in 4 slices)"
+    else failure "fine solves as block steps differ from unbatched, or fine_block is not true ($steps steps)"; fi
+  fi
   for g in auto 3; do
-    TESSERA_PARAREAL_BATCH=$g run_ok "batched $g $steps" 1 "$work/still.yaml" \
+    TESSERA_PARAREAL_FINE_BLOCK=off TESSERA_PARAREAL_BATCH=$g run_ok "batched $g $steps" 1 "$work/still.yaml" \
       --out "$work/b${g}_$steps" --backend cuda $B $S || continue
     want=4
     [ $g = 3 ] && want=3
@@ -113,12 +123,15 @@ for prec in double single; do
     else failure "2 GPUs differ from 1 ($prec)"; fi
   fi
 done
-# the coarse steps in one GPU launch (solver/parareal/coarse.h): where nothing depends on t a
-# slice's coarse steps are one launch of a cluster of blocks (strips of layers, 8 blocks or as
-# many as layers: 8 and 6 here), the fields in their shared memory. It must give the bits of
-# the coarse steps launched as kernels (TESSERA_PARAREAL_COARSE_BLOCK=off) and of a CPU rank,
-# for schemes of 1-4 stages (RK4's accumulator), 2D and 3D, one and two components, double and
-# single; and where the fields do not fit in shared memory (=on: one block in global memory)
+# the coarse steps and the fine solves in one GPU launch a slice (solver/parareal/coarse.h,
+# batch.h): where nothing depends on t a slice's steps are one launch of a cluster of blocks
+# (strips of layers, 8 blocks or as many as layers: 8 and 6 here), each block's strip in its
+# shared memory, the fine solves of all slices side by side. They must give the bits of the
+# steps launched as kernels (TESSERA_PARAREAL_COARSE_BLOCK=off, TESSERA_PARAREAL_FINE_BLOCK=off)
+# and of a CPU rank, for schemes of 1-4 stages (RK4's accumulator), 2D and 3D, one and two
+# components, double and single; at 256^2 (8 blocks of 32 layers: 206 KB of shared memory
+# each in double) and 320^2 (16 blocks: the non-portable cluster); and where the fields do
+# not fit in shared memory (=on: one block in global memory)
 cat >"$work/blk_heat.yaml" <<'YAML'
 model: heat
 grid: {cells: [64, 48], lo: [0, 0], hi: [1, 0.75]}
@@ -153,24 +166,41 @@ for cs in "heat double ssp_rk3" "heat single euler" "ac double rk4" "gs double s
   K="--set decomposition.time_slices=4 --set parareal.slices_per_rank=4 --set parareal.max_iterations=2"
   K="$K --set parareal.tol=1e-300 --set precision=$2 --set parareal.coarse_scheme=$3"
   run_ok "block $cs" 1 "$y" --out "$d.block" --backend cuda $K || continue
-  TESSERA_PARAREAL_COARSE_BLOCK=off run_ok "launches $cs" 1 "$y" --out "$d.launch" --backend cuda $K || continue
+  TESSERA_PARAREAL_COARSE_BLOCK=off TESSERA_PARAREAL_FINE_BLOCK=off run_ok "launches $cs" 1 "$y" \
+    --out "$d.launch" --backend cuda $K || continue
   run_ok "host $cs" 1 "$y" --out "$d.host" --backend host $K || continue
-  if grep -q '"coarse_block": *true' "$d.block/report.json" && grep -q '"coarse_block": *false' "$d.launch/report.json"; then
+  if grep -q '"coarse_block": *true' "$d.block/report.json" && grep -q '"coarse_block": *false' "$d.launch/report.json" &&
+     grep -q '"fine_block": *true' "$d.block/report.json" && grep -q '"fine_block": *false' "$d.launch/report.json"; then
     if same "$d.block/final.h5" "$d.launch/final.h5" && same "$d.block/final.h5" "$d.host/final.h5"; then
-      pass "coarse steps in one launch ($cs): the bits of the launches and of a CPU rank"
-    else failure "coarse steps in one launch ($cs): the result differs from the launches' or the CPU rank's"; fi
-  else failure "coarse steps in one launch ($cs): report.json's coarse_block is not true with the default and false with off"; fi
+      pass "coarse and fine steps in one launch ($cs): the bits of the launches and of a CPU rank"
+    else failure "coarse and fine steps in one launch ($cs): the result differs from the launches' or the CPU rank's"; fi
+  else failure "steps in one launch ($cs): report.json's coarse_block or fine_block is not true with the default and false with off"; fi
+done
+for cells in 256 320; do
+  K="--set decomposition.time_slices=4 --set parareal.slices_per_rank=4 --set parareal.max_iterations=2"
+  K="$K --set parareal.tol=1e-300 --set grid.cells=[$cells,$cells] --set time.steps=42"
+  d="$work/fblk_$cells"
+  run_ok "fine block $cells" 1 "$work/blk_heat.yaml" --out "$d.block" --backend cuda $K || continue
+  TESSERA_PARAREAL_FINE_BLOCK=off run_ok "fine launches $cells" 1 "$work/blk_heat.yaml" --out "$d.launch" \
+    --backend cuda $K || continue
+  if grep -q '"fine_block": *true' "$d.block/report.json" && same "$d.block/final.h5" "$d.launch/final.h5"; then
+    pass "fine solves in one launch a slice at ${cells}^2 (double, SSP-RK3): the launches' bits"
+  else failure "fine solves in one launch at ${cells}^2: not taken, or the bits differ from the launches'"; fi
 done
 K="--set decomposition.time_slices=4 --set parareal.slices_per_rank=4 --set parareal.max_iterations=2"
-K="$K --set parareal.tol=1e-300 --set parareal.coarse_scheme=euler --set grid.cells=[320,320] --set time.steps=40"
+K="$K --set parareal.tol=1e-300 --set parareal.coarse_scheme=euler --set parareal.coarsen=2"
+K="$K --set grid.cells=[1280,1280] --set time.steps=40"
 d="$work/blk_big"
-if TESSERA_PARAREAL_COARSE_BLOCK=on run_ok "block big" 1 "$work/blk_heat.yaml" --out "$d.block" --backend cuda $K &&
-   TESSERA_PARAREAL_COARSE_BLOCK=off run_ok "launches big" 1 "$work/blk_heat.yaml" --out "$d.launch" --backend cuda $K &&
+if TESSERA_PARAREAL_COARSE_BLOCK=on TESSERA_PARAREAL_FINE_BLOCK=on run_ok "block big" 1 "$work/blk_heat.yaml" \
+     --out "$d.block" --backend cuda $K &&
+   TESSERA_PARAREAL_COARSE_BLOCK=off TESSERA_PARAREAL_FINE_BLOCK=off run_ok "launches big" 1 "$work/blk_heat.yaml" \
+     --out "$d.launch" --backend cuda $K &&
    run_ok "default big" 1 "$work/blk_heat.yaml" --out "$d.auto" --backend cuda $K; then
   if grep -q '"coarse_block": *true' "$d.block/report.json" && grep -q '"coarse_block": *false' "$d.auto/report.json" &&
+     grep -q '"fine_block": *true' "$d.block/report.json" && grep -q '"fine_block": *false' "$d.auto/report.json" &&
      same "$d.block/final.h5" "$d.launch/final.h5"; then
-    pass "coarse steps in one block in global memory (160^2 coarse, =on): the launches' bits; not taken by default"
-  else failure "coarse steps in global memory (=on): bits differ, or coarse_block not true with on and false by default"; fi
+    pass "coarse and fine steps in one block in global memory (640^2 coarse, 1280^2 fine, =on): the launches' bits; not taken by default"
+  else failure "steps in global memory (=on): bits differ, or coarse_block / fine_block not true with on and false by default"; fi
 fi
 TESSERA_PARAREAL_COARSE_BLOCK=sideways "$TESSERA_BIN" run "$work/blk_heat.yaml" --out "$work/blk_bad" \
   --backend cuda --set decomposition.time_slices=4 --set parareal.slices_per_rank=4 >"$work/blk_bad.log" 2>&1
@@ -178,6 +208,13 @@ rc=$?
 if [ $rc -ne 0 ] && grep -q "TESSERA_PARAREAL_COARSE_BLOCK=sideways" "$work/blk_bad.log"; then
   pass "TESSERA_PARAREAL_COARSE_BLOCK=sideways: refused, naming the variable (exit $rc)"
 else failure "TESSERA_PARAREAL_COARSE_BLOCK=sideways: rc $rc, $(tail -1 "$work/blk_bad.log")"; fi
+TESSERA_PARAREAL_FINE_BLOCK=2 "$TESSERA_BIN" run "$work/blk_heat.yaml" --out "$work/fblk_bad" \
+  --backend cuda --set decomposition.time_slices=4 --set parareal.slices_per_rank=4 >"$work/fblk_bad.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q "TESSERA_PARAREAL_FINE_BLOCK=2: expected off, auto or on" "$work/fblk_bad.log" &&
+   [ ! -e "$work/fblk_bad/final.h5" ]; then
+  pass "TESSERA_PARAREAL_FINE_BLOCK=2: refused, naming the variable (exit $rc), no final.h5"
+else failure "TESSERA_PARAREAL_FINE_BLOCK=2: rc $rc, $(tail -1 "$work/fblk_bad.log")"; fi
 # 2 groups of one GPU each (P_t = 2): the end state goes GPU to GPU over NCCL (link.h); after
 # k = P_t iterations the whole run is the serial run's bits, report.json names the link, and
 # the MPI link through host memory (TESSERA_PARAREAL_LINK=mpi) gives the same bits

@@ -60,7 +60,9 @@ spawn pinn2d-layers check pinn2d-layers "$TESSERA_SOURCE/cases/pinn_poisson2d.ya
   --set "grid.cells=[16,16]" --set pinn.network.width=16 --set pinn.network.depth=4 \
   --set pinn.points.boundary=32 --set pinn.adam.iterations=4 --set pinn.log_every=2 \
   --set output.progress=none
-# parareal with its slices sharing the GPU: the batched fine solves (tsr_stage_cuda_batch and
+# parareal with its slices sharing the GPU: each slice's fine solve in one launch of block
+# steps (the default, kernels/block_steps.h: a cluster a slice, strips in shared memory), the
+# batched fine solves (TESSERA_PARAREAL_FINE_BLOCK=off: tsr_stage_cuda_batch and
 # tsr_bc_apply_cuda_batch, in one launch group and in groups of 2), the restriction,
 # prolongation and correction kernels, the coarse steps in one block (coarse.h; as launches in
 # the groups' case), 2D and 3D; and with a boundary value and a source that
@@ -77,8 +79,9 @@ parareal: {slices_per_rank: 4, coarsen: 2, max_iterations: 2}
 output: {progress: none}
 YAML
 spawn parareal2d check parareal2d "$work/pr2d.yaml"
-TESSERA_PARAREAL_BATCH=2 TESSERA_PARAREAL_COARSE_BLOCK=off spawn parareal2d-groups check \
-  parareal2d-groups "$work/pr2d.yaml"
+TESSERA_PARAREAL_FINE_BLOCK=off spawn parareal2d-launches check parareal2d-launches "$work/pr2d.yaml"
+TESSERA_PARAREAL_FINE_BLOCK=off TESSERA_PARAREAL_BATCH=2 TESSERA_PARAREAL_COARSE_BLOCK=off \
+  spawn parareal2d-groups check parareal2d-groups "$work/pr2d.yaml"
 spawn parareal2d-timed check parareal2d-timed "$work/pr2d.yaml" \
   --set boundary.default.value="0.1*t" --set source.u="sin(2*pi*t)*x*y"
 spawn parareal3d check parareal3d "$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml" \
@@ -91,9 +94,10 @@ batched() { # NAME WHAT: the run's progress says WHAT about the batches
   if grep -q "$2" "$work/$1-memcheck.txt"; then pass "$1: $2"
   else grep "^parareal:" "$work/$1-memcheck.txt"; failure "$1: not '$2'"; fi
 }
-batched parareal2d "batched launches of 4 at a time"
+batched parareal2d "each slice's steps in one GPU launch"
+batched parareal2d-launches "batched launches of 4 at a time"
 batched parareal2d-groups "batched launches of 2 at a time"
-batched parareal3d "batched launches of 4 at a time"
+batched parareal3d "each slice's steps in one GPU launch"
 batched parareal2d "a slice's steps in one GPU launch"
 batched parareal3d "a slice's steps in one GPU launch"
 if [ -f "$work/parareal2d-groups-memcheck.txt" ]; then

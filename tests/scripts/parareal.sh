@@ -249,4 +249,7 @@ TESSERA_PARAREAL_BATCH=4x refused "an unreadable batch setting" 1 \
 TESSERA_PARAREAL_COARSE_BLOCK=yes refused "an unreadable coarse block setting" 1 \
   "TESSERA_PARAREAL_COARSE_BLOCK=yes: expected off, auto or on" \
   --set decomposition.time_slices=4 --set parareal.slices_per_rank=4
+TESSERA_PARAREAL_FINE_BLOCK=all refused "an unreadable fine block setting" 1 \
+  "TESSERA_PARAREAL_FINE_BLOCK=all: expected off, auto or on" \
+  --set decomposition.time_slices=4 --set parareal.slices_per_rank=4
 finish

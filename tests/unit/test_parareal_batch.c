@@ -76,27 +76,32 @@ static void test_env(void **state) {
   }
 }
 
-/* TESSERA_PARAREAL_COARSE_BLOCK (coarse.h): off, auto, on; anything else named back */
+/* TESSERA_PARAREAL_COARSE_BLOCK and _FINE_BLOCK (coarse.h): off, auto, on; anything else
+ * named back with its variable */
 static void test_coarse_env(void **state) {
   (void)state;
-  int mode = -1;
-  const char *auto_ok[] = {NULL, "", "auto"};
-  for (int i = 0; i < 3; ++i) {
-    assert_int_equal(tsr_pr_coarse_block_env(auto_ok[i], &mode), TSR_OK);
-    assert_int_equal(mode, 1);
-  }
-  assert_int_equal(tsr_pr_coarse_block_env("off", &mode), TSR_OK);
-  assert_int_equal(mode, 0);
-  assert_int_equal(tsr_pr_coarse_block_env("on", &mode), TSR_OK);
-  assert_int_equal(mode, 2);
-  const char *bad[] = {"1", "yes", "OFF", " on"};
-  for (int i = 0; i < (int)(sizeof bad / sizeof *bad); ++i) {
-    assert_int_equal(tsr_pr_coarse_block_env(bad[i], &mode), TSR_ERR_INPUT);
-    const char *m = tsr_err_message();
-    assert_non_null(strstr(m, "TESSERA_PARAREAL_COARSE_BLOCK"));
-    assert_non_null(strstr(m, bad[i]));
-    assert_non_null(strstr(m, "expected off, auto or on"));
-    tsr_err_clear();
+  const char *names[] = {"TESSERA_PARAREAL_COARSE_BLOCK", "TESSERA_PARAREAL_FINE_BLOCK"};
+  for (int v = 0; v < 2; ++v) {
+    const char *nm = names[v];
+    int mode = -1;
+    const char *auto_ok[] = {NULL, "", "auto"};
+    for (int i = 0; i < 3; ++i) {
+      assert_int_equal(tsr_pr_block_env(nm, auto_ok[i], &mode), TSR_OK);
+      assert_int_equal(mode, 1);
+    }
+    assert_int_equal(tsr_pr_block_env(nm, "off", &mode), TSR_OK);
+    assert_int_equal(mode, 0);
+    assert_int_equal(tsr_pr_block_env(nm, "on", &mode), TSR_OK);
+    assert_int_equal(mode, 2);
+    const char *bad[] = {"1", "yes", "OFF", " on"};
+    for (int i = 0; i < (int)(sizeof bad / sizeof *bad); ++i) {
+      assert_int_equal(tsr_pr_block_env(nm, bad[i], &mode), TSR_ERR_INPUT);
+      const char *m = tsr_err_message();
+      assert_non_null(strstr(m, nm));
+      assert_non_null(strstr(m, bad[i]));
+      assert_non_null(strstr(m, "expected off, auto or on"));
+      tsr_err_clear();
+    }
   }
 }
 
