@@ -457,7 +457,8 @@ tsr_err steps_typed(const tsr_stage_desc *s, const tsr_block_scheme *sc, int njo
   for (int j = 0; j < njob; ++j) {
     tsr_field *use[kArrays];
     narr = arrays_of(sc, jobs[j].slot, jobs[j].acc, use);
-    for (int k = 0; k < kArrays; ++k) a.job[j].arr[k] = use[k] ? static_cast<T *>(use[k]->data) : nullptr;
+    for (int k = 0; k < kArrays; ++k)
+      a.job[j].arr[k] = use[k] ? static_cast<T *>(use[k]->data) : nullptr;
     a.job[j].src = jobs[j].src ? static_cast<const T *>(jobs[j].src->data) : nullptr;
     a.job[j].n = (long long)jobs[j].n;
   }

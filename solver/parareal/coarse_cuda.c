@@ -19,13 +19,15 @@ tsr_block_scheme tsr_pr_block_scheme(const struct tsr_run_ctx *y) {
   return sc;
 }
 
-tsr_field *tsr_pr_block_acc(const struct tsr_run_ctx *y) { return y->scheme.uses_acc ? y->acc : NULL; }
+tsr_field *tsr_pr_block_acc(const struct tsr_run_ctx *y) {
+  return y->scheme.uses_acc ? y->acc : NULL;
+}
 
 tsr_err tsr_pr_coarse_block_pick(tsr_run_ctx *y, int *on) {
   *on = 0;
   int mode;
-  TSR_CALL(tsr_pr_block_env("TESSERA_PARAREAL_COARSE_BLOCK", getenv("TESSERA_PARAREAL_COARSE_BLOCK"),
-                            &mode));
+  const char *name = "TESSERA_PARAREAL_COARSE_BLOCK";
+  TSR_CALL(tsr_pr_block_env(name, getenv(name), &mode));
   if (!mode || y->be != &tsr_backend_cuda || y->size != 1 || y->nshell != 0 || y->rb ||
       y->fuse > 1 || y->radius != 1 || tsr_run_timed(y) ||
       !tsr_box_equal(&y->interior, &y->box) || y->c->ncomp > 2)
