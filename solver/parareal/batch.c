@@ -44,8 +44,7 @@ tsr_err tsr_pr_batch_create(struct tsr_run_ctx *fx, int n, tsr_pr_batch **b) {
   *b = NULL;
   int on, group, mode; /* read all the same: a mistyped value is said wherever the run is */
   TSR_CALL(tsr_pr_batch_env(getenv("TESSERA_PARAREAL_BATCH"), &on, &group));
-  return tsr_pr_block_env("TESSERA_PARAREAL_FINE_BLOCK", getenv("TESSERA_PARAREAL_FINE_BLOCK"),
-                          &mode);
+  return tsr_pr_block_mode("TESSERA_PARAREAL_FINE_BLOCK", &mode);
 }
 
 tsr_err tsr_pr_batch_solve(tsr_pr_batch *b, int na, const int *act, const int64_t *steps,

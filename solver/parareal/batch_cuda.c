@@ -65,8 +65,7 @@ tsr_err tsr_pr_batch_create(tsr_run_ctx *fx, int n, tsr_pr_batch **bp) {
   *bp = NULL;
   int on, group, mode;
   TSR_CALL(tsr_pr_batch_env(getenv("TESSERA_PARAREAL_BATCH"), &on, &group));
-  TSR_CALL(tsr_pr_block_env("TESSERA_PARAREAL_FINE_BLOCK", getenv("TESSERA_PARAREAL_FINE_BLOCK"),
-                            &mode));
+  TSR_CALL(tsr_pr_block_mode("TESSERA_PARAREAL_FINE_BLOCK", &mode));
   if (n < 2 || fx[0].be != &tsr_backend_cuda || fx[0].size != 1 || !on) return TSR_OK;
   for (int i = 0; i < n; ++i) {
     tsr_run_ctx *x = &fx[i];

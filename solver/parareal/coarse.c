@@ -1,6 +1,5 @@
-/* solver/parareal/coarse.h: TESSERA_PARAREAL_COARSE_BLOCK and _FINE_BLOCK for every
- * build; without CUDA the
- * block never applies. */
+/* solver/parareal/coarse.h: TESSERA_PARAREAL_COARSE_BLOCK and _FINE_BLOCK for every build;
+ * without CUDA the block never applies. */
 #include "solver/parareal/coarse.h"
 
 #include <stdlib.h>
@@ -19,13 +18,16 @@ tsr_err tsr_pr_block_env(const char *name, const char *v, int *mode) {
   return TSR_OK;
 }
 
+tsr_err tsr_pr_block_mode(const char *name, int *mode) {
+  return tsr_pr_block_env(name, getenv(name), mode);
+}
+
 #ifndef TSR_HAVE_CUDA
 tsr_err tsr_pr_coarse_block_pick(struct tsr_run_ctx *y, int *on) {
   (void)y;
   *on = 0;
   int mode; /* read all the same: a mistyped value is said wherever the run is */
-  return tsr_pr_block_env("TESSERA_PARAREAL_COARSE_BLOCK", getenv("TESSERA_PARAREAL_COARSE_BLOCK"),
-                          &mode);
+  return tsr_pr_block_mode("TESSERA_PARAREAL_COARSE_BLOCK", &mode);
 }
 
 tsr_err tsr_pr_coarse_block_advance(struct tsr_run_ctx *y, int64_t n) {

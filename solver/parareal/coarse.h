@@ -22,6 +22,9 @@ struct tsr_run_ctx;
  * applies). Anything else: TSR_ERR_INPUT naming the variable. */
 tsr_err tsr_pr_block_env(const char *name, const char *v, int *mode);
 
+/* tsr_pr_block_env of the variable name's value in the environment. */
+tsr_err tsr_pr_block_mode(const char *name, int *mode);
+
 /* *on = 1 when the coarse context y (set up) takes its steps in one launch: the CUDA backend,
  * one rank, nothing exchanged, no rebalancer, no time tiles, no source or boundary value that
  * depends on t, the environment's mode allowing it. Evaluates the source and boundary values

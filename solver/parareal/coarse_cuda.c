@@ -26,8 +26,7 @@ tsr_field *tsr_pr_block_acc(const struct tsr_run_ctx *y) {
 tsr_err tsr_pr_coarse_block_pick(tsr_run_ctx *y, int *on) {
   *on = 0;
   int mode;
-  const char *name = "TESSERA_PARAREAL_COARSE_BLOCK";
-  TSR_CALL(tsr_pr_block_env(name, getenv(name), &mode));
+  TSR_CALL(tsr_pr_block_mode("TESSERA_PARAREAL_COARSE_BLOCK", &mode));
   if (!mode || y->be != &tsr_backend_cuda || y->size != 1 || y->nshell != 0 || y->rb ||
       y->fuse > 1 || y->radius != 1 || tsr_run_timed(y) ||
       !tsr_box_equal(&y->interior, &y->box) || y->c->ncomp > 2)
