@@ -1,6 +1,7 @@
 /* bench/gpu_tiles: time tiles (tsr_steps_cuda, several forward Euler steps per pass over
- * memory) against tessera's own single-step kernel (tsr_stage_cuda) and the copy bandwidth,
- * all measured in the same run on one GPU.
+ * memory, or an SSP-RK3 step's three stages in one) against tessera's own single-step kernel
+ * (tsr_stage_cuda, a stage at a time) and the copy bandwidth, all measured in the same run on
+ * one GPU.
  *
  * Heat (or --model, at its default parameters and half its stable dt), forward Euler, 2D
  * 5-point on an n x n box (default 20480) or 3D 7-point on n x n x n
@@ -16,8 +17,13 @@
  * stage-by-stage steps, bit for bit) on a smaller box (509^2, 3D 97^3), every byte of the
  * field.
  *
+ * --scheme ssp_rk3: the single step is the three stage kernels of an SSP-RK3 step (the base
+ * read by the second and third, as the explicit method runs them without time tiles), the pass
+ * one step in one pass (tsr_steps_cuda with the kind SSP3_3); the streaming limit is the same
+ * 2 x (bytes per value) a step.
+ *
  *   usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 3|5] [--json PATH]
- *                    [--precision double|single|both] [--model NAME]
+ *                    [--precision double|single|both] [--model NAME] [--scheme euler|ssp_rk3]
  * Prints a table; exits non-zero when a result is wrong or a CUDA call fails. */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -30,6 +36,10 @@
 
 #define BENCH_NAME "gpu_tiles"
 #include "bench/bench_cuda.h"
+
+/* SSP-RK3 (--scheme ssp_rk3): whether the scheme is SSP-RK3, and the stage fields of a step taken stage by stage. */
+static int g_rk3;
+static tsr_field *g_t1, *g_t2;
 
 static void fill(tsr_field *f) {
   const int64_t n = (int64_t)f->ncomp * f->scomp;
@@ -87,19 +97,32 @@ static tsr_stage_desc model_desc(tsr_model_id id, int n, const tsr_field *shape)
   double h[3] = {1.0 / n, 1.0 / n, 1.0 / n}, p[TSR_MAX_MODEL_PARAMS] = {0};
   for (int i = 0; i < tsr_models[id].nparam; ++i) p[i] = tsr_models[id].param[i].def;
   const double dt = 0.5 * tsr_model_dt_limit(id, p, h, shape->dim);
-  tsr_stage_desc d = {id, 1, TSR_STAGE_EULER, dt, {0}};
+  tsr_stage_desc d = {id, 1, g_rk3 ? TSR_STAGE_SSP3_3 : TSR_STAGE_EULER, dt, {0}};
   tsr_stage_coef_init(&d.coef, id, p, h, shape);
   return d;
 }
 
-/* One pass of m steps (m = 1: the single-step kernel) from u into v. */
+/* One pass of m steps (m = 1: the single-step kernel, with SSP-RK3 its three stages) from u
+ * into v. d's kind is the scheme's last stage's (kernels/steps.h). */
 static void pass(const tsr_stage_desc *d, int m, const tsr_box *box, const faces *fs,
                  const tsr_field *u, tsr_field *v, cudaStream_t st) {
-  if (m == 1) TSR_OK_OR_DIE(tsr_stage_cuda(d, box, u, NULL, NULL, NULL, v, st));
-  else TSR_OK_OR_DIE(tsr_steps_cuda(d, m, 1, box, &fs->dev, u, NULL, v, st));
+  if (m > 1 || (g_rk3 && m < 0)) {
+    TSR_OK_OR_DIE(tsr_steps_cuda(d, m < 0 ? 1 : m, 1, box, &fs->dev, u, NULL, v, st));
+  } else if (g_rk3) {
+    tsr_stage_desc k = *d;
+    k.kind = TSR_STAGE_EULER;
+    TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, u, NULL, NULL, NULL, g_t1, st));
+    k.kind = TSR_STAGE_SSP3_2;
+    TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, g_t1, u, NULL, NULL, g_t2, st));
+    k.kind = TSR_STAGE_SSP3_3;
+    TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, g_t2, u, NULL, NULL, v, st));
+  } else {
+    TSR_OK_OR_DIE(tsr_stage_cuda(d, box, u, NULL, NULL, NULL, v, st));
+  }
 }
 
-/* Whether one pass of m steps on the GPU gives tsr_steps_host's bytes, on an n^dim box. */
+/* Whether one pass of m steps (-1: one SSP-RK3 step) on the GPU gives tsr_steps_host's bytes,
+ * on an n^dim box. */
 static int check(tsr_model_id id, int dim, int n, int m, tsr_prec pr, cudaStream_t st) {
   const int nc = tsr_models[id].ncomp;
   int cells[3] = {n, n, dim == 3 ? n : 1};
@@ -118,7 +141,7 @@ static int check(tsr_model_id id, int dim, int n, int m, tsr_prec pr, cudaStream
   faces fs;
   faces_make(&fs, dim, nc, &box);
   tsr_stage_desc d = model_desc(id, n, hu);
-  TSR_OK_OR_DIE(tsr_steps_host(&d, m, 1, &box, &fs.host, hu, NULL, hv));
+  TSR_OK_OR_DIE(tsr_steps_host(&d, m < 0 ? 1 : m, 1, &box, &fs.host, hu, NULL, hv));
   pass(&d, m, &box, &fs, du, dv, st);
   CUDA_OK(cudaStreamSynchronize(st));
   CUDA_OK(cudaMemcpy(got->data, dv->data, bytes, cudaMemcpyDeviceToHost));
@@ -136,7 +159,7 @@ static double time_passes(const tsr_stage_desc *d, int m, const tsr_box *box, co
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
   for (int w = 0; w < 3; ++w) pass(d, m, box, fs, u, v, st);
-  const int npass = steps / m;
+  const int npass = steps / (m < 0 ? 1 : m);
   double t[3];
   for (int r = 0; r < 3; ++r) {
     CUDA_OK(cudaEventRecord(e0, st));
@@ -145,7 +168,7 @@ static double time_passes(const tsr_stage_desc *d, int m, const tsr_box *box, co
     CUDA_OK(cudaEventSynchronize(e1));
     float ms = 0;
     CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-    t[r] = 1e-3 * ms / (npass * m);
+    t[r] = 1e-3 * ms / (npass * (m < 0 ? 1 : m));
   }
   CUDA_OK(cudaEventDestroy(e0));
   CUDA_OK(cudaEventDestroy(e1));
@@ -172,7 +195,7 @@ static double copy_time(void *dst, const void *src, size_t bytes, cudaStream_t s
 }
 
 int main(int argc, char **argv) {
-  const char *json = NULL, *precision = "both", *model = "heat";
+  const char *json = NULL, *precision = "both", *model = "heat", *scheme = "euler";
   int n = 0, steps = 600, only = 0, dim = 2;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
@@ -182,9 +205,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--precision") && i + 1 < argc) precision = argv[++i];
     else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
+    else if (!strcmp(argv[i], "--scheme") && i + 1 < argc) scheme = argv[++i];
     else {
       fprintf(stderr, "usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 1|3|5] [--json PATH] "
-                      "[--precision double|single|both] [--model NAME]\n");
+                      "[--precision double|single|both] [--model NAME] [--scheme euler|ssp_rk3]\n");
       return 2;
     }
   }
@@ -194,6 +218,11 @@ int main(int argc, char **argv) {
                     "advection_diffusion, wave, gray_scott, allen_cahn, ignition)\n", model);
     return 2;
   }
+  if (strcmp(scheme, "euler") && strcmp(scheme, "ssp_rk3")) {
+    fprintf(stderr, "gpu_tiles: --scheme %s: expected euler or ssp_rk3\n", scheme);
+    return 2;
+  }
+  g_rk3 = !strcmp(scheme, "ssp_rk3");
   const tsr_model_id id = (tsr_model_id)(mi - tsr_models);
   const int nc = mi->ncomp;
   if (dim != 2 && dim != 3) {
@@ -211,8 +240,9 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaGetDeviceProperties(&prop, dev));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  printf("gpu_tiles: %s, %d SMs; %dD %s %d^%d, forward Euler, Dirichlet faces, %d steps\n",
-         prop.name, prop.multiProcessorCount, dim, model, n, dim, steps);
+  printf("gpu_tiles: %s, %d SMs; %dD %s %d^%d, %s, Dirichlet faces, %d steps\n",
+         prop.name, prop.multiProcessorCount, dim, model, n, dim,
+         g_rk3 ? "SSP-RK3" : "forward Euler", steps);
   FILE *fp = json ? fopen(json, "w") : NULL;
   if (json && !fp) {
     fprintf(stderr, "gpu_tiles: cannot write %s\n", json);
@@ -220,11 +250,12 @@ int main(int argc, char **argv) {
   }
   if (fp)
     fprintf(fp, "{\"bench\": \"gpu_tiles\", \"version\": \"%s\", \"machine\": \"%s\", \"dim\": %d, "
-            "\"model\": \"%s\", \"n\": %d, \"steps\": %d, \"cases\": [", TSR_VERSION, prop.name,
-            dim, model, n, steps);
+            "\"model\": \"%s\", \"scheme\": \"%s\", \"n\": %d, \"steps\": %d, \"cases\": [",
+            TSR_VERSION, prop.name, dim, model, scheme, n, steps);
   int ok = 1, first = 1;
-  static const int ms[] = {1, 3, 5};
-  printf("\n  %-5s %5s %10s %9s %10s %10s %12s  %s\n", "prec", "steps", "ms/step", "Gcells/s",
+  /* SSP-RK3: the step stage by stage, then one step a pass (-1) */
+  static const int ms[] = {1, 3, 5}, ms3[] = {1, -1};
+  printf("\n  %-5s %10s %10s %9s %10s %10s %12s  %s\n", "prec", "steps", "ms/step", "Gcells/s",
          "/1-step", "/stream", "B/cell/step", "check");
   for (int p = 0; p < 2; ++p) {
     const tsr_prec pr = p ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
@@ -235,6 +266,10 @@ int main(int argc, char **argv) {
     TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_HOST, pr, &hu));
     TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &du));
     TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &dv));
+    if (g_rk3) {
+      TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &g_t1));
+      TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &g_t2));
+    }
     const size_t bytes = tsr_field_bytes(hu), es = tsr_prec_size(pr);
     fill(hu);
     CUDA_OK(cudaMemcpy(du->data, hu->data, bytes, cudaMemcpyHostToDevice));
@@ -247,28 +282,36 @@ int main(int argc, char **argv) {
     const double copy_GBps = 2.0 * (double)bytes / copy_s / 1e9;
     const double stream_gcells = copy_GBps / (2.0 * es * nc); /* one step per pass over memory */
     double one = 0.0;
-    for (int k = 0; k < 3; ++k) {
-      const int m = ms[k];
+    for (int k = 0; k < (g_rk3 ? 2 : 3); ++k) {
+      const int m = g_rk3 ? ms3[k] : ms[k], mm = m < 0 ? 1 : m; /* mm: steps a pass */
       if (only && m != only && m != 1) continue; /* --only (profiling): that pass and 1 */
       const int right = m == 1 || check(id, dim, dim == 3 ? 97 : 509, m, pr, st);
       ok &= right;
-      const double s = time_passes(&d, m, &box, &fs, du, dv, steps - steps % (m == 1 ? 2 : 2 * m), st);
+      const double s = time_passes(&d, m, &box, &fs, du, dv, steps - steps % (2 * mm), st);
       const double g = cells_n / s / 1e9;
       if (m == 1) one = g;
-      printf("  %-5s %5d %10.4f %9.1f %10.2f %10.2f %12.2f  %s\n", p ? "fp32" : "fp64", m,
-             1e3 * s, g, g / one, g / stream_gcells, 2.0 * es * nc / m,
+      char label[16];
+      snprintf(label, sizeof label, "%s", m < 0 ? "1 pass" : g_rk3 ? "1 by stage" : "");
+      if (!label[0]) snprintf(label, sizeof label, "%d", m);
+      printf("  %-5s %10s %10.4f %9.1f %10.2f %10.2f %12.2f  %s\n", p ? "fp32" : "fp64", label,
+             1e3 * s, g, g / one, g / stream_gcells, 2.0 * es * nc / mm,
              m == 1 ? "(test_stage)" : right ? "bitwise == host" : "WRONG");
       if (fp)
-        fprintf(fp, "%s{\"precision\": \"%s\", \"steps_per_pass\": %d, \"step_s\": %.6e, "
+        fprintf(fp, "%s{\"precision\": \"%s\", \"steps_per_pass\": %d, \"tiled\": %s, \"step_s\": %.6e, "
                 "\"gcells_per_s\": %.3f, \"vs_one_step\": %.4f, \"copy_GBps\": %.1f, "
                 "\"stream_limit_gcells\": %.2f, \"vs_stream_limit\": %.4f, \"correct\": %s}",
-                first ? "" : ", ", p ? "fp32" : "fp64", m, s, g, g / one, copy_GBps,
+                first ? "" : ", ", p ? "fp32" : "fp64", mm, m != 1 ? "true" : "false", s, g,
+                g / one, copy_GBps,
                 stream_gcells, g / stream_gcells, right ? "true" : "false");
       first = 0;
     }
     printf("  %-5s copy %.1f GB/s: streaming limit %.1f Gcells/s\n", p ? "fp32" : "fp64",
            copy_GBps, stream_gcells);
     faces_free(&fs);
+    if (g_rk3) {
+      tsr_field_destroy(&g_t1);
+      tsr_field_destroy(&g_t2);
+    }
     tsr_field_destroy(&hu);
     tsr_field_destroy(&du);
     tsr_field_destroy(&dv);

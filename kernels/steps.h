@@ -28,7 +28,25 @@
 extern "C" {
 #endif
 
-/* The most steps one call takes. */
+/* The schemes a pass takes, named by their last stage's kind (the tsr_stage_desc.kind a pass
+ * is given): forward Euler (TSR_STAGE_EULER, one stage a step), SSP-RK2 (TSR_STAGE_SSP2_2,
+ * two) and SSP-RK3 (TSR_STAGE_SSP3_3, three). A pass of m steps of S stages computes m S
+ * levels: level l (1 .. m S) is stage (l - 1) mod S of its step, with that stage's kind
+ * (tsr_steps_kind); it reads level l - 1's stencil and, for the stages after a step's first,
+ * the step's base, level l - 1 - (l - 1) mod S, at the same cell (level 0 is `in`), exactly
+ * as the stage-by-stage path reads its slots (solver/integrate.c). RK4 (its accumulator, and a
+ * base three stages back) and the single stages of other schemes are not taken. */
+static inline int tsr_steps_stages(tsr_stage_kind last) {
+  return last == TSR_STAGE_EULER ? 1 : last == TSR_STAGE_SSP2_2 ? 2 : last == TSR_STAGE_SSP3_3 ? 3 : 0;
+}
+/* The kind of stage st (0 .. S - 1) of a step of S stages (tsr_steps_stages). */
+static inline tsr_stage_kind tsr_steps_kind(int S, int st) {
+  if (st == 0) return TSR_STAGE_EULER;
+  if (S == 2) return TSR_STAGE_SSP2_2;
+  return st == 1 ? TSR_STAGE_SSP3_2 : TSR_STAGE_SSP3_3;
+}
+
+/* The most levels (steps x stages) one call takes. */
 #define TSR_STEPS_MAX 8
 
 /* The physical faces of a field's box: tsr_bc_face as solver/boundary.c fills it (ghost
@@ -41,26 +59,27 @@ typedef struct {
   const double *val[6];
 } tsr_steps_bc;
 
-/* m (1 .. TSR_STEPS_MAX) forward Euler steps (s->kind must be TSR_STAGE_EULER) from in into
- * out over region: afterwards out's cells in region hold what m stage-by-stage steps would
- * give (tsr_stage_host with the physical ghosts filled before each), where step l (1 .. m)
- * updates region grown by (m - l) * radius on every side that is not one of bc's faces.
- * in must hold valid values over region grown by m * radius on those sides (ghosts a halo
- * exchange filled) and valid ghost layers beyond bc's faces (the boundary's fill for the
- * first step). src (NULL: none) is added at every step, the same values each step, and must
- * cover the cells of every step. in and out share geometry and precision and must not alias;
- * only region's cells of out are written. Host memory; OpenMP threads inside. Errors:
- * TSR_ERR_STATE (a kind other than forward Euler, m out of range, in == out, fields that do
- * not fit: tsr_steps_fits),
+/* m steps of the scheme that ends with stage kind s->kind (tsr_steps_stages: S stages a step,
+ * m S levels, at most TSR_STEPS_MAX) from in into out over region: afterwards out's cells in
+ * region hold what those m S stages give stage by stage (tsr_stage_host with the physical
+ * ghosts filled before each, base the step's first input), where level l (1 .. m S) updates
+ * region grown by (m S - l) * radius on every side that is not one of bc's faces. in must hold
+ * valid values over region grown by m S * radius on those sides (ghosts a halo exchange
+ * filled) and valid ghost layers beyond bc's faces (the boundary's fill for the first stage).
+ * src (NULL: none) is added at every stage, the same values each, and must cover the cells of
+ * every level. in and out share geometry and precision and must not alias; only region's
+ * cells of out are written. Host memory; OpenMP threads inside. Errors: TSR_ERR_STATE (a kind
+ * no pass takes, m S out of range, in == out, fields that do not fit: tsr_steps_fits),
  * TSR_ERR_MEMORY (the tiles' buffers: a few cache's worth a thread). The region's sides on
  * bc's faces lie on the box's faces, and each face's values cover the tangential cells of the
- * first step's cells. */
-/* Whether fields meet tsr_steps_*'s contract for m steps over region: in's allocation covers
- * region grown by m * radius on every side that is not one of bc's faces and by radius beyond
- * the faces (the ghost layers the first step reads), and src (NULL: none) and out have in's
- * geometry (the kernels index them with in's strides). Where nothing is exchanged (every side
- * a face) a pass of any length needs only the boundary's ghosts. */
-int tsr_steps_fits(int m, int radius, const tsr_box *region, const tsr_steps_bc *bc,
+ * first level's cells. */
+/* Whether fields meet tsr_steps_*'s contract for a pass of `levels` levels (m S) over region:
+ * in's allocation covers region grown by levels * radius on every side that is not one of
+ * bc's faces and by radius beyond the faces (the ghost layers the first level reads), and src
+ * (NULL: none) and out have in's geometry (the kernels index them with in's strides). Where
+ * nothing is exchanged (every side a face) a pass of any length needs only the boundary's
+ * ghosts. */
+int tsr_steps_fits(int levels, int radius, const tsr_box *region, const tsr_steps_bc *bc,
                    const tsr_field *in, const tsr_field *src, const tsr_field *out);
 
 tsr_err tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
@@ -77,19 +96,20 @@ void tsr_steps_host_set_tile(const int tile[3]);
 
 #ifdef TSR_HAVE_CUDA
 /* As tsr_steps_host, for device fields (2D or 3D), launched on stream (asynchronous); m is
- * 1, 3 or 5. Errors: TSR_ERR_STATE (host fields, another m, a kind other than forward Euler,
- * a model without an explicit stage, a radius other than 1, a 3D pass that does not fit the
- * tile or the shared memory of the launch shape compiled: kernels/steps3_cuda.cuh),
- * TSR_ERR_CUDA (launch). */
+ * 1, 3 or 5 steps of forward Euler, 1 of SSP-RK2 or SSP-RK3. Errors: TSR_ERR_STATE (host
+ * fields, another m or kind, a model without an explicit stage, a radius other than 1, a 3D
+ * pass that does not fit the tile or the shared memory of the launch shape compiled:
+ * kernels/steps3_cuda.cuh), TSR_ERR_CUDA (launch). */
 tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
                        const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
                        tsr_field *out, cudaStream_t stream);
 
-/* The most steps a pass of tsr_steps_cuda should take for this dimension, precision and model
- * (tsr_model_id): 0 where passes do not pay (the driver then steps stage by stage;
- * kernels/steps_cuda.cu says which and why). tsr_steps_cuda takes 1, 3 and 5 in 2D and 3D
- * whatever this says; the driver asks for odd counts up to this one. */
-int tsr_steps_cuda_max(int dim, tsr_prec prec, int model);
+/* The most steps a pass of tsr_steps_cuda should take for this dimension, precision, model
+ * (tsr_model_id) and scheme (its stages a step, tsr_steps_stages): 0 where passes do not pay
+ * (the driver then steps stage by stage; kernels/steps_cuda.cu says which and why).
+ * tsr_steps_cuda takes the counts above whatever this says; the driver asks for odd counts up
+ * to this one. */
+int tsr_steps_cuda_max(int dim, tsr_prec prec, int model, int stages);
 #endif
 
 #ifdef __cplusplus

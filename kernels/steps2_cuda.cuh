@@ -95,10 +95,7 @@ __device__ __forceinline__ double face_value(const face_arg &f, int c, int t) {
   return __ldg(f.val + (ptrdiff_t)c * f.n + (t - f.a0));
 }
 
-template <int R>
-__device__ __forceinline__ constexpr int slot(int k) { /* (R + k) mod 3 for small k */
-  return ((R + k) % 3 + 3) % 3;
-}
+#include "kernels/steps_ring_cuda.cuh"
 
 /* Columns a thread takes: two-component models one (their shared rows and registers are
  * twice as large). */
@@ -107,8 +104,13 @@ __host__ __device__ constexpr int cols_of() {
   return NC == 1 ? kCols1 : 1;
 }
 
-template <int M, int NC, int MS, bool SRC, typename T>
+/* S: stages a step (1 forward Euler, 2 SSP-RK2, 3 SSP-RK3); a pass of an SSP scheme is one step
+ * (MS == S), whose base is level 0: its row yr is still in level 0's ring for the second stage
+ * (slot mid), and for SSP-RK3's third it is the row the ring's slot held before row y came in
+ * (kept in base3). */
+template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
 __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
+  static_assert(S == 1 || MS == S, "a pass of an SSP scheme is one step");
   constexpr int kCols = cols_of<NC>(), kW = kCols * kBX;
   /* shared rows: level l's row r in slot (r - y0) mod 3, like the registers */
   __shared__ T sh[MS][3][NC][kW + 2];
@@ -168,12 +170,17 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
 
   /* reg[l][q][c][k]: component c of column q at level l, the row r with (r - y0) mod 3 = k */
   T reg[MS][kCols][NC][3];
+  T base3[kCols][NC]; /* SSP-RK3: level 0's row y - 3 */
 #pragma unroll
   for (int l = 0; l < MS; ++l)
 #pragma unroll
     for (int q = 0; q < kCols; ++q)
 #pragma unroll
       for (int c = 0; c < NC; ++c) reg[l][q][c][0] = reg[l][q][c][1] = reg[l][q][c][2] = (T)0;
+#pragma unroll
+  for (int q = 0; q < kCols; ++q)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) base3[q][c] = (T)0;
 
   /* One row of the pipeline: row y in, level l's row y - l computed; R = (y - y0) mod 3. CK:
    * whether its levels may store outside the chunk's rows or meet a y face's ghost row; the
@@ -188,6 +195,7 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
         const T v = ahead[0][q][c];
 #pragma unroll
         for (int r = 0; r + 1 < kAhead; ++r) ahead[r][q][c] = ahead[r + 1][q][c];
+        if (S == 3) base3[q][c] = reg[0][q][c][R];
         reg[0][q][c][R] = v;
         sh[0][R][c][q * kBX + tx + 1] = v;
       }
@@ -222,7 +230,11 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
           const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + src_row + c * a.sc)
                                 : r[c];
           double av = 0.0;
-          v[c] = (T)tsr_stage_update(TSR_STAGE_EULER, a.dt, 0.0, w[c * 9 + 4], rc, &av);
+          const int kind = level_kind<S>(l); /* a constant: l is unrolled */
+          const double base = kind == TSR_STAGE_EULER ? 0.0
+                              : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
+                                                         : (double)reg[0][q][c][mid];
+          v[c] = (T)tsr_stage_update(kind, a.dt, base, w[c * 9 + 4], rc, &av);
         }
         if (l == MS) {
           if (store[q] && (!CK || (yr >= slo && yr < shi))) {

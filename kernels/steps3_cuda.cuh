@@ -58,6 +58,8 @@
  * first cell writes the ghost beside it (x and y faces into the shared plane, whose ghost
  * cells' own threads leave them alone; z faces into its own register ring). */
 
+#include "kernels/steps_ring_cuda.cuh"
+
 /* Launch shape; macros so that bench/gpu_tiles can be rebuilt with others (NVCC_APPEND_FLAGS):
  * threads along y (x is always one warp), columns a thread along x and y, planes a block
  * writes, input planes copied ahead (fewer where shared memory runs out), blocks an SM (__launch_bounds__: caps registers), and
@@ -157,8 +159,12 @@ __host__ __device__ constexpr size_t steps3_bytes(int ms, int nc, size_t es) {
   return (size_t)((ms - 1) * 2 + steps3_stage_planes(ms, nc, es)) * nc * k3Plane * es;
 }
 
-template <int M, int NC, int MS, bool SRC, typename T>
+/* S: stages a step, as in the 2D kernel (level_kind): a pass of an SSP scheme is one step, its
+ * base level 0, whose plane zr is in the column's register ring for the second stage and, for
+ * SSP-RK3's third, the plane the ring's slot held before plane z came in (base3). */
+template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
 __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(const steps3_args<T> a) {
+  static_assert(S == 1 || MS == S, "a pass of an SSP scheme is one step");
   extern __shared__ double steps3_smem[];
   T *const sh = reinterpret_cast<T *>(steps3_smem);
   const int tx = (int)threadIdx.x, ty = (int)threadIdx.y, tid = ty * 32 + tx;
@@ -233,12 +239,17 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 
   /* reg[l][q][c][k]: component c of column q at level l, plane p with (p - z0) mod 3 = k */
   T reg[MS][k3Q][NC][3];
+  T base3[k3Q][NC]; /* SSP-RK3: level 0's plane z - 3 */
 #pragma unroll
   for (int l = 0; l < MS; ++l)
 #pragma unroll
     for (int q = 0; q < k3Q; ++q)
 #pragma unroll
       for (int c = 0; c < NC; ++c) reg[l][q][c][0] = reg[l][q][c][1] = reg[l][q][c][2] = (T)0;
+#pragma unroll
+  for (int q = 0; q < k3Q; ++q)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) base3[q][c] = (T)0;
 
   /* One plane of the pipeline: plane z in, level l's plane z - l computed; R = (z - z0) mod 3.
    * CK: whether this plane's levels may skip a plane (the chunk's first 2 MS planes) or meet a
@@ -257,7 +268,10 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 #pragma unroll
     for (int q = 0; q < k3Q; ++q)
 #pragma unroll
-      for (int c = 0; c < NC; ++c) reg[0][q][c][R] = in0[c * k3Plane + pos(q)];
+      for (int c = 0; c < NC; ++c) {
+        if (S == 3) base3[q][c] = reg[0][q][c][R];
+        reg[0][q][c][R] = in0[c * k3Plane + pos(q)];
+      }
     /* level l's plane z - l has parity (z & 1) ^ (l & 1) */
     const int par = z & 1;
     T *const base[2] = {lev + (ptrdiff_t)(par * NC) * k3Plane,
@@ -300,7 +314,11 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
         for (int c = 0; c < NC; ++c) {
           const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + oz + c * a.sc) : r[c];
           double av = 0.0;
-          v[c] = (T)tsr_stage_update(TSR_STAGE_EULER, a.dt, 0.0, w[c * 27 + 13], rc, &av);
+          const int kind = level_kind<S>(l); /* a constant: l is unrolled */
+          const double base = kind == TSR_STAGE_EULER ? 0.0
+                              : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
+                                                         : (double)reg[0][q][c][mid];
+          v[c] = (T)tsr_stage_update(kind, a.dt, base, w[c * 27 + 13], rc, &av);
         }
         if (l == MS) {
           /* a plane without the tests lies inside the chunk */

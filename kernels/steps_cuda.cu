@@ -1,4 +1,5 @@
-/* tsr_steps_cuda: MS forward Euler steps of a region in one pass over memory (kernels/steps.h).
+/* tsr_steps_cuda: forward Euler steps, or an SSP-RK3 step, of a region in one pass over memory
+ * (kernels/steps.h).
  * Here the checks and the choice of part; the 2D kernel is in kernels/steps2_cuda.cuh, the 3D
  * one in kernels/steps3_cuda.cuh, their launches in kernels/steps_launch_cuda.cuh, compiled
  * once per dimension and precision (kernels/steps_parts.h). */
@@ -31,12 +32,19 @@ static bool on_device(const tsr_field *f) { return !f || f->mem == TSR_MEM_DEVIC
  * faster memory speeds the single step, not the issue-bound pass); a whole run with fuse 3
  * ran 1.24x one with fuse 1 on the H200 (session 15), 1.56x on the H100 (session 21). fp32
  * 3D passes run 0.55-0.70x: 3D fp32 steps stage by stage. */
-extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec, int model) {
+/* SSP-RK3 (the default scheme) takes one step a pass, three levels, wherever forward Euler's
+ * passes pay and in 3D fp32 too: its stage-by-stage step moves more bytes a cell than three
+ * Euler steps (the second and third stages read the base too). One H200 (session 28,
+ * bench/gpu_tiles --scheme ssp_rk3): 2D 20480^2 fp64 2.58x the stage-by-stage step, fp32
+ * 1.67x; 3D 512^3 fp64 1.50x, fp32 1.14x. */
+extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec, int model, int stages) {
   const bool fp32 = prec == TSR_PREC_SINGLE;
-  if ((dim != 2 && dim != 3) || (prec != TSR_PREC_DOUBLE && !(fp32 && dim == 2)) || model < 0 ||
+  if ((dim != 2 && dim != 3) || (prec != TSR_PREC_DOUBLE && !fp32) || model < 0 ||
       model >= TSR_MODEL_COUNT || !(tsr_models[model].methods & TSR_METHODS_EXPLICIT) ||
-      tsr_models[model].varies)
+      tsr_models[model].varies || (stages != 1 && stages != 3))
     return 0;
+  if (stages == 3) return 1;
+  if (fp32 && dim == 3) return 0;
   return dim == 2 && !fp32 && tsr_models[model].ncomp == 2 ? 5 : 3;
 }
 
@@ -45,22 +53,26 @@ extern "C" tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, co
                                   const tsr_field *src, tsr_field *out, cudaStream_t stream) {
   TSR_CHECK(in && out && in != out && on_device(in) && on_device(src) && on_device(out),
             TSR_ERR_STATE, "tsr_steps_cuda needs distinct device fields");
-  TSR_CHECK(s->kind == TSR_STAGE_EULER && radius == 1 && s->coef.dim == in->dim &&
-                (in->dim == 2 || in->dim == 3) &&
-                (m == 1 || m == 3 || m == 5),
-            TSR_ERR_STATE, "tsr_steps_cuda: %d steps of kind %d, radius %d, dimension %d", m,
+  const bool euler = s->kind == TSR_STAGE_EULER, ssp3 = s->kind == TSR_STAGE_SSP3_3;
+  TSR_CHECK(((euler && (m == 1 || m == 3 || m == 5)) || (ssp3 && m == 1)) && radius == 1 &&
+                s->coef.dim == in->dim && (in->dim == 2 || in->dim == 3),
+            TSR_ERR_STATE, "tsr_steps_cuda: %d steps of the scheme ending with stage kind %d "
+            "(forward Euler takes 1, 3 or 5, SSP-RK3 1), radius %d, dimension %d", m,
             (int)s->kind, radius, s->coef.dim);
   TSR_CHECK(s->model >= 0 && s->model < TSR_MODEL_COUNT &&
-                (tsr_models[s->model].methods & TSR_METHODS_EXPLICIT),
-            TSR_ERR_STATE, "tsr_steps_cuda: model %d has no explicit stage", s->model);
+                (tsr_models[s->model].methods & TSR_METHODS_EXPLICIT) &&
+                !(ssp3 && s->model == TSR_MODEL_IGNITION),
+            TSR_ERR_STATE, "tsr_steps_cuda: model %d has no explicit stage, or no pass of this "
+            "scheme", s->model);
+  const int levels = m * tsr_steps_stages(s->kind);
   if (tsr_box_empty(rg)) return TSR_OK; /* as tsr_steps_host: nothing to check or launch */
   /* where every side is a face (nothing exchanged) the boundary's one ghost layer suffices:
    * the kernels clamp their loads into the allocation, and the values they load beyond it
    * reach no cell that is stored */
-  TSR_CHECK(tsr_steps_fits(m, radius, rg, bc, in, src, out), TSR_ERR_STATE,
-            "tsr_steps_cuda: fields of %d ghosts too shallow for %d steps over the region, or "
-            "of different shapes or precisions", in->ghost, m);
-  if (m == 1) return tsr_stage_cuda(s, rg, in, NULL, NULL, src, out, stream);
+  TSR_CHECK(tsr_steps_fits(levels, radius, rg, bc, in, src, out), TSR_ERR_STATE,
+            "tsr_steps_cuda: fields of %d ghosts too shallow for %d levels over the region, or "
+            "of different shapes or precisions", in->ghost, levels);
+  if (levels == 1) return tsr_stage_cuda(s, rg, in, NULL, NULL, src, out, stream);
   if (in->dim == 3) {
     if (in->prec == TSR_PREC_SINGLE) return tsr_steps_cuda3_f32(s, m, rg, bc, in, src, out, stream);
     return tsr_steps_cuda3_f64(s, m, rg, bc, in, src, out, stream);

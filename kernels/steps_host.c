@@ -1,22 +1,29 @@
-/* tsr_steps_host: m forward Euler steps in one pass over memory by overlapped tiles.
+/* tsr_steps_host: m steps of forward Euler, SSP-RK2 or SSP-RK3 in one pass over memory by
+ * overlapped tiles.
  *
- * The region is cut into tiles. A thread takes a tile T and computes step l (1 .. m) over T
- * grown by (m - l) * radius, clipped to the cells the stage-by-stage path updates at step l
- * (the region grown by (m - l) * radius on the sides that are not physical faces): step 1
- * reads `in`, steps 1 .. m-1 write buffers of the thread's (a cache's worth), and step m writes
- * T into `out`. Neighbouring tiles recompute their overlap, each from the same inputs, so
- * every cell gets the bits the stage-by-stage path gives it: the per-cell code is
- * stage_host.c's (tsr_model_rhs on a pointer into double values, or on a 3x3(x3) double
- * window gathered from single ones, then tsr_stage_update), and the buffers hold values in the
- * field's precision, rounded as a store into the field rounds them. Between two steps the
- * ghost layers beyond the physical faces are refilled in the buffers as tsr_bc_fill fills them
- * in the field (tsr_ghost_value of the mirror cell).
+ * m steps of S stages are L = m S levels, one stage each (kernels/steps.h). The region is cut
+ * into tiles. A thread takes a tile T and computes level l (1 .. L) over T grown by
+ * (L - l) * radius, clipped to the cells the stage-by-stage path updates at level l (the region
+ * grown by (L - l) * radius on the sides that are not physical faces): level 1 reads `in`,
+ * levels 1 .. L-1 write buffers of the thread's (a cache's worth), and level L writes T into
+ * `out`. Neighbouring tiles recompute their overlap, each from the same inputs, so every cell
+ * gets the bits the stage-by-stage path gives it: the per-cell code is stage_host.c's
+ * (tsr_model_rhs on a pointer into double values, or on a 3x3(x3) double window gathered from
+ * single ones, then tsr_stage_update), and the buffers hold values in the field's precision,
+ * rounded as a store into the field rounds them. Between two levels the ghost layers beyond
+ * the physical faces are refilled in the buffers as tsr_bc_fill fills them in the field
+ * (tsr_ghost_value of the mirror cell).
  *
- * 2D tiles are blocks: two buffers the size of the tile and its halo, ping-pong. 3D tiles are
- * columns of the whole z range, streamed along z (a wavefront): each step l < m keeps a ring
- * of a few z planes, and computes its next plane as soon as step l - 1 has the planes that
- * plane reads, so a column's cells cross memory once while only a few planes per step stay in
- * cache, and the tiles overlap along x and y only (3D blocks recompute too much of their halo:
+ * The SSP stages after a step's first also read the step's base (the level before the step:
+ * `in` for the first step) at their own cell, so a base level is kept until its step's last
+ * stage has read it. 2D tiles are blocks: buffers the size of the tile and its halo, two in
+ * turn for Euler, three for SSP-RK2/3, where a level writes neither its input nor its step's
+ * base. 3D tiles are columns of the whole z range, streamed along z (a wavefront): each level
+ * l < L keeps a ring of a few z planes, and computes its next plane as soon as level l - 1 has
+ * the planes that plane reads and no plane of its ring that a later level still reads is
+ * overwritten (level l + 1's stencil; the base of its step's later stages, at their plane), so a
+ * column's cells cross memory once while only a few planes per level stay in cache, and the
+ * tiles overlap along x and y only (3D blocks recompute too much of their halo:
  * bench/README.md, host_stencil's fusion). */
 #include "kernels/steps.h"
 
@@ -36,8 +43,8 @@
 #define TILE_Y 64
 #define SLOT_BYTES (256 << 10)
 #define TILE_Y3 64
-/* Planes in a 3D step's ring (at least 3 radius + 1: a step may run that far ahead of the next
- * one; more make each plane's copy into the ring's tail rarer). */
+/* Planes in a 3D level's ring, at least ring_min's; more make each plane's copy into the
+ * ring's tail rarer. */
 #define RING 8
 
 static int tile_set[3];
@@ -59,13 +66,14 @@ static inline ptrdiff_t at(const geom *g, int c, int i, int j, int k) {
 
 /* The geometry shared by every tile of a call. */
 typedef struct {
-  int dim, m, r;
+  int dim, L, S, r;    /* levels, stages a step, radius */
   tsr_box region, box; /* box: the field's, whose faces bc's are */
   int face[6];         /* side 2 d + s of the region lies on one of bc's faces */
   int tile[3], nt[3];  /* longest tile and tiles per axis */
   ptrdiff_t ntile;
   int ring;            /* 3D: planes per ring */
   size_t slot;         /* 3D: values per plane of a ring (all components) */
+  int nbuf;            /* 2D: buffers a thread */
   size_t bufcells;     /* values of a thread's buffers */
 } plan;
 
@@ -79,10 +87,10 @@ static tsr_box grow_free(const plan *p, const tsr_box *b, int g) {
   return o;
 }
 
-/* The tile's cells of step l: the tile grown by (m - l) r within what step l updates. */
+/* The tile's cells of level l: the tile grown by (L - l) r within what level l updates. */
 static tsr_box step_box(const plan *p, const tsr_box *t, int l) {
-  tsr_box g = tsr_box_grow(t, p->dim, (p->m - l) * p->r);
-  tsr_box rl = grow_free(p, &p->region, (p->m - l) * p->r);
+  tsr_box g = tsr_box_grow(t, p->dim, (p->L - l) * p->r);
+  tsr_box rl = grow_free(p, &p->region, (p->L - l) * p->r);
   return tsr_box_intersect(&g, &rl);
 }
 
@@ -101,16 +109,26 @@ static tsr_box tile_box(const plan *p, ptrdiff_t n) {
   return t;
 }
 
-static void plan_init(plan *p, int m, int r, const tsr_box *region, const tsr_steps_bc *bc,
-                      const tsr_field *in) {
+/* The fewest planes of a level's ring that never stall column()'s wavefront. A reader d levels
+ * on (the next level's stencil, d = 1, reads planes z - r .. z + r; a step's later stages,
+ * d = 2 .. S, read their base at plane z) moves past z only once this level has reached
+ * z + d r (each level between r planes ahead of the one after it) and, at a top face, the r
+ * ghost planes beyond: the ring holds planes z - r .. z + 2 r, and z .. z + (S + 1) r. A
+ * simulation of the wavefront (r <= 4, every pass length, z ranges with and without faces)
+ * agreed: a plane fewer stalls it. */
+static int ring_min(int r, int S) { return (S > 2 ? S + 1 : 3) * r + 1; }
+
+static void plan_init(plan *p, int L, int S, int r, const tsr_box *region,
+                      const tsr_steps_bc *bc, const tsr_field *in) {
   p->dim = in->dim;
-  p->m = m;
+  p->L = L;
+  p->S = S;
   p->r = r;
   p->region = *region;
   p->box = in->box;
   for (int f = 0; f < 6; ++f) p->face[f] = 0;
   for (int i = 0; bc && i < bc->nface; ++i) p->face[2 * bc->face[i].axis + bc->face[i].side] = 1;
-  int len[3], t[3], halo = 2 * m * r;
+  int len[3], t[3], halo = 2 * L * r;
   for (int d = 0; d < 3; ++d) len[d] = tsr_box_len(region, d);
   const size_t es = (size_t)in->ncomp * tsr_prec_size(in->prec);
   double across;
@@ -135,21 +153,30 @@ static void plan_init(plan *p, int m, int r, const tsr_box *region, const tsr_st
     p->ntile *= p->nt[d];
     if (d < 2) plane *= (size_t)(p->tile[d] + halo);
   }
-  p->ring = RING > 3 * r + 1 ? RING : 3 * r + 1;
+  p->ring = RING > ring_min(r, S) ? RING : ring_min(r, S);
   p->slot = plane * (size_t)in->ncomp;
-  /* 2D: two buffers of a tile and its halo; 3D: a ring per step before the last, with 2 r
-   * slots more (the copies that keep the planes a stencil reads at one stride) */
-  p->bufcells = p->dim == 3 ? (size_t)(m - 1) * (size_t)(p->ring + 2 * r) * p->slot
-                            : 2 * plane * (size_t)in->ncomp;
+  /* 2D: two or three buffers of a tile and its halo; 3D: a ring per level before the last,
+   * with 2 r slots more (the copies that keep the planes a stencil reads at one stride) */
+  p->nbuf = S > 1 ? 3 : 2;
+  p->bufcells = p->dim == 3 ? (size_t)(L - 1) * (size_t)(p->ring + 2 * r) * p->slot
+                            : (size_t)p->nbuf * plane * (size_t)in->ncomp;
 }
 
-/* One row of n cells of a forward Euler step: stage_host.c's row() for TSR_STAGE_EULER, with
- * the input read at oi through k's strides (a field's or a buffer's), the source at os
- * (component stride ssc) and the result stored at oo (component stride osc). */
+/* Cells of a level and where they live: a field's values or a thread's buffer. */
+typedef struct {
+  char *p;
+  geom g;
+} span;
+
+/* One row of n cells of a stage of kind `kind` (one without RK4's accumulator): stage_host.c's
+ * row(), with the input read at oi through k's strides (a field's or a buffer's), the base at
+ * ob (component stride bsc; read by the kinds that use it), the source at os (component
+ * stride ssc) and the result stored at oo (component stride osc). */
 static inline __attribute__((always_inline)) void
-row(int model, int ncomp, int prec, int has_src, double dt, const tsr_cell_coef *k, int n,
-    const void *restrict in, ptrdiff_t oi, const void *restrict src, ptrdiff_t os,
-    ptrdiff_t ssc, void *restrict out, ptrdiff_t oo, ptrdiff_t osc) {
+row(int model, int ncomp, int kind, int prec, int has_src, double dt, const tsr_cell_coef *k,
+    int n, const void *restrict in, ptrdiff_t oi, const void *restrict base, ptrdiff_t ob,
+    ptrdiff_t bsc, const void *restrict src, ptrdiff_t os, ptrdiff_t ssc, void *restrict out,
+    ptrdiff_t oo, ptrdiff_t osc) {
   const ptrdiff_t sc = k->scomp;
   const tsr_cell_coef kw = tsr_cell_window_coef(k);
   for (int i = 0; i < n; ++i) {
@@ -158,32 +185,55 @@ row(int model, int ncomp, int prec, int has_src, double dt, const tsr_cell_coef 
     tsr_cell_rhs_at(model, ncomp, prec, in, ai, k, &kw, r);
     for (int c = 0; c < ncomp; ++c) {
       double rc = has_src ? r[c] + tsr_cell_ld(prec, src, os + i + c * ssc) : r[c];
+      double b = tsr_stage_uses_base(kind) ? tsr_cell_ld(prec, base, ob + i + c * bsc) : 0.0;
       double a = 0.0;
       tsr_cell_st(prec, out, oo + i + c * osc,
-         tsr_stage_update(TSR_STAGE_EULER, dt, 0.0, tsr_cell_ld(prec, in, ai + c * sc), rc, &a));
+                  tsr_stage_update(kind, dt, b, tsr_cell_ld(prec, in, ai + c * sc), rc, &a));
     }
   }
 }
 
-/* One step over the cells of t, from in (laid out as gi) into out (as go). */
+/* One level over the cells of t, from in (and base) into out; src is laid out as the field. */
 static inline __attribute__((always_inline)) void
-step(int model, int ncomp, int prec, const tsr_cell_coef *k0, double dt, const tsr_box *t,
-     const void *in, const geom *gi, const void *src, const geom *gf, void *out,
-     const geom *go) {
+step(int model, int ncomp, int kind, int prec, const tsr_cell_coef *k0, double dt,
+     const tsr_box *t, const span *in, const span *base, const void *src, const geom *gf,
+     const span *out) {
   tsr_cell_coef k = *k0;
-  k.sy = gi->sy;
-  k.sz = gi->sz;
-  k.scomp = gi->sc;
+  k.sy = in->g.sy;
+  k.sz = in->g.sz;
+  k.scomp = in->g.sc;
   const int n = t->hi[0] - t->lo[0];
   for (int kk = t->lo[2]; kk < t->hi[2]; ++kk)
     for (int jj = t->lo[1]; jj < t->hi[1]; ++jj) {
-      ptrdiff_t oi = at(gi, 0, t->lo[0], jj, kk), oo = at(go, 0, t->lo[0], jj, kk);
+      ptrdiff_t oi = at(&in->g, 0, t->lo[0], jj, kk), oo = at(&out->g, 0, t->lo[0], jj, kk);
+      ptrdiff_t ob = at(&base->g, 0, t->lo[0], jj, kk);
       if (src)
-        row(model, ncomp, prec, 1, dt, &k, n, in, oi, src, at(gf, 0, t->lo[0], jj, kk), gf->sc,
-            out, oo, go->sc);
+        row(model, ncomp, kind, prec, 1, dt, &k, n, in->p, oi, base->p, ob, base->g.sc, src,
+            at(gf, 0, t->lo[0], jj, kk), gf->sc, out->p, oo, out->g.sc);
       else
-        row(model, ncomp, prec, 0, dt, &k, n, in, oi, NULL, 0, 0, out, oo, go->sc);
+        row(model, ncomp, kind, prec, 0, dt, &k, n, in->p, oi, base->p, ob, base->g.sc, NULL, 0,
+            0, out->p, oo, out->g.sc);
     }
+}
+
+/* step() with the kind a constant, so that its update folds in the row loop: the four kinds
+ * of a pass's levels (tsr_steps_kind), each compiled once a model, dimension and precision. */
+static inline __attribute__((always_inline)) void
+level(int model, int ncomp, int kind, int prec, const tsr_cell_coef *k, double dt,
+      const tsr_box *t, const span *in, const span *base, const void *src, const geom *gf,
+      const span *out) {
+  switch (kind) {
+  case TSR_STAGE_SSP2_2:
+    step(model, ncomp, TSR_STAGE_SSP2_2, prec, k, dt, t, in, base, src, gf, out);
+    break;
+  case TSR_STAGE_SSP3_2:
+    step(model, ncomp, TSR_STAGE_SSP3_2, prec, k, dt, t, in, base, src, gf, out);
+    break;
+  case TSR_STAGE_SSP3_3:
+    step(model, ncomp, TSR_STAGE_SSP3_3, prec, k, dt, t, in, base, src, gf, out);
+    break;
+  default: step(model, ncomp, TSR_STAGE_EULER, prec, k, dt, t, in, base, src, gf, out); break;
+  }
 }
 
 /* The ghost layers beyond the physical faces across axes below naxes that the cells of t read,
@@ -217,13 +267,13 @@ static void refill(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc, i
   }
 }
 
-/* The m steps of one tile, buf holding two buffers of p->bufcells * ncomp values. */
+/* The L levels of one tile, buf holding p->nbuf buffers in p->bufcells values. */
 static inline __attribute__((always_inline)) void
 tile(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, double dt,
      const tsr_steps_bc *bc, const tsr_box *t, const tsr_field *in, const tsr_field *src,
-     tsr_field *out, void *buf) {
+     tsr_field *out, char *buf) {
   const geom gf = {in->gbox, in->sy, in->sz, in->scomp};
-  /* the buffers: the tile's cells of step 1 and the ghost layers beyond the faces it meets */
+  /* the buffers: the tile's cells of level 1 and the ghost layers beyond the faces it meets */
   tsr_box t1 = step_box(p, t, 1);
   geom gb;
   gb.b = t1;
@@ -234,25 +284,29 @@ tile(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, doub
   gb.sy = tsr_box_len(&gb.b, 0);
   gb.sz = gb.sy * tsr_box_len(&gb.b, 1);
   gb.sc = gb.sz * tsr_box_len(&gb.b, 2);
-  void *b0 = buf, *b1 = (char *)buf + p->bufcells / 2 * tsr_prec_size(in->prec);
+  const size_t bytes = p->bufcells / (size_t)p->nbuf * tsr_prec_size(in->prec);
+  const span field = {in->data, gf};
   const void *ps = src ? src->data : NULL;
-  step(model, ncomp, prec, k, dt, &t1, in->data, &gf, ps, &gf, b0, &gb);
-  for (int l = 2; l <= p->m; ++l) {
-    tsr_box tl = step_box(p, t, l);
-    if (bc) refill(prec, ncomp, p, bc, 3, &tl, b0, &gb);
-    if (l < p->m) {
-      step(model, ncomp, prec, k, dt, &tl, b0, &gb, ps, &gf, b1, &gb);
-      void *x = b0;
-      b0 = b1;
-      b1 = x;
-    } else {
-      step(model, ncomp, prec, k, dt, &tl, b0, &gb, ps, &gf, out->data, &gf);
-    }
+  /* the buffers that hold level l - 1 and the step's base (-1: in); level l writes one that
+   * holds neither (with one stage a step they are the same: the two buffers in turn) */
+  int cur = -1, base = -1;
+  for (int l = 1; l <= p->L; ++l) {
+    const int st = (l - 1) % p->S;
+    const tsr_box tl = step_box(p, t, l);
+    const span from = cur < 0 ? field : (span){buf + (size_t)cur * bytes, gb};
+    if (l > 1 && bc) refill(prec, ncomp, p, bc, 3, &tl, from.p, &gb);
+    if (st == 0) base = cur;
+    int o = 0;
+    while (o == cur || o == base) ++o;
+    const span b = base < 0 ? field : (span){buf + (size_t)base * bytes, gb};
+    const span to = l == p->L ? (span){out->data, gf} : (span){buf + (size_t)o * bytes, gb};
+    level(model, ncomp, tsr_steps_kind(p->S, st), prec, k, dt, &tl, &from, &b, ps, &gf, &to);
+    cur = o;
   }
 }
 
 
-/* 3D rings: plane z of a step lives in slot z mod K of its ring (K = p->ring), and slots
+/* 3D rings: plane z of a level lives in slot z mod K of its ring (K = p->ring), and slots
  * 0 .. 2r-1 are copied into slots K .. K+2r-1 when written, so that the 2r + 1 planes around
  * any plane lie at one stride (the per-cell code reads z neighbours at a fixed offset). */
 static inline int slot_of(const plan *p, int z) {
@@ -299,23 +353,24 @@ static void refill_z(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc,
   }
 }
 
-/* The m steps of one 3D column t (the region's z range), streamed along z: each pass over the
- * steps computes the next plane of every step whose inputs are there and whose ring has room
- * (step l + 1 reads planes z - r .. z + r of step l's ring). */
+/* The L levels of one 3D column t (the region's z range), streamed along z: each pass over the
+ * levels computes the next plane of every level whose inputs are there and whose ring has room
+ * (level l + 1 reads planes z - r .. z + r of level l's ring; where l is a step's base, the
+ * step's later stages read its plane z). */
 static inline __attribute__((always_inline)) void
 column(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, double dt,
        const tsr_steps_bc *bc, const tsr_box *t, const tsr_field *in, const tsr_field *src,
        tsr_field *out, char *buf) {
   const size_t es = tsr_prec_size(in->prec);
   const geom gf = {in->gbox, in->sy, in->sz, in->scomp};
-  const int m = p->m, r = p->r;
+  const int L = p->L, S = p->S, r = p->r;
   tsr_box tl[TSR_STEPS_MAX + 1];
   int next[TSR_STEPS_MAX + 1];
-  for (int l = 1; l <= m; ++l) {
+  for (int l = 1; l <= L; ++l) {
     tl[l] = step_box(p, t, l);
     next[l] = tl[l].lo[2];
   }
-  /* a ring's planes: step 1's cells and the ghost layers beyond the x and y faces it meets */
+  /* a ring's planes: level 1's cells and the ghost layers beyond the x and y faces it meets */
   geom xy;
   xy.b = tl[1];
   for (int d = 0; d < 2; ++d) {
@@ -329,42 +384,49 @@ column(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, do
   for (int f = 0; bc && f < bc->nface; ++f)
     if (bc->face[f].axis == 2) fz[bc->face[f].side] = f;
   const size_t ring_bytes = (size_t)(p->ring + 2 * r) * p->slot * es;
+  char *ring[TSR_STEPS_MAX]; /* level l's ring (l < L) */
+  for (int l = 1; l < L; ++l) ring[l] = buf + (size_t)(l - 1) * ring_bytes;
+  const span field = {in->data, gf};
   const void *ps = src ? src->data : NULL;
-  while (next[m] < tl[m].hi[2]) {
+  while (next[L] < tl[L].hi[2]) {
     int moved = 0;
-    for (int l = 1; l <= m; ++l) {
+    for (int l = 1; l <= L; ++l) {
       const int z = next[l];
       if (z >= tl[l].hi[2]) continue;
-      if (l > 1) { /* step l - 1 has the planes z reads (beyond its last, its ghost planes) */
+      if (l > 1) { /* level l - 1 has the planes z reads (beyond its last, its ghost planes) */
         int need = z + r < tl[l - 1].hi[2] - 1 ? z + r : tl[l - 1].hi[2] - 1;
         if (next[l - 1] <= need) continue;
       }
       const int top = fz[1] >= 0 && z == p->box.hi[2] - 1; /* then its ghost planes too */
-      if (l < m && (top ? z + r : z) - p->ring >= next[l + 1] - r) continue; /* no room */
+      if (l < L) { /* room: the planes z overwrites have been read */
+        int keep = next[l + 1] - r;
+        if (l % S == 0) /* a step's base: its later stages read it at their plane */
+          for (int j = l + 2; j <= l + S && j <= L; ++j) keep = next[j] < keep ? next[j] : keep;
+        if ((top ? z + r : z) - p->ring >= keep) continue;
+      }
       tsr_box pl = tl[l];
       pl.lo[2] = z;
       pl.hi[2] = z + 1;
-      const char *from = l == 1 ? (const char *)in->data : buf + (size_t)(l - 2) * ring_bytes;
-      const geom gi = l == 1 ? gf : ring_geom(p, &xy, z, 1);
-      if (l == m) {
-        step(model, ncomp, prec, k, dt, &pl, from, &gi, ps, &gf, out->data, &gf);
-      } else {
-        char *to = buf + (size_t)(l - 1) * ring_bytes;
-        const geom go = ring_geom(p, &xy, z, 0);
-        step(model, ncomp, prec, k, dt, &pl, from, &gi, ps, &gf, to, &go);
+      const int st = (l - 1) % S, b = l - 1 - st; /* b: the level of the step's base */
+      const geom at_z = ring_geom(p, &xy, z, 0), around_z = ring_geom(p, &xy, z, 1);
+      const span from = l == 1 ? field : (span){ring[l - 1], around_z};
+      const span base = b == 0 ? field : (span){ring[b], at_z};
+      const span to = l == L ? (span){out->data, gf} : (span){ring[l], at_z};
+      level(model, ncomp, tsr_steps_kind(S, st), prec, k, dt, &pl, &from, &base, ps, &gf, &to);
+      if (l < L) {
         tsr_box nx = tl[l + 1];
         nx.lo[2] = z;
         nx.hi[2] = z + 1;
-        if (bc) refill(prec, ncomp, p, bc, 2, &nx, to, &go);
-        ring_copy(p, to, z, es);
+        if (bc) refill(prec, ncomp, p, bc, 2, &nx, to.p, &to.g);
+        ring_copy(p, to.p, z, es);
         if (fz[0] >= 0 && z == p->box.lo[2] + r - 1)
-          refill_z(prec, ncomp, p, bc, fz[0], &tl[l + 1], to, &xy, es);
-        if (top) refill_z(prec, ncomp, p, bc, fz[1], &tl[l + 1], to, &xy, es);
+          refill_z(prec, ncomp, p, bc, fz[0], &tl[l + 1], to.p, &xy, es);
+        if (top) refill_z(prec, ncomp, p, bc, fz[1], &tl[l + 1], to.p, &xy, es);
       }
       next[l]++;
       moved = 1;
     }
-    if (!moved) { /* cannot happen with p->ring >= 3 r + 1 */
+    if (!moved) { /* cannot happen with p->ring >= ring_min */
       fprintf(stderr, "tsr_steps_host: the z wavefront stalled (a bug)\n");
       abort();
     }
@@ -406,12 +468,12 @@ static int same_geometry(const tsr_field *a, const tsr_field *b) {
                 b->sy == a->sy && b->sz == a->sz && b->scomp == a->scomp && b->prec == a->prec);
 }
 
-int tsr_steps_fits(int m, int radius, const tsr_box *region, const tsr_steps_bc *bc,
+int tsr_steps_fits(int levels, int radius, const tsr_box *region, const tsr_steps_bc *bc,
                    const tsr_field *in, const tsr_field *src, const tsr_field *out) {
   if (!same_geometry(in, src) || !same_geometry(in, out)) return 0;
   for (int a = 0; a < in->dim; ++a)
     for (int side = 0; side < 2; ++side) {
-      int g = m * radius;
+      int g = levels * radius;
       for (int i = 0; bc && i < bc->nface; ++i)
         if (bc->face[i].axis == a && bc->face[i].side == side) g = radius;
       if (side ? region->hi[a] + g > in->gbox.hi[a] : region->lo[a] - g < in->gbox.lo[a])
@@ -423,20 +485,28 @@ int tsr_steps_fits(int m, int radius, const tsr_box *region, const tsr_steps_bc 
 tsr_err tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box *region,
                        const tsr_steps_bc *bc, const tsr_field *in, const tsr_field *src,
                        tsr_field *out) {
-  TSR_CHECK(s->kind == TSR_STAGE_EULER && m >= 1 && m <= TSR_STEPS_MAX && in != out,
-            TSR_ERR_STATE, "tsr_steps_host: %d steps of stage kind %d (forward Euler, 1 to %d, "
-            "distinct fields)", m, (int)s->kind, TSR_STEPS_MAX);
+  const int S = tsr_steps_stages(s->kind);
+  TSR_CHECK(S > 0, TSR_ERR_STATE,
+            "tsr_steps_host: stage kind %d ends no scheme a pass takes; passes take forward "
+            "Euler, SSP-RK2 and SSP-RK3, named by their last stage's kind (%d, %d, %d)",
+            (int)s->kind, TSR_STAGE_EULER, TSR_STAGE_SSP2_2, TSR_STAGE_SSP3_3);
+  TSR_CHECK(m >= 1 && m <= TSR_STEPS_MAX / S, TSR_ERR_STATE,
+            "tsr_steps_host: %d steps of %d stages; a pass takes 1 to %d stages in all (at most "
+            "%d steps of this scheme)", m, S, TSR_STEPS_MAX, TSR_STEPS_MAX / S);
+  TSR_CHECK(in != out, TSR_ERR_STATE, "tsr_steps_host: in and out are one field; a pass reads "
+            "in while it writes out, so give it two");
+  const int L = m * S;
   if (tsr_box_empty(region)) return TSR_OK;
-  TSR_CHECK(tsr_steps_fits(m, radius, region, bc, in, src, out), TSR_ERR_STATE,
-            "tsr_steps_host: fields of %d ghosts too shallow for %d steps over the region, or "
-            "of different shapes", in->ghost, m);
-  if (m == 1) { /* nothing to fuse: the plain stage, without the buffers' copy */
+  TSR_CHECK(tsr_steps_fits(L, radius, region, bc, in, src, out), TSR_ERR_STATE,
+            "tsr_steps_host: fields of %d ghosts too shallow for %d stages over the region, or "
+            "of different shapes", in->ghost, L);
+  if (L == 1) { /* nothing to fuse: the plain stage, without the buffers' copy */
     tsr_stage_host(s, region, in, NULL, NULL, src, out);
     return TSR_OK;
   }
   if (bc && bc->nface == 0) bc = NULL;
   plan p;
-  plan_init(&p, m, radius, region, bc, in);
+  plan_init(&p, L, S, radius, region, bc, in);
   /* a cache line's padding between the threads' buffers */
   size_t per_thread = (p.bufcells * tsr_prec_size(in->prec) + 127) & ~(size_t)63;
   int nthreads = omp_get_max_threads();

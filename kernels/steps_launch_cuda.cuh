@@ -23,10 +23,17 @@ namespace {
 /* 3D: steps3_kernel */
 #include "kernels/steps3_cuda.cuh"
 
-/* The step counts compiled: the driver's passes are odd (solver/run_tiles.c says why), and each
- * count is an instantiation per model, precision and source flag. */
+/* The passes compiled: forward Euler's of 3 and 5 steps (the driver's passes are odd:
+ * solver/run_tiles.c says why) and SSP-RK3's of one step (3 levels), each an instantiation per
+ * model, precision and source flag; ignition has no SSP-RK3 pass (tsr_steps_cuda refuses it:
+ * its passes do not pay, tsr_steps_cuda_max). */
 template <int M, int NC, bool SRC, typename T>
-void launch_ms(int ms, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
+void launch_ms(int ms, int stages, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
+  if (stages == 3) {
+    if constexpr (M != TSR_MODEL_IGNITION)
+      if (ms == 3) steps_kernel<M, NC, 3, SRC, T, 3><<<grid, kBX, 0, st>>>(a);
+    return;
+  }
   switch (ms) {
   case 3: steps_kernel<M, NC, 3, SRC, T><<<grid, kBX, 0, st>>>(a); break;
   case 5: steps_kernel<M, NC, 5, SRC, T><<<grid, kBX, 0, st>>>(a); break;
@@ -35,25 +42,34 @@ void launch_ms(int ms, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
 }
 
 template <int M, int NC, typename T>
-cudaError_t launch_model(int ms, bool src, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
-  if (src) launch_ms<M, NC, true, T>(ms, grid, a, st);
-  else launch_ms<M, NC, false, T>(ms, grid, a, st);
+cudaError_t launch_model(int ms, int stages, bool src, dim3 grid, const steps_args<T> &a,
+                         cudaStream_t st) {
+  if (src) launch_ms<M, NC, true, T>(ms, stages, grid, a, st);
+  else launch_ms<M, NC, false, T>(ms, stages, grid, a, st);
   return cudaSuccess; /* the launch's own error: TSR_CUDA_LAUNCHED */
 }
 
 /* 3D: the shared planes may pass the 48 KB a launch gets without asking */
-template <int M, int NC, int MS, bool SRC, typename T>
+template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
 cudaError_t launch3(dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
   constexpr size_t bytes = steps3_bytes(MS, NC, sizeof(T));
-  cudaError_t e = cudaFuncSetAttribute(steps3_kernel<M, NC, MS, SRC, T>,
+  cudaError_t e = cudaFuncSetAttribute(steps3_kernel<M, NC, MS, SRC, T, S>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
   if (e != cudaSuccess) return e;
-  steps3_kernel<M, NC, MS, SRC, T><<<grid, dim3(32, k3BY, 1), bytes, st>>>(a);
+  steps3_kernel<M, NC, MS, SRC, T, S><<<grid, dim3(32, k3BY, 1), bytes, st>>>(a);
   return cudaSuccess;
 }
 
 template <int M, int NC, typename T>
-cudaError_t launch_model(int ms, bool src, dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
+cudaError_t launch_model(int ms, int stages, bool src, dim3 grid, const steps3_args<T> &a,
+                         cudaStream_t st) {
+  if (stages == 3) {
+    if constexpr (M != TSR_MODEL_IGNITION)
+      if (ms == 3)
+        return src ? launch3<M, NC, 3, true, T, 3>(grid, a, st)
+                   : launch3<M, NC, 3, false, T, 3>(grid, a, st);
+    return cudaSuccess;
+  }
   if (ms == 3) return src ? launch3<M, NC, 3, true>(grid, a, st) : launch3<M, NC, 3, false>(grid, a, st);
   if (ms == 5) return src ? launch3<M, NC, 5, true>(grid, a, st) : launch3<M, NC, 5, false>(grid, a, st);
   return cudaSuccess;
@@ -63,20 +79,22 @@ cudaError_t launch_model(int ms, bool src, dim3 grid, const steps3_args<T> &a, c
  * arguments of every kernel (kernels/model_dispatch_cuda.cuh). */
 template <typename Args>
 struct model_launch {
-  int ms;
+  int ms, stages;
   bool src;
   dim3 grid;
   const Args &a;
   cudaStream_t st;
   cudaError_t *err;
   template <int M, int NC>
-  void go() const { *err = launch_model<M, NC>(ms, src, grid, a, st); }
+  void go() const { *err = launch_model<M, NC>(ms, stages, src, grid, a, st); }
 };
 
+/* ms: the pass's levels (steps x stages) */
 template <typename Args>
-cudaError_t launch_for(int model, int ms, bool src, dim3 grid, const Args &a, cudaStream_t st) {
+cudaError_t launch_for(int model, int ms, int stages, bool src, dim3 grid, const Args &a,
+                       cudaStream_t st) {
   cudaError_t e = cudaSuccess;
-  tsr_dispatch_model(model, model_launch<Args>{ms, src, grid, a, st, &e});
+  tsr_dispatch_model(model, model_launch<Args>{ms, stages, src, grid, a, st, &e});
   return e;
 }
 
@@ -85,10 +103,11 @@ tsr_err steps_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const tsr
                     const tsr_field *in, const tsr_field *src, tsr_field *out,
                     cudaStream_t stream) {
   if (tsr_box_empty(rg)) return TSR_OK;
+  const int S = tsr_steps_stages(s->kind), ms = m * S;
   steps_args<T> a;
   TSR_CALL(steps2_fill(&a, s, rg, bc, in, src, out));
-  const dim3 grid = steps2_grid(rg, m, in->ncomp);
-  TSR_CUDA(launch_for(s->model, m, src != nullptr, grid, a, stream));
+  const dim3 grid = steps2_grid(rg, ms, in->ncomp);
+  TSR_CUDA(launch_for(s->model, ms, S, src != nullptr, grid, a, stream));
   TSR_CUDA_LAUNCHED("time-tile kernel");
   return TSR_OK;
 }
@@ -98,23 +117,24 @@ tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const ts
                      const tsr_field *in, const tsr_field *src, tsr_field *out,
                      cudaStream_t stream) {
   if (tsr_box_empty(rg)) return TSR_OK;
-  TSR_CHECK(k3TX > 2 * m && k3TY > 2 * m, TSR_ERR_STATE,
-            "tsr_steps_cuda: a 3D tile of %d x %d columns (TSR_STEPS3_*) cannot take %d steps "
-            "(it needs more than %d along each axis)", k3TX, k3TY, m, 2 * m);
+  const int S = tsr_steps_stages(s->kind), ms = m * S;
+  TSR_CHECK(k3TX > 2 * ms && k3TY > 2 * ms, TSR_ERR_STATE,
+            "tsr_steps_cuda: a 3D tile of %d x %d columns (TSR_STEPS3_*) cannot take %d levels "
+            "(it needs more than %d along each axis)", k3TX, k3TY, ms, 2 * ms);
   int dev = 0, optin = 0;
   TSR_CUDA(cudaGetDevice(&dev));
   TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  const size_t need = steps3_bytes(m, in->ncomp, sizeof(T));
+  const size_t need = steps3_bytes(ms, in->ncomp, sizeof(T));
   TSR_CHECK(need <= (size_t)optin, TSR_ERR_STATE,
-            "tsr_steps_cuda: a 3D pass of %d steps of %d components needs %zu bytes of shared "
+            "tsr_steps_cuda: a 3D pass of %d levels of %d components needs %zu bytes of shared "
             "memory a block, the device has %d: take fewer steps or a smaller tile (TSR_STEPS3_*)",
-            m, in->ncomp, need, optin);
+            ms, in->ncomp, need, optin);
   steps3_args<T> a;
   steps3_fill(&a, s, rg, bc, in, src, out);
   int g[3];
-  steps3_grid(rg, m, g);
+  steps3_grid(rg, ms, g);
   dim3 grid((unsigned)g[0], (unsigned)g[1], (unsigned)g[2]);
-  TSR_CUDA(launch_for(s->model, m, src != nullptr, grid, a, stream));
+  TSR_CUDA(launch_for(s->model, ms, S, src != nullptr, grid, a, stream));
   TSR_CUDA_LAUNCHED("3D time-tile kernel");
   return TSR_OK;
 }

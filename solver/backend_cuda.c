@@ -244,7 +244,8 @@ static tsr_err steps(tsr_run_ctx *x, const tsr_stage_desc *d, int m, const tsr_b
 }
 
 static int steps_max(tsr_run_ctx *x) {
-  return tsr_steps_cuda_max(x->c->dim, x->slot[TSR_SLOT_U]->prec, (int)x->c->model);
+  return tsr_steps_cuda_max(x->c->dim, x->slot[TSR_SLOT_U]->prec, (int)x->c->model,
+                            x->scheme.nstage);
 }
 
 /* Shell slabs read the ghosts the unpack wrote and the owned cells the interior's stage only

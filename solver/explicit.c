@@ -41,7 +41,7 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   const int k = x->fuse_pos * sp->nstage + s; /* the stage's place in a fused block */
   const int fused_first = x->fuse > 1 && k == 0;
   const int m = tsr_run_tiles_pass(x, x->fuse_pos); /* time tiles: steps this pass takes */
-  if (m == 0) return TSR_OK; /* a pass issued before took this step */
+  if (m == 0 || (m > 0 && s > 0)) return TSR_OK; /* a pass issued before took this stage */
   double t0 = MPI_Wtime();
   /* a block's first stage fills the faces' cells beyond the box once the exchange has brought
    * the cells they mirror */
@@ -53,7 +53,10 @@ static tsr_err run_stage(tsr_run_ctx *x, int s, double t) {
   x->phase[PH_BOUNDARY] += t1 - t0;
   tsr_stage_desc d = x->desc;
   d.kind = sp->stage[s].kind;
-  if (m > 1) return tsr_run_tiles_issue(x, &d, k, m, in, out);
+  if (m > 0) {
+    d.kind = sp->stage[sp->nstage - 1].kind; /* names the scheme: kernels/steps.h */
+    return tsr_run_tiles_issue(x, &d, x->fuse_pos, m, in, x->slot[sp->result]);
+  }
   if (x->fuse > 1 && k > 0) return fused_stage(x, &d, k, in, out);
   if (fused_first) tsr_run_split_shell(x, (x->fuse_len * sp->nstage - 1) * x->radius);
   TSR_CALL(be->halo_begin(x, in));
@@ -105,7 +108,7 @@ static int tile_step(tsr_run_ctx *x) {
     return 0;
   }
   const int pass = tsr_run_tiles_pass(x, x->fuse_pos);
-  if (pass > 1) {
+  if (pass > 0) {
     x->tile_left = pass - 1;
     x->tile_passes++;
     x->tile_steps += pass;

@@ -109,17 +109,20 @@ tsr_err tsr_run_fuse_auto_create(tsr_run_ctx *x) {
   if (c->time.fuse != TSR_FUSE_AUTO || c->method != TSR_METHOD_EXPLICIT) return TSR_OK;
   const int smax = tsr_run_fuse_auto_max(c, &x->layout);
   const int pmax = x->tile_max - (x->tile_max % 2 == 0); /* the longest pass: odd */
+  /* an SSP pass of one step is a pass (its stages are levels); a forward Euler one is not */
+  const int passes = x->tile_max > 0 && (pmax >= 3 || x->scheme.nstage > 1);
   int n = 0, s[MAXCAND];
-  if (smax == 0 && pmax < 3) {
+  if (smax == 0 && !passes) {
     char why[160];
     snprintf(why, sizeof why, "no face of any box is exchanged and no time tiles (%s)",
              x->tile_why ? x->tile_why : "passes of one step");
     return fixed(x, why);
   }
   if (smax == 1) return fixed(x, "the boxes are too thin for fuse 2's ghosts");
-  if (smax == 0)
+  if (smax == 0) {
     for (int f = 1; f <= pmax && n < MAXCAND; f += 2) s[n++] = f;
-  else
+    if (n == 1) s[n++] = 2; /* passes of one step: fuse 1 takes none, fuse 2 two */
+  } else
     for (int f = 1; f <= smax && n < MAXCAND; f *= 2) s[n++] = f;
   int64_t trial = WARMUP; /* with blocks not cut by monitors: QUOTA rounded up to whole ones */
   for (int i = 0; i < n; ++i) trial += (int64_t)ROUNDS * s[i] * ((QUOTA + s[i] - 1) / s[i]);

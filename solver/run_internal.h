@@ -230,18 +230,18 @@ int64_t tsr_run_monitor_every(const tsr_run_ctx *x);
 
 /* ---- time tiles: several steps per pass over memory (solver/run_tiles.c) ---------------- */
 
-/* Why time tiles cannot take x's steps on any backend, with a scheme that is one forward
- * Euler stage (euler) or not; NULL where they can. Reads the case, x->radius and whether the
+/* Why time tiles cannot take x's steps on any backend, with a scheme that passes take (forward
+ * Euler, SSP-RK2, SSP-RK3: taken) or not; NULL where they can. Reads the case, x->radius and whether the
  * source and boundary values depend on t, so it may be asked before x's set-up of the fields
  * (parareal asks it of the coarse grid before choosing its ghost width). */
-const char *tsr_run_tiles_refused(const tsr_run_ctx *x, int euler);
+const char *tsr_run_tiles_refused(const tsr_run_ctx *x, int taken);
 
 /* After set-up: x->tile_max (0 with the reason in x->tile_why where they do not apply). */
 void tsr_run_tiles_setup(tsr_run_ctx *x);
 
-/* At place pos of the current fused block: the steps of the pass that starts there (1: a
- * plain step), or 0 when pos lies inside a pass already issued. The same on every rank and
- * for every block of the same length. */
+/* At place pos of the current fused block: the steps of the pass that starts there (an SSP
+ * pass may take one), -1 where the step goes stage by stage, or 0 when pos lies inside a pass
+ * already issued. The same on every rank and for every block of the same length. */
 int tsr_run_tiles_pass(const tsr_run_ctx *x, int pos);
 
 /* A fused block of len steps from step, shortened so that no pass ends past a step whose
@@ -249,7 +249,7 @@ int tsr_run_tiles_pass(const tsr_run_ctx *x, int pos);
 int tsr_run_tiles_block_len(const tsr_run_ctx *x, int64_t step, int len);
 
 /* Issues the pass of m steps at place pos of the block from in (the state, its physical
- * ghosts filled) into out. */
+ * ghosts filled) into out (the scheme's result slot); d's kind is the scheme's last stage's. */
 tsr_err tsr_run_tiles_issue(tsr_run_ctx *x, const tsr_stage_desc *d, int pos, int m,
                             tsr_field *in, tsr_field *out);
 

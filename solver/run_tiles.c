@@ -1,10 +1,12 @@
 /* Time tiles: the steps of a fused block (time.fuse > 1) taken several per pass over memory
  * (kernels/steps.h) where the backend can.
  *
- * Where they apply: forward Euler (one stage a step), a stencil of radius 1, boundary values
- * and a source that do not depend on t (a pass refills the physical ghosts on chip from the
- * face values, the same at every step), and a backend with a kernel for the case's dimension.
- * Elsewhere the block's steps go stage by stage as before.
+ * Where they apply: forward Euler, SSP-RK2 and SSP-RK3 (a step's stages are levels of the
+ * pass, each later stage reading the step's base on chip: kernels/steps.h; RK4's accumulator
+ * is not kept), a stencil of radius 1, boundary values and a source that do not depend on t (a
+ * pass refills the physical ghosts on chip from the face values, the same at every stage), and
+ * a backend with a kernel for the case's dimension. Elsewhere the block's steps go stage by
+ * stage as before.
  *
  * Which steps a pass takes: the block's first step keeps its overlap of the exchange with the
  * interior (it exchanges), unless this rank exchanges no face (one GPU without periodic axes),
@@ -12,7 +14,9 @@
  * step and the slots swap once per step after it, so its length is odd (after an odd number
  * of swaps the state slot is the one it wrote). The lengths are the largest odd numbers the
  * backend takes: with a backend that takes 5, the 5 steps after the exchanging step of a
- * block of 6 are one pass, and a block of 5 that exchanges nothing is one pass.
+ * block of 6 are one pass, and a block of 5 that exchanges nothing is one pass. A forward
+ * Euler pass takes at least 3 steps (one step is a plain stage); an SSP pass may take one
+ * (its stages are several levels), and on GPUs takes exactly one.
  *
  * What a pass changes for the loop: the states in the middle of a pass are never in memory,
  * so a block ends where the run needs a state (a monitor, a snapshot, a checkpoint, an
@@ -20,15 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/steps.h"
 #include "solver/fault.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
 
-const char *tsr_run_tiles_refused(const tsr_run_ctx *x, int euler) {
+const char *tsr_run_tiles_refused(const tsr_run_ctx *x, int taken) {
   const char *env = getenv("TESSERA_TIME_TILES");
   if (x->c->method != TSR_METHOD_EXPLICIT) return "not the explicit method";
   if (env && strcmp(env, "off") == 0) return "TESSERA_TIME_TILES=off";
-  if (!euler) return "the scheme is not forward Euler";
+  if (!taken) return "the scheme is not one a pass takes (forward Euler, SSP-RK2, SSP-RK3)";
   if (x->radius != 1) return "the stencil is wider than one cell";
   if (x->src_timed) return "the source depends on t";
   for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i)
@@ -37,12 +42,14 @@ const char *tsr_run_tiles_refused(const tsr_run_ctx *x, int euler) {
 }
 
 void tsr_run_tiles_setup(tsr_run_ctx *x) {
+  const tsr_scheme_plan *sp = &x->scheme;
   x->tile_max = 0;
   x->tile_why = tsr_run_tiles_refused(
-      x, x->scheme.nstage == 1 && x->scheme.stage[0].kind == TSR_STAGE_EULER);
+      x, tsr_steps_stages(sp->stage[sp->nstage - 1].kind) == sp->nstage);
   if (!x->tile_why && (!x->be->steps_max || !(x->tile_max = x->be->steps_max(x))))
-    x->tile_why = "the backend has no kernel for this dimension, precision and model, or it does not pay";
-  if (x->tile_max == 1) x->tile_max = 0;
+    x->tile_why = "the backend has no kernel for this dimension, precision, model and scheme, "
+                  "or it does not pay";
+  if (x->tile_max == 1 && sp->nstage == 1) x->tile_max = 0;
 }
 
 static int exchanges_any(const tsr_run_ctx *x) {
@@ -52,14 +59,14 @@ static int exchanges_any(const tsr_run_ctx *x) {
 }
 
 int tsr_run_tiles_pass(const tsr_run_ctx *x, int pos) {
-  if (x->tile_max < 3 || x->fuse <= 1) return 1;
-  if (pos == 0 && exchanges_any(x)) return 1;
+  if (!x->tile_max || x->fuse <= 1) return -1;
+  if (pos == 0 && exchanges_any(x)) return -1;
   /* the passes before pos, from the block's first step that takes them */
   int p = exchanges_any(x) ? 1 : 0;
   for (;;) {
     int left = x->fuse_len - p, m = left < x->tile_max ? left : x->tile_max;
     if (m % 2 == 0) --m;
-    if (p == pos) return m;
+    if (p == pos) return m > 1 || x->scheme.nstage > 1 ? m : -1;
     if (p > pos) return 0; /* inside a pass: nothing to issue */
     p += m;
   }
@@ -90,7 +97,7 @@ tsr_err tsr_run_tiles_issue(tsr_run_ctx *x, const tsr_stage_desc *d, int pos, in
   /* a pass starts a block only where nothing is exchanged: no halo, no face part beyond */
   TSR_CHECK(pos > 0 || !exchanges_any(x), TSR_ERR_INTERNAL,
             "a time tile began a block that exchanges ghosts");
-  const tsr_box r = tsr_run_grown(x, (x->fuse_len - pos - m) * x->radius);
+  const tsr_box r = tsr_run_grown(x, (x->fuse_len - pos - m) * x->scheme.nstage * x->radius);
   tsr_field *base = x->slot[TSR_SLOT_U];
   if (x->rb) TSR_CALL(tsr_run_rebalance_mark(x, 0, 0, d, &r, in, base, x->src));
   TSR_CALL(be->steps(x, d, m, &r, in, x->src, out));

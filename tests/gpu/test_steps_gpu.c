@@ -4,9 +4,12 @@
  * exchanged, all physical (Dirichlet and Neumann, values that vary along the face), and
  * mixed, over regions that are the box and the box grown into the exchanged ghosts; the same
  * on 3D boxes (1, 3 and 5 steps a pass) of several tiles and z chunks, and on boxes thinner
- * than a tile along one axis or two planes thick between z faces. Cells of out outside the
- * region must keep their poison. Also: even and out-of-range step counts and in == out are
- * refused with TSR_ERR_STATE, and tsr_steps_cuda_max names odd counts in 2D and 3D only.
+ * than a tile along one axis or two planes thick between z faces. SSP-RK3 passes (one step,
+ * three levels, the base on chip) likewise, 2D and 3D, every model with such a pass. Cells of
+ * out outside the region must keep their poison. Also: even and out-of-range step counts,
+ * SSP-RK3 passes of other than one step, the other schemes and in == out are refused with
+ * TSR_ERR_STATE, and tsr_steps_cuda_max names odd counts in 2D and 3D only (one step for
+ * SSP-RK3).
  * tsr_steps_host is itself checked against stage-by-stage steps (tests/unit/test_steps.c),
  * and tsr_stage_cuda against tsr_stage_host (test_stage.c).
  *
@@ -52,13 +55,14 @@ static const int g_faces[] = {0x0, 0xf, 0x3, 0x4, 0x9, 0x3f, 0x30, 0x0d, 0x22, 0
 #define NFACES2 5
 #define NFACES3 ((int)(sizeof g_faces / sizeof *g_faces))
 
-/* One case on box (dim 2 or 3). */
+/* One case on box (dim 2 or 3): m steps of the scheme whose last stage is `last`. */
 static void check_case(int dim, const tsr_box *boxp, int model, tsr_prec prec, int m,
-                       int has_src, int faces, int grow) {
+                       tsr_stage_kind last, int has_src, int faces, int grow) {
   /* the ghosts only as deep as tsr_steps_fits asks (one layer where every side is a face):
    * compute-sanitizer (memcheck) sees any read past them */
   const int ncomp = tsr_models[model].ncomp,
-            ghost = faces == (1 << 2 * dim) - 1 ? 1 : grow + (m > 1 ? m : 1);
+            levels = m * tsr_steps_stages(last),
+            ghost = faces == (1 << 2 * dim) - 1 ? 1 : grow + levels;
   const tsr_box box = *boxp;
   tsr_field *hin, *hsrc, *hout, *got, *din, *dsrc, *dout;
   CHECK(tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_HOST, prec, &hin) == TSR_OK, "f");
@@ -98,7 +102,7 @@ static void check_case(int dim, const tsr_box *boxp, int model, tsr_prec prec, i
   double p[TSR_MAX_MODEL_PARAMS];
   params(model, p);
   const double h[3] = {0.11, 0.13, 0.17};
-  tsr_stage_desc d = {model, ncomp, TSR_STAGE_EULER, 0.0017, {0}};
+  tsr_stage_desc d = {model, ncomp, last, 0.0017, {0}};
   tsr_stage_coef_init(&d.coef, model, p, h, hin);
   const size_t bytes = tsr_field_bytes(hin);
   CUDA_OK(cudaMemcpy(din->data, hin->data, bytes, cudaMemcpyHostToDevice));
@@ -118,10 +122,10 @@ static void check_case(int dim, const tsr_box *boxp, int model, tsr_prec prec, i
         if (first < 0) first = i;
         nb++;
       }
-    CHECK(0, "%dD %d x %d x %d %s %s m %d src %d faces 0x%x grow %d: %lld values differ "
+    CHECK(0, "%dD %d x %d x %d %s %s m %d levels %d src %d faces 0x%x grow %d: %lld values differ "
           "(first offset %lld: GPU %.17g, host %.17g)", dim, tsr_box_len(&box, 0),
           tsr_box_len(&box, 1), tsr_box_len(&box, 2), tsr_models[model].name,
-          prec == TSR_PREC_SINGLE ? "fp32" : "fp64", m, has_src, faces, grow, (long long)nb,
+          prec == TSR_PREC_SINGLE ? "fp32" : "fp64", m, levels, has_src, faces, grow, (long long)nb,
           (long long)first, tsr_field_get(got, first), tsr_field_get(hout, first));
   }
   for (int f = 0; f < 6; ++f)
@@ -147,10 +151,22 @@ int main(int argc, char **argv) {
       for (int m = 3; m <= 5; m += 2)
         for (int fc = 0; fc < NFACES2; ++fc) {
           const int grow = fc % 2 ? 0 : 2, src = (fc + m + pr) % 2;
-          check_case(2, &box2, model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m, src,
-                     g_faces[fc], grow);
+          check_case(2, &box2, model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m,
+                     TSR_STAGE_EULER, src, g_faces[fc], grow);
           cases++;
         }
+  }
+  /* SSP-RK3, one step a pass: every model but ignition (no such pass), both precisions */
+  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
+    if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT) || model == TSR_MODEL_IGNITION)
+      continue;
+    for (int pr = 0; pr < 2; ++pr)
+      for (int fc = 0; fc < NFACES2; ++fc) {
+        const int grow = fc % 2 ? 0 : 2, src = (fc + pr) % 2;
+        check_case(2, &box2, model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, 1,
+                   TSR_STAGE_SSP3_3, src, g_faces[fc], grow);
+        cases++;
+      }
   }
   /* 3D: a box of several tiles along x and y and two z chunks at the default launch shape
    * (kernels/steps3_cuda.cuh: 64 x 16 columns, 64 planes), odd sizes at an offset; boxes
@@ -171,11 +187,27 @@ int main(int argc, char **argv) {
           for (int b = 0; b < 4; ++b) {
             if (!all && b != (fc + m + model) % 4) continue;
             const int grow = fc % 2 ? 0 : 2, src = (fc + m + pr + b) % 2;
-            check_case(3, &box3[b], model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m, src,
-                       g_faces[fc], grow);
+            check_case(3, &box3[b], model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m,
+                       TSR_STAGE_EULER, src, g_faces[fc], grow);
             cases++;
           }
         }
+  }
+  /* SSP-RK3 in 3D: every box with every face set for heat fp64, one box a case elsewhere */
+  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
+    if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT) || model == TSR_MODEL_IGNITION)
+      continue;
+    for (int pr = 0; pr < 2; ++pr)
+      for (int fc = 0; fc < NFACES3; ++fc) {
+        const int all = model == TSR_MODEL_HEAT && pr == 0;
+        for (int b = 0; b < 4; ++b) {
+          if (!all && b != (fc + model) % 4) continue;
+          const int grow = fc % 2 ? 0 : 2, src = (fc + pr + b) % 2;
+          check_case(3, &box3[b], model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, 1,
+                     TSR_STAGE_SSP3_3, src, g_faces[fc], grow);
+          cases++;
+        }
+      }
   }
   /* refusals: even and out-of-range step counts, 2D and 3D */
   for (int dim = 2; dim <= 3; ++dim) {
@@ -195,6 +227,15 @@ int main(int argc, char **argv) {
           "%dD: 7 steps a pass accepted", dim);
     CHECK(tsr_steps_cuda(&d, 3, 1, &b8, NULL, a, NULL, a, 0) == TSR_ERR_STATE,
           "%dD: in == out accepted", dim);
+    d.kind = TSR_STAGE_SSP3_3;
+    CHECK(tsr_steps_cuda(&d, 3, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
+          "%dD: an SSP-RK3 pass of 3 steps accepted", dim);
+    const tsr_stage_kind other[] = {TSR_STAGE_SSP2_2, TSR_STAGE_SSP3_2, TSR_STAGE_RK4_4};
+    for (int k = 0; k < 3; ++k) {
+      d.kind = other[k];
+      CHECK(tsr_steps_cuda(&d, 1, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
+            "%dD: a pass of the scheme ending with stage kind %d accepted", dim, (int)other[k]);
+    }
     tsr_field_destroy(&a);
     tsr_field_destroy(&b);
   }
@@ -203,16 +244,24 @@ int main(int argc, char **argv) {
   for (int dim = 1; dim <= 4; ++dim)
     for (int pr = 0; pr < 2; ++pr)
       for (int md = 0; md < TSR_MODEL_COUNT; ++md) {
-        const int mx = tsr_steps_cuda_max(dim, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, md);
+        const tsr_prec pp = pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
+        const int mx = tsr_steps_cuda_max(dim, pp, md, 1), m3 = tsr_steps_cuda_max(dim, pp, md, 3);
         CHECK(mx == 0 || ((dim == 2 || dim == 3) && mx % 2 == 1 && mx <= 5 &&
                           (tsr_models[md].methods & TSR_METHODS_EXPLICIT)),
               "tsr_steps_cuda_max(%d, %d, %s) = %d", dim, pr, tsr_models[md].name, mx);
+        const int fp32_3d = dim == 3 && pr && (tsr_models[md].methods & TSR_METHODS_EXPLICIT) &&
+                            !tsr_models[md].varies;
+        CHECK(m3 == (mx > 0 || fp32_3d) && tsr_steps_cuda_max(dim, pp, md, 2) == 0 &&
+                  tsr_steps_cuda_max(dim, pp, md, 4) == 0,
+              "tsr_steps_cuda_max(%d, %d, %s, stages): SSP-RK3 %d where forward Euler %d (and 3D "
+              "fp32), no SSP-RK2 or RK4", dim, pr, tsr_models[md].name, m3, mx);
       }
-  CHECK(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT) >= 3 &&
-            tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT) >= 3 &&
-            tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_WAVE) == 5 &&
-            tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_IGNITION) == 0,
-        "tsr_steps_cuda_max: fp64 passes of heat and wave on, ignition off");
+  CHECK(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1) >= 3 &&
+            tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1) >= 3 &&
+            tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_WAVE, 1) == 5 &&
+            tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_IGNITION, 1) == 0 &&
+            tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 3) == 1,
+        "tsr_steps_cuda_max: fp64 passes of heat and wave on, ignition off, SSP-RK3's of one step");
   printf("rank %d: tsr_steps_cuda == tsr_steps_host bit for bit in %d cases\n", g_rank, cases);
   MPI_Finalize();
   return 0;

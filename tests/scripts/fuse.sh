@@ -72,6 +72,8 @@ check_case() {
         [ "$np" -gt 1 ] && echo "$f" >>"$work/multi"
         tiles=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["time_tiles"]["passes"])' "$out/report.json")
         [ "${tiles:-0}" -gt 0 ] && echo "$f $np" >>"$work/tiles"
+        [ "${tiles:-0}" -gt 0 ] && [ $scheme = own ] && grep -q 'scheme: ssp_' "$case" &&
+          echo "$f $np" >>"$work/ssp"
       else
         same_fields "$ref/final.h5" "$out/final.h5" 0
         failure "$name $scheme fuse $f np$np ${p}: final fields differ"
@@ -106,6 +108,14 @@ t1=$(grep -c " 1$" "$work/tiles" 2>/dev/null) tn=$(grep -vc " 1$" "$work/tiles" 
 if [ "${t1:-0}" -ge 1 ] && [ "${tn:-0}" -ge 1 ] && [ $(( ${t1:-0} + ${tn:-0} )) -ge $want ]; then
   pass "time tiles: ${t1:-0} runs on 1 rank and ${tn:-0} on several took passes of several steps"
 else failure "time tiles: ${t1:-0} runs on 1 rank and ${tn:-0} on several took passes (want $want)"; fi
+# the SSP schemes' passes (a step's stages as levels of a pass, the base kept on chip) were
+# among them too: bw_wave3d and bw_advection_diffusion3d (SSP-RK3) on every backend, the SSP-RK2
+# cases on CPU ranks
+s1=$(grep -c " 1$" "$work/ssp" 2>/dev/null) sn=$(grep -vc " 1$" "$work/ssp" 2>/dev/null)
+[ "$maxnp" -lt 2 ] && sn=1
+if [ "${s1:-0}" -ge 1 ] && [ "${sn:-0}" -ge 1 ]; then
+  pass "SSP time tiles: ${s1:-0} runs on 1 rank and ${sn:-0} on several took passes"
+else failure "SSP time tiles: ${s1:-0} runs on 1 rank and ${sn:-0} on several took passes (want 1 each)"; fi
 # single precision (float32 fields, double arithmetic): 2D passes on both backends (GPUs since
 # session 22: passes of 3 for every model) keep the bits of fuse 1 on 1 rank: fuse 3 where
 # nothing is exchanged (a pass a block), fuse 4 (a step and a pass of 3) on 1 rank with a
@@ -222,6 +232,23 @@ if run_ok "auto ref, no exchange" 1 "$work/auto.yaml" --out "$work/auto3" "${aut
   check_auto "$work/auto4/report.json" "$want1" 1 &&
     pass "auto without exchanges: measured $want1, each above 1 in passes" ||
     failure "auto without exchanges: report.json's fuse_auto"
+fi
+# SSP-RK3 without exchanges: a pass is one step (its three stages), so fuse 1 takes none and
+# fuse 2 two a block; auto measures those two, and the bits are fuse 1's
+if run_ok "auto ssp_rk3 ref, no exchange" 1 "$work/auto.yaml" --out "$work/auto5" "${auto_np1[@]}" \
+     --set time.scheme=ssp_rk3 &&
+   run_ok "auto ssp_rk3, no exchange" 1 "$work/auto.yaml" --out "$work/auto6" "${auto_np1[@]}" \
+     --set time.scheme=ssp_rk3 --set time.fuse=auto; then
+  same_fields "$work/auto5/final.h5" "$work/auto6/final.h5" 0 >/dev/null &&
+    python3 - "$work/auto6/report.json" <<'PY' &&
+import json, sys
+r = json.load(open(sys.argv[1]))
+a = r["fuse_auto"]
+print("  fuse_auto:", a)
+sys.exit(0 if a["candidates"] == [1, 2] and a["passes"][0] == 0 and a["passes"][1] > 0 else 1)
+PY
+    pass "auto ssp_rk3 without exchanges: measured fuse 1 and 2 (passes of one step), fuse 1's bits" ||
+    failure "auto ssp_rk3 without exchanges: final fields differ or report.json's fuse_auto"
 fi
 for why in "no face of any box is exchanged and no time tiles (the source depends on t):1:--set grid.periodic=[false,false,false] --set source.u=sin(t)" \
            "too few steps to measure:$np:--set time.steps=40"; do

@@ -3,8 +3,9 @@
  * `faces` (x lo, x hi, y lo, y hi, z lo, z hi), random ghost values on the others, the ghosts
  * only as deep as tsr_steps_fits asks (grow + m, or 1 where every side is a face: the
  * emulators run under AddressSanitizer, so a read past the allocation fails the test),
- * m forward Euler steps by tsr_steps_host, and the same by launch(d, rg, bc, in, src, out,
- * grid), which launches the emulated kernel and writes its grid; then every byte compared.
+ * m steps of the scheme of `stages` stages (1 forward Euler, 3 SSP-RK3; kernels/steps.h) by
+ * tsr_steps_host, and the same by launch(d, rg, bc, in, src, out, grid), which launches the
+ * emulated kernel and writes its grid; then every byte compared.
  * Prints a line; returns 1 where any value differs. Include after emulate_kernel.h. */
 #ifndef TSR_TESTS_EMULATE_STEPS_H
 #define TSR_TESTS_EMULATE_STEPS_H
@@ -12,8 +13,8 @@
 
 template <class Launch>
 static int emu_steps_case(int dim, tsr_box box, int model, int ncomp, bool single, int m,
-                          bool has_src, int faces, int grow, Launch launch) {
-  const int ghost = faces == (1 << 2 * dim) - 1 ? 1 : grow + m;
+                          int stages, bool has_src, int faces, int grow, Launch launch) {
+  const int ghost = faces == (1 << 2 * dim) - 1 ? 1 : grow + m * stages;
   const tsr_prec prec = single ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
   tsr_field *in, *sr, *ho, *go;
   tsr_field_create_as(dim, &box, ghost, ncomp, TSR_MEM_HOST, prec, &in);
@@ -42,9 +43,12 @@ static int emu_steps_case(int dim, tsr_box box, int model, int ncomp, bool singl
   const tsr_model_info *mi = &tsr_models[model];
   for (int i = 0; i < mi->nparam; ++i) p[i] = mi->param[i].def;
   const double h[3] = {0.11, 0.13, 0.17};
-  tsr_stage_desc d = {model, ncomp, TSR_STAGE_EULER, 0.0017, {0}};
+  tsr_stage_desc d = {model, ncomp, tsr_steps_kind(stages, stages - 1), 0.0017, {0}};
   tsr_stage_coef_init(&d.coef, model, p, h, in);
-  tsr_steps_host(&d, m, 1, &rg, &bc, in, has_src ? sr : NULL, ho);
+  if (tsr_steps_host(&d, m, 1, &rg, &bc, in, has_src ? sr : NULL, ho) != TSR_OK) {
+    printf("tsr_steps_host: %s\n", tsr_err_message());
+    exit(1);
+  }
   int g[3] = {1, 1, 1};
   launch(&d, &rg, &bc, in, has_src ? sr : NULL, go, g);
   const size_t bytes = tsr_field_bytes(in), es = single ? 4 : 8;
@@ -55,9 +59,9 @@ static int emu_steps_case(int dim, tsr_box box, int model, int ncomp, bool singl
       if (first < 0) first = (long)i;
       bad++;
     }
-  printf("%s %s m %d src %d box %dx%dx%d faces 0x%x grow %d grid %dx%dx%d: %zu differ (first "
+  printf("%s %s m %d stages %d src %d box %dx%dx%d faces 0x%x grow %d grid %dx%dx%d: %zu differ (first "
          "%ld: emu %.17g host %.17g)\n",
-         mi->name, single ? "fp32" : "fp64", m, (int)has_src, tsr_box_len(&box, 0),
+         mi->name, single ? "fp32" : "fp64", m, stages, (int)has_src, tsr_box_len(&box, 0),
          tsr_box_len(&box, 1), tsr_box_len(&box, 2), faces, grow, g[0], g[1], g[2], bad, first,
          first >= 0 ? tsr_field_get(go, first) : 0.0, first >= 0 ? tsr_field_get(ho, first) : 0.0);
   for (int i = 0; i < bc.nface; ++i) free((void *)bc.val[i]);

@@ -15,9 +15,9 @@ extern "C" {
 #define __shared__ static
 #include "kernels/steps2_cuda.cuh"
 
-template <int M, int NC, int MS, bool SRC, typename T>
+template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
 static int run(tsr_box box, int faces, int grow) {
-  return emu_steps_case(2, box, M, NC, sizeof(T) == 4, MS, SRC, faces, grow,
+  return emu_steps_case(2, box, M, NC, sizeof(T) == 4, MS / S, S, SRC, faces, grow,
                         [](const tsr_stage_desc *d, const tsr_box *rg, const tsr_steps_bc *bc,
                            tsr_field *in, tsr_field *src, tsr_field *out, int g[3]) {
                           steps_args<T> a;
@@ -29,7 +29,7 @@ static int run(tsr_box box, int faces, int grow) {
                           const unsigned gu[3] = {gd.x, gd.y, 1};
                           g[0] = (int)gd.x;
                           g[1] = (int)gd.y;
-                          emu_launch(gu, kBX, 1, [] {}, [&] { steps_kernel<M, NC, MS, SRC, T>(a); });
+                          emu_launch(gu, kBX, 1, [] {}, [&] { steps_kernel<M, NC, MS, SRC, T, S>(a); });
                         });
 }
 
@@ -46,6 +46,13 @@ int main() {
   fails += run<TSR_MODEL_GRAY_SCOTT, 2, 5, false, double>(b2, 0xc, 2);
   fails += run<TSR_MODEL_ADVECTION_DIFFUSION, 1, 5, true, float>(b3, 0x9, 0);
   fails += run<TSR_MODEL_ALLEN_CAHN, 1, 3, false, double>(b3, 0xf, 1);
+  /* SSP-RK3, one step a pass: the base from level 0's ring and the row before it */
+  fails += run<TSR_MODEL_HEAT, 1, 3, false, double, 3>(b1, 0xf, 0);
+  fails += run<TSR_MODEL_HEAT, 1, 3, true, double, 3>(b1, 0x0, 2);
+  fails += run<TSR_MODEL_WAVE, 2, 3, true, float, 3>(b1, 0xa, 2);
+  fails += run<TSR_MODEL_GRAY_SCOTT, 2, 3, false, double, 3>(b2, 0xc, 2);
+  fails += run<TSR_MODEL_ADVECTION_DIFFUSION, 1, 3, true, float, 3>(b3, 0x9, 0);
+  fails += run<TSR_MODEL_ALLEN_CAHN, 1, 3, false, double, 3>(b3, 0x5, 1);
   printf("%d failed\n", fails);
   return fails != 0;
 }

@@ -13,26 +13,26 @@ extern "C" {
 #include "tests/unit/emulate_steps.h"
 #undef __shared__
 #define __shared__ /* the kernel's extern array: the global steps3_smem below */
-template <int R> constexpr int slot(int k) { return ((R + k) % 3 + 3) % 3; }
+#include "kernels/steps_ring_cuda.cuh"
 #include "kernels/steps3_cuda.cuh"
 double steps3_smem[(240 << 10) / 8];
 
-template <int M, int NC, int MS, bool SRC, typename T>
+template <int M, int NC, int MS, bool SRC, typename T, int S>
 static void launch(const steps3_args<T> &a, const int g[3]) {
   const unsigned gu[3] = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
   emu_launch(gu, 32, k3BY, [] { memset(steps3_smem, 0xff, sizeof steps3_smem); },
-             [&] { steps3_kernel<M, NC, MS, SRC, T>(a); });
+             [&] { steps3_kernel<M, NC, MS, SRC, T, S>(a); });
 }
 
-template <int M, int NC, int MS, bool SRC, typename T>
+template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
 static int run(tsr_box box, int faces, int grow) {
-  return emu_steps_case(3, box, M, NC, sizeof(T) == 4, MS, SRC, faces, grow,
+  return emu_steps_case(3, box, M, NC, sizeof(T) == 4, MS / S, S, SRC, faces, grow,
                         [](const tsr_stage_desc *d, const tsr_box *rg, const tsr_steps_bc *bc,
                            tsr_field *in, tsr_field *src, tsr_field *out, int g[3]) {
                           steps3_args<T> a;
                           steps3_fill(&a, d, rg, bc, in, src, out);
                           steps3_grid(rg, MS, g);
-                          launch<M, NC, MS, SRC, T>(a, g);
+                          launch<M, NC, MS, SRC, T, S>(a, g);
                         });
 }
 
@@ -50,6 +50,12 @@ int main() {
   fails += run<TSR_MODEL_HEAT, 1, 3, false, double>(b3, 0x3f, 0);
   /* one component, a source, m 5, z faces: the planes without the tests between them */
   fails += run<TSR_MODEL_ADVECTION_DIFFUSION, 1, 5, true, float>(b1, 0x3c, 1);
+  /* SSP-RK3, one step a pass: the base from level 0's ring and the plane before it */
+  fails += run<TSR_MODEL_HEAT, 1, 3, false, double, 3>(b1, 0x3f, 0);
+  fails += run<TSR_MODEL_HEAT, 1, 3, true, double, 3>(b1, 0x0, 2);
+  fails += run<TSR_MODEL_WAVE, 2, 3, true, float, 3>(b1, 0x22, 2);
+  fails += run<TSR_MODEL_GRAY_SCOTT, 2, 3, false, double, 3>(b2, 0x30, 2);
+  fails += run<TSR_MODEL_ADVECTION_DIFFUSION, 1, 3, true, float, 3>(b1, 0x3c, 1);
   printf("%d failed\n", fails);
   return fails != 0;
 }

@@ -1,11 +1,14 @@
-/* tsr_steps_host (kernels/steps.h): m forward Euler steps in one pass give, bit for bit, what m
- * calls of tsr_stage_host give with the physical ghosts filled before each, over shrinking
- * regions: random fields, 2D and 3D, every model with an explicit stage, fp64 and fp32,
- * m = 1 .. 5, with and without a source, boxes with Dirichlet and Neumann faces (values that
- * vary along the face) on some sides and deep exchanged ghosts on the others, regions that
- * are the box and regions grown into the exchanged ghosts, default tiles and tiles small
- * enough to cut every axis several times with uneven remainders. Only the region's cells of
- * out may change, and in not at all. */
+/* tsr_steps_host (kernels/steps.h): m steps of forward Euler, SSP-RK2 or SSP-RK3 in one pass
+ * give, bit for bit, what their stages give one tsr_stage_host call at a time with the
+ * physical ghosts filled before each, over shrinking regions (the driver's order: each step's
+ * later stages read the step's input as base): random fields, 2D and 3D, every model with an
+ * explicit stage, fp64 and fp32, Euler m = 1 .. 5, SSP-RK2 m = 1 and 3, SSP-RK3 m = 1 and 2,
+ * with and without a source, boxes with Dirichlet and Neumann faces (values that vary along
+ * the face) on some sides and deep exchanged ghosts on the others, regions that are the box
+ * and regions grown into the exchanged ghosts, default tiles and tiles small enough to cut
+ * every axis several times with uneven remainders, and passes of a wider radius than the
+ * stencil's (3D rings sized by it). Only the region's cells of out may change, and in not at
+ * all. Passes of other schemes or too many stages are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +29,8 @@ static double urand(void) { /* xorshift64*, [0, 1) */
 
 typedef struct {
   int dim, model, single, m, with_src;
+  tsr_stage_kind scheme; /* its last stage's kind (tsr_steps_stages) */
+  int radius;            /* the pass's (0: the stencil's, 1) */
   tsr_box box;
   int side[6]; /* 0: exchanged, 1: Dirichlet, 2: Neumann (sides of axes < dim) */
   int grow;    /* the region: the box grown by this on its exchanged sides */
@@ -96,16 +101,17 @@ static int all_faces(const tcase *c) {
 }
 
 static void run_case(const tcase *c) {
-  /* the ghosts only as deep as tsr_steps_fits asks: one layer where nothing is exchanged */
+  /* the ghosts only as deep as tsr_steps_fits asks: r layers where nothing is exchanged */
   const int model = c->model, ncomp = tsr_models[model].ncomp, m = c->m,
-            ghost = all_faces(c) ? 1 : c->grow + m;
+            S = tsr_steps_stages(c->scheme), L = m * S, r = c->radius ? c->radius : 1,
+            ghost = all_faces(c) ? r : c->grow + L * r;
   double p[TSR_MAX_MODEL_PARAMS];
   for (int i = 0; i < tsr_models[model].nparam; ++i) p[i] = tsr_models[model].param[i].def;
   if (model == TSR_MODEL_ADVECTION_DIFFUSION) p[2] = 0.5, p[3] = -0.3;
   if (model == TSR_MODEL_IGNITION) p[4] = 20; /* few sub-steps: a quick test */
   const double h[3] = {0.1, 0.12, 0.09};
   tsr_field *in = make(c, ghost, ncomp, 0.0, 1.0);
-  tsr_stage_desc s = {model, ncomp, TSR_STAGE_EULER, 0.0, {0}};
+  tsr_stage_desc s = {model, ncomp, c->scheme, 0.0, {0}};
   tsr_stage_coef_init(&s.coef, model, p, h, in);
   double lim = tsr_model_dt_limit(model, p, h, c->dim);
   s.dt = 0.3 * (lim < 0.1 ? lim : 0.1);
@@ -137,17 +143,28 @@ static void run_case(const tcase *c) {
   fill(&bc, &c->box, in);
   tsr_field *src = c->with_src ? make(c, ghost, ncomp, -0.5, 0.5) : NULL;
 
-  /* the reference: m stages with the ghost fill before each */
-  tsr_field *a = make(c, ghost, ncomp, 0.0, 1.0), *b = make(c, ghost, ncomp, 0.0, 1.0);
-  memcpy(a->data, in->data, tsr_field_bytes(in));
+  /* the reference: the L stages with the ghost fill before each; a step's stages after its
+   * first read the last one's output as input and the step's input u as base */
+  tsr_field *u = make(c, ghost, ncomp, 0.0, 1.0), *a = make(c, ghost, ncomp, 0.0, 1.0),
+            *b = make(c, ghost, ncomp, 0.0, 1.0);
+  memcpy(u->data, in->data, tsr_field_bytes(in));
   const tsr_box region = grow_free(c, c->box, c->grow);
-  for (int l = 1; l <= m; ++l) {
-    if (l > 1) fill(&bc, &c->box, a);
-    tsr_box rl = grow_free(c, region, (m - l) * 1);
-    tsr_stage_host(&s, &rl, a, NULL, NULL, src, b);
+  for (int l = 1; l <= L; ++l) {
+    const int st = (l - 1) % S;
+    tsr_field *from = st == 0 ? u : a;
+    fill(&bc, &c->box, from);
+    tsr_stage_desc sl = s;
+    sl.kind = tsr_steps_kind(S, st);
+    tsr_box rl = grow_free(c, region, (L - l) * r);
+    tsr_stage_host(&sl, &rl, from, st ? u : NULL, NULL, src, b);
     tsr_field *x = a;
     a = b;
     b = x;
+    if (st == S - 1) { /* the step's result is the next one's input */
+      x = u;
+      u = a;
+      a = x;
+    }
   }
 
   tsr_field *out = make(c, ghost, ncomp, 2.0, 3.0), *before = make(c, ghost, ncomp, 0.0, 1.0);
@@ -155,25 +172,27 @@ static void run_case(const tcase *c) {
   memcpy(before->data, out->data, tsr_field_bytes(out));
   memcpy(in0->data, in->data, tsr_field_bytes(in));
   tsr_steps_host_set_tile(c->tile);
-  assert_int_equal(tsr_steps_host(&s, m, 1, &region, bc.nface ? &bc : NULL, in, src, out), TSR_OK);
+  assert_int_equal(tsr_steps_host(&s, m, r, &region, bc.nface ? &bc : NULL, in, src, out), TSR_OK);
   tsr_steps_host_set_tile(NULL);
 
-  int ok = same(out, a, &region);
+  int ok = same(out, u, &region);
   if (!ok)
-    print_error("differs: dim %d model %s %s m %d src %d grow %d sides %d%d%d%d%d%d tile %d,%d,%d\n",
-                c->dim, tsr_models[model].name, c->single ? "fp32" : "fp64", m, c->with_src,
+    print_error("differs: dim %d model %s %s stages %d m %d radius %d src %d grow %d sides "
+                "%d%d%d%d%d%d tile %d,%d,%d\n",
+                c->dim, tsr_models[model].name, c->single ? "fp32" : "fp64", S, m, r, c->with_src,
                 c->grow, c->side[0], c->side[1], c->side[2], c->side[3], c->side[4], c->side[5],
                 c->tile[0], c->tile[1], c->tile[2]);
   assert_true(ok);
   assert_memory_equal(in->data, in0->data, tsr_field_bytes(in));
   /* only the region's cells of out were written */
-  tsr_field_copy_box(before, a, &region);
+  tsr_field_copy_box(before, u, &region);
   assert_memory_equal(out->data, before->data, tsr_field_bytes(out));
 
   for (int i = 0; i < bc.nface; ++i) free(vals[i]);
   tsr_field_destroy(&in);
   tsr_field_destroy(&in0);
   tsr_field_destroy(&src);
+  tsr_field_destroy(&u);
   tsr_field_destroy(&a);
   tsr_field_destroy(&b);
   tsr_field_destroy(&out);
@@ -184,16 +203,27 @@ static const int models[] = {TSR_MODEL_HEAT,       TSR_MODEL_ADVECTION_DIFFUSION
                              TSR_MODEL_WAVE,       TSR_MODEL_GRAY_SCOTT,
                              TSR_MODEL_ALLEN_CAHN, TSR_MODEL_IGNITION};
 
-/* Every model, precision and m, each with random sides, source, growth and tiles. */
+/* The schemes and pass lengths: Euler's four times a model and precision, the SSP ones once
+ * (longer passes, whose levels run Euler's code but for the base), with default tiles and
+ * small ones by turns over the models and precisions. */
+static const struct {
+  tsr_stage_kind scheme;
+  int m, reps;
+} passes[] = {{TSR_STAGE_EULER, 1, 4},  {TSR_STAGE_EULER, 2, 4},  {TSR_STAGE_EULER, 3, 4},
+              {TSR_STAGE_EULER, 4, 4},  {TSR_STAGE_EULER, 5, 4},  {TSR_STAGE_SSP2_2, 1, 1},
+              {TSR_STAGE_SSP2_2, 3, 1}, {TSR_STAGE_SSP3_3, 1, 1}, {TSR_STAGE_SSP3_3, 2, 1}};
+
+/* Every model, precision, scheme and m, each with random sides, source, growth and tiles. */
 static void matches_stages(int dim) {
   int n = 0;
   for (int mi = 0; mi < 6; ++mi)
     for (int single = 0; single < 2; ++single)
-      for (int m = 1; m <= 5; ++m)
-        for (int rep = 0; rep < 4; ++rep, ++n) {
-          tcase c = {.dim = dim, .model = models[mi], .single = single, .m = m};
-          c.with_src = (n / 2) % 2;
-          c.grow = n % 3;
+      for (size_t pi = 0; pi < sizeof passes / sizeof passes[0]; ++pi)
+        for (int rep = 0; rep < passes[pi].reps; ++rep, ++n) {
+          tcase c = {.dim = dim, .model = models[mi], .single = single, .m = passes[pi].m,
+                     .scheme = passes[pi].scheme};
+          c.with_src = (n / 2 + mi) % 2;
+          c.grow = (n + mi) % 3;
           /* z from -5 to 5: 3D columns keep z planes in rings of 8, and some copies of the
            * ghost planes (slots 0 and 1) happen only for some of these */
           int lo[3] = {3, -4, n % 11 - 5}, len[3] = {dim == 3 ? 9 : 13, dim == 3 ? 8 : 11, 7};
@@ -204,7 +234,7 @@ static void matches_stages(int dim) {
           /* all exchanged, all physical, and mixtures */
           for (int f = 0; f < 2 * dim; ++f)
             c.side[f] = n % 7 == 0 ? 0 : n % 7 == 1 ? 1 + f % 2 : (int)(3 * urand());
-          if (rep % 2) { /* several tiles along every axis, with uneven lengths */
+          if ((rep + mi + single) % 2) { /* several tiles along every axis, uneven lengths */
             c.tile[0] = 2 + n % 4;
             c.tile[1] = 3 + n % 3;
             c.tile[2] = dim == 3 ? 2 + n % 2 : 0;
@@ -216,27 +246,58 @@ static void matches_stages_2d(void **st) { matches_stages(2); }
 static void matches_stages_3d(void **st) { matches_stages(3); }
 
 /* A larger 2D box with the default tiles and tiles of odd lengths that leave remainders, the
- * largest m, and tiles thinner than the halo; 3D columns of uneven sizes, and a box thinner
- * along z than the steps' reach. */
+ * longest passes (Euler, SSP-RK2 of 8 stages, SSP-RK3 of 6), and tiles thinner than the halo;
+ * 3D columns of uneven sizes, and a box thinner along z than the passes' reach. */
 static void tiles_and_remainders(void **st) {
   const int tiles[4][3] = {{0, 0, 0}, {7, 5, 0}, {1, 3, 0}, {64, 1, 0}};
   for (int t = 0; t < 4; ++t)
-    for (int m = 2; m <= TSR_STEPS_MAX; m += 3) {
-      tcase c = {.dim = 2, .model = TSR_MODEL_HEAT, .single = t % 2, .m = m, .with_src = 1,
-                 .box = {{0, 0, 0}, {45, 38, 1}}, .side = {1, 0, 0, 2}, .grow = 1};
+    for (int i = 0; i < 4; ++i) { /* Euler m = 2, 5, 8; SSP-RK2 m = 4 or SSP-RK3 m = 2 */
+      tcase c = {.dim = 2, .model = TSR_MODEL_HEAT, .single = t % 2, .m = 3 * i + 2,
+                 .with_src = 1, .box = {{0, 0, 0}, {45, 38, 1}}, .side = {1, 0, 0, 2}, .grow = 1};
+      if (i == 3) c.scheme = t % 2 ? TSR_STAGE_SSP3_3 : TSR_STAGE_SSP2_2, c.m = t % 2 ? 2 : 4;
       memcpy(c.tile, tiles[t], sizeof c.tile);
       run_case(&c);
     }
-  tcase c3 = {.dim = 3, .model = TSR_MODEL_WAVE, .m = 4, .box = {{0, 0, 0}, {21, 17, 13}},
-              .side = {2, 0, 0, 1, 1, 0}, .grow = 0, .tile = {5, 4, 3}};
-  run_case(&c3);
+  for (int i = 0; i < 2; ++i) { /* Euler m = 4, SSP-RK3 m = 2 */
+    tcase c3 = {.dim = 3, .model = TSR_MODEL_WAVE, .m = 4 - 2 * i, .box = {{0, 0, 0}, {21, 17, 13}},
+                .side = {2, 0, 0, 1, 1, 0}, .grow = 0, .tile = {5, 4, 3}};
+    c3.scheme = i ? TSR_STAGE_SSP3_3 : TSR_STAGE_EULER;
+    run_case(&c3);
+  }
   /* a 3D box two planes thick between two z faces, in columns one cell wide */
-  for (int m = 2; m <= 5; m += 3) {
-    tcase c4 = {.dim = 3, .model = TSR_MODEL_GRAY_SCOTT, .single = m == 5, .m = m,
-                .with_src = 1, .box = {{-3, 1, 9}, {4, 6, 11}}, .side = {0, 1, 2, 0, 1, 2},
-                .grow = 1, .tile = {1, 2, 0}};
+  for (int i = 0; i < 4; ++i) { /* Euler m = 2 and 5, SSP-RK3 m = 1 and 2 */
+    tcase c4 = {.dim = 3, .model = TSR_MODEL_GRAY_SCOTT, .single = i % 2, .with_src = 1,
+                .box = {{-3, 1, 9}, {4, 6, 11}}, .side = {0, 1, 2, 0, 1, 2}, .grow = 1,
+                .tile = {1, 2, 0}};
+    c4.m = i < 2 ? 3 * i + 2 : i - 1;
+    c4.scheme = i < 2 ? TSR_STAGE_EULER : TSR_STAGE_SSP3_3;
     run_case(&c4);
   }
+}
+
+/* Passes of a wider radius than the stencil's: longer halos, and in 3D rings of more planes
+ * (SSP-RK3's base is read up to 4 r + 1 planes behind the level that holds it: more than
+ * Euler's 3 r + 1 and the 8 of the default), over a z range that wraps them twice or more,
+ * with a z face on one side and exchanged ghosts on the other. */
+static void wide_radius(void **st) {
+  const struct {
+    tsr_stage_kind scheme;
+    int m, r;
+  } passes3[] = {{TSR_STAGE_SSP3_3, 2, 2}, {TSR_STAGE_SSP3_3, 2, 3}, {TSR_STAGE_SSP2_2, 3, 3},
+                 {TSR_STAGE_EULER, 3, 3}};
+  for (int i = 0; i < 4; ++i) {
+    const int r = passes3[i].r;
+    tcase c = {.dim = 3, .model = TSR_MODEL_ALLEN_CAHN, .single = i % 2, .m = passes3[i].m,
+               .scheme = passes3[i].scheme, .radius = r, .with_src = i / 2,
+               .box = {{0, 0, -7}, {6, 5, 21}}, .side = {1, 0, 0, 2}, .grow = i % 3};
+    c.side[4 + r % 2] = 1 + r % 2; /* z: Dirichlet below (r = 2) or Neumann above (r = 3) */
+    if (i % 2) c.tile[0] = 4, c.tile[1] = 3;
+    run_case(&c);
+  }
+  tcase c2 = {.dim = 2, .model = TSR_MODEL_ADVECTION_DIFFUSION, .m = 2, .scheme = TSR_STAGE_SSP3_3,
+              .radius = 2, .with_src = 1, .box = {{0, 0, 0}, {17, 13, 1}}, .side = {2, 0, 1, 0},
+              .grow = 1, .tile = {5, 4, 0}};
+  run_case(&c2);
 }
 
 /* Fields too shallow for the pass, or of another shape than in, are refused (and nothing is
@@ -283,6 +344,35 @@ static void shallow_fields_refused(void **st) {
   tsr_field_destroy(&thin);
 }
 
+/* Passes take forward Euler, SSP-RK2 and SSP-RK3 (by their last stage's kind) of 1 to
+ * TSR_STEPS_MAX stages in all: RK4, a scheme's middle stage, longer passes and passes whose
+ * stages, not steps, outnumber the ghosts are refused, and nothing is written. */
+static void schemes_refused(void **st) {
+  tsr_box box = {{0, 0, 0}, {9, 7, 1}};
+  tsr_field *in = NULL, *out = NULL;
+  assert_int_equal(tsr_field_create(2, &box, 3, 1, &in), TSR_OK);
+  assert_int_equal(tsr_field_create(2, &box, 3, 1, &out), TSR_OK);
+  double kappa = 1.0, h[3] = {1, 1, 1};
+  tsr_stage_desc s = {TSR_MODEL_HEAT, 1, TSR_STAGE_EULER, 0.1, {0}};
+  tsr_stage_coef_init(&s.coef, TSR_MODEL_HEAT, &kappa, h, in);
+  for (ptrdiff_t i = 0; i < in->scomp; ++i) ((double *)in->data)[i] = 1.0 + (double)i;
+  const struct {
+    tsr_stage_kind kind;
+    int m;
+  } bad[] = {{TSR_STAGE_RK4_4, 1},  {TSR_STAGE_RK4_1, 1},  {TSR_STAGE_SSP3_2, 1},
+             {TSR_STAGE_SSP3_3, 3}, {TSR_STAGE_SSP2_2, 5}, {TSR_STAGE_EULER, TSR_STEPS_MAX + 1},
+             {TSR_STAGE_SSP2_2, 0}, {TSR_STAGE_SSP2_2, 2} /* 4 stages on 3 ghosts */};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    s.kind = bad[i].kind;
+    assert_int_equal(tsr_steps_host(&s, bad[i].m, 1, &box, NULL, in, NULL, out), TSR_ERR_STATE);
+  }
+  for (ptrdiff_t i = 0; i < out->scomp; ++i) assert_true(((double *)out->data)[i] == 0.0);
+  s.kind = TSR_STAGE_SSP3_3; /* 3 stages on 3 ghosts */
+  assert_int_equal(tsr_steps_host(&s, 1, 1, &box, NULL, in, NULL, out), TSR_OK);
+  tsr_field_destroy(&in);
+  tsr_field_destroy(&out);
+}
+
 /* An empty region writes nothing. */
 static void empty_region(void **st) {
   tsr_box box = {{0, 0, 0}, {6, 5, 1}}, none = {{2, 2, 0}, {2, 5, 1}};
@@ -301,18 +391,24 @@ static void empty_region(void **st) {
 
 #ifdef TSR_HAVE_CUDA
 /* The GPU pass lengths the driver is told, as measured (kernels/steps_cuda.cu, bench/README.md):
- * 2D fp64 3, or 5 for two components; 2D fp32 3 for every model (5 lost for Gray-Scott); 3D fp64
- * 3; none for 3D fp32 (slower than single steps) or ignition. A pure function: no GPU needed. */
+ * Euler 2D fp64 3, or 5 for two components; 2D fp32 3 for every model (5 lost for Gray-Scott);
+ * 3D fp64 3; none for 3D fp32 (slower than single steps) or ignition. SSP-RK2/3 one step, none
+ * for ignition; none for schemes of other stage counts. A pure function: no GPU needed. */
 static void gpu_pass_lengths(void **st) {
-  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT), 3);
-  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_WAVE), 5);
-  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_GRAY_SCOTT), 5);
-  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_SINGLE, TSR_MODEL_HEAT), 3);
-  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_SINGLE, TSR_MODEL_GRAY_SCOTT), 3);
-  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_SINGLE, TSR_MODEL_IGNITION), 0);
-  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT), 3);
-  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_SINGLE, TSR_MODEL_HEAT), 0);
-  assert_int_equal(tsr_steps_cuda_max(1, TSR_PREC_DOUBLE, TSR_MODEL_HEAT), 0);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1), 3);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_WAVE, 1), 5);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_GRAY_SCOTT, 1), 5);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_SINGLE, TSR_MODEL_HEAT, 1), 3);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_SINGLE, TSR_MODEL_GRAY_SCOTT, 1), 3);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_SINGLE, TSR_MODEL_IGNITION, 1), 0);
+  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1), 3);
+  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_SINGLE, TSR_MODEL_HEAT, 1), 0);
+  assert_int_equal(tsr_steps_cuda_max(1, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1), 0);
+  /* SSP-RK2/3: one step a pass, none for ignition, none for other schemes */
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 3), 1);
+  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 3), 1);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_IGNITION, 3), 0);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 4), 0);
 }
 #endif
 
@@ -324,6 +420,8 @@ int main(void) {
       cmocka_unit_test(matches_stages_2d),
       cmocka_unit_test(matches_stages_3d),
       cmocka_unit_test(tiles_and_remainders),
+      cmocka_unit_test(wide_radius),
+      cmocka_unit_test(schemes_refused),
       cmocka_unit_test(empty_region),
       cmocka_unit_test(shallow_fields_refused),
   };
