@@ -1,5 +1,5 @@
 /* bench/gpu_tiles: time tiles (tsr_steps_cuda, several forward Euler steps per pass over
- * memory, or an SSP-RK3 step's three stages in one) against tessera's own single-step kernel
+ * memory, or an SSP step's stages in one) against tessera's own single-step kernel
  * (tsr_stage_cuda, a stage at a time) and the copy bandwidth, all measured in the same run on
  * one GPU.
  *
@@ -17,13 +17,14 @@
  * stage-by-stage steps, bit for bit) on a smaller box (509^2, 3D 97^3), every byte of the
  * field.
  *
- * --scheme ssp_rk3: the single step is the three stage kernels of an SSP-RK3 step (the base
- * read by the second and third, as the explicit method runs them without time tiles), the pass
- * one step in one pass (tsr_steps_cuda with the kind SSP3_3); the streaming limit is the same
- * 2 x (bytes per value) a step.
+ * --scheme ssp_rk3 (ssp_rk2): the single step is the three (two) stage kernels of an SSP-RK3
+ * (SSP-RK2) step (the base read by the stages after the first, as the explicit method runs
+ * them without time tiles), the pass one step in one pass (tsr_steps_cuda with the kind
+ * SSP3_3, SSP2_2); the streaming limit is the same 2 x (bytes per value) a step.
  *
  *   usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 3|5] [--json PATH]
- *                    [--precision double|single|both] [--model NAME] [--scheme euler|ssp_rk3]
+ *                    [--precision double|single|both] [--model NAME]
+ *                    [--scheme euler|ssp_rk2|ssp_rk3]
  * Prints a table; exits non-zero when a result is wrong or a CUDA call fails. */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -37,8 +38,9 @@
 #define BENCH_NAME "gpu_tiles"
 #include "bench/bench_cuda.h"
 
-/* SSP-RK3 (--scheme ssp_rk3): whether the scheme is SSP-RK3, and the stage fields of a step taken stage by stage. */
-static int g_rk3;
+/* --scheme: the stages of a step (1 forward Euler, 2 SSP-RK2, 3 SSP-RK3), and the stage
+ * fields of an SSP step taken stage by stage. */
+static int g_stages = 1;
 static tsr_field *g_t1, *g_t2;
 
 static void fill(tsr_field *f) {
@@ -97,31 +99,34 @@ static tsr_stage_desc model_desc(tsr_model_id id, int n, const tsr_field *shape)
   double h[3] = {1.0 / n, 1.0 / n, 1.0 / n}, p[TSR_MAX_MODEL_PARAMS] = {0};
   for (int i = 0; i < tsr_models[id].nparam; ++i) p[i] = tsr_models[id].param[i].def;
   const double dt = 0.5 * tsr_model_dt_limit(id, p, h, shape->dim);
-  tsr_stage_desc d = {id, 1, g_rk3 ? TSR_STAGE_SSP3_3 : TSR_STAGE_EULER, dt, {0}};
+  tsr_stage_desc d = {id, 1, tsr_steps_kind(g_stages, g_stages - 1), dt, {0}};
   tsr_stage_coef_init(&d.coef, id, p, h, shape);
   return d;
 }
 
-/* One pass of m steps (m = 1: the single-step kernel, with SSP-RK3 its three stages) from u
- * into v. d's kind is the scheme's last stage's (kernels/steps.h). */
+/* One pass of m steps (m = 1: the single-step kernel, with an SSP scheme its stages one by
+ * one; -1: an SSP step in one pass) from u into v. d's kind is the scheme's last stage's
+ * (kernels/steps.h). */
 static void pass(const tsr_stage_desc *d, int m, const tsr_box *box, const faces *fs,
                  const tsr_field *u, tsr_field *v, cudaStream_t st) {
-  if (m > 1 || (g_rk3 && m < 0)) {
+  if (m > 1 || m < 0) {
     TSR_OK_OR_DIE(tsr_steps_cuda(d, m < 0 ? 1 : m, 1, box, &fs->dev, u, NULL, v, st));
-  } else if (g_rk3) {
+  } else if (g_stages > 1) {
     tsr_stage_desc k = *d;
     k.kind = TSR_STAGE_EULER;
     TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, u, NULL, NULL, NULL, g_t1, st));
-    k.kind = TSR_STAGE_SSP3_2;
-    TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, g_t1, u, NULL, NULL, g_t2, st));
-    k.kind = TSR_STAGE_SSP3_3;
-    TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, g_t2, u, NULL, NULL, v, st));
+    k.kind = tsr_steps_kind(g_stages, 1);
+    TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, g_t1, u, NULL, NULL, g_stages == 2 ? v : g_t2, st));
+    if (g_stages == 3) {
+      k.kind = TSR_STAGE_SSP3_3;
+      TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, g_t2, u, NULL, NULL, v, st));
+    }
   } else {
     TSR_OK_OR_DIE(tsr_stage_cuda(d, box, u, NULL, NULL, NULL, v, st));
   }
 }
 
-/* Whether one pass of m steps (-1: one SSP-RK3 step) on the GPU gives tsr_steps_host's bytes,
+/* Whether one pass of m steps (-1: one SSP step) on the GPU gives tsr_steps_host's bytes,
  * on an n^dim box. */
 static int check(tsr_model_id id, int dim, int n, int m, tsr_prec pr, cudaStream_t st) {
   const int nc = tsr_models[id].ncomp;
@@ -207,8 +212,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
     else if (!strcmp(argv[i], "--scheme") && i + 1 < argc) scheme = argv[++i];
     else {
-      fprintf(stderr, "usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 1|3|5] [--json PATH] "
-                      "[--precision double|single|both] [--model NAME] [--scheme euler|ssp_rk3]\n");
+      fprintf(stderr, "usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 1|3|5] "
+                      "[--json PATH] [--precision double|single|both] [--model NAME] "
+                      "[--scheme euler|ssp_rk2|ssp_rk3]\n");
       return 2;
     }
   }
@@ -218,11 +224,12 @@ int main(int argc, char **argv) {
                     "advection_diffusion, wave, gray_scott, allen_cahn, ignition)\n", model);
     return 2;
   }
-  if (strcmp(scheme, "euler") && strcmp(scheme, "ssp_rk3")) {
-    fprintf(stderr, "gpu_tiles: --scheme %s: expected euler or ssp_rk3\n", scheme);
+  g_stages = !strcmp(scheme, "euler") ? 1 : !strcmp(scheme, "ssp_rk2") ? 2
+             : !strcmp(scheme, "ssp_rk3") ? 3 : 0;
+  if (!g_stages) {
+    fprintf(stderr, "gpu_tiles: --scheme %s: expected euler, ssp_rk2 or ssp_rk3\n", scheme);
     return 2;
   }
-  g_rk3 = !strcmp(scheme, "ssp_rk3");
   const tsr_model_id id = (tsr_model_id)(mi - tsr_models);
   const int nc = mi->ncomp;
   if (dim != 2 && dim != 3) {
@@ -242,7 +249,7 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   printf("gpu_tiles: %s, %d SMs; %dD %s %d^%d, %s, Dirichlet faces, %d steps\n",
          prop.name, prop.multiProcessorCount, dim, model, n, dim,
-         g_rk3 ? "SSP-RK3" : "forward Euler", steps);
+         g_stages == 3 ? "SSP-RK3" : g_stages == 2 ? "SSP-RK2" : "forward Euler", steps);
   FILE *fp = json ? fopen(json, "w") : NULL;
   if (json && !fp) {
     fprintf(stderr, "gpu_tiles: cannot write %s\n", json);
@@ -253,7 +260,7 @@ int main(int argc, char **argv) {
             "\"model\": \"%s\", \"scheme\": \"%s\", \"n\": %d, \"steps\": %d, \"cases\": [",
             TSR_VERSION, prop.name, dim, model, scheme, n, steps);
   int ok = 1, first = 1;
-  /* SSP-RK3: the step stage by stage, then one step a pass (-1) */
+  /* the SSP schemes: the step stage by stage, then one step a pass (-1) */
   static const int ms[] = {1, 3, 5}, ms3[] = {1, -1};
   printf("\n  %-5s %10s %10s %9s %10s %10s %12s  %s\n", "prec", "steps", "ms/step", "Gcells/s",
          "/1-step", "/stream", "B/cell/step", "check");
@@ -266,7 +273,7 @@ int main(int argc, char **argv) {
     TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_HOST, pr, &hu));
     TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &du));
     TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &dv));
-    if (g_rk3) {
+    if (g_stages > 1) {
       TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &g_t1));
       TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &g_t2));
     }
@@ -282,8 +289,8 @@ int main(int argc, char **argv) {
     const double copy_GBps = 2.0 * (double)bytes / copy_s / 1e9;
     const double stream_gcells = copy_GBps / (2.0 * es * nc); /* one step per pass over memory */
     double one = 0.0;
-    for (int k = 0; k < (g_rk3 ? 2 : 3); ++k) {
-      const int m = g_rk3 ? ms3[k] : ms[k], mm = m < 0 ? 1 : m; /* mm: steps a pass */
+    for (int k = 0; k < (g_stages > 1 ? 2 : 3); ++k) {
+      const int m = g_stages > 1 ? ms3[k] : ms[k], mm = m < 0 ? 1 : m; /* mm: steps a pass */
       if (only && m != only && m != 1) continue; /* --only (profiling): that pass and 1 */
       const int right = m == 1 || check(id, dim, dim == 3 ? 97 : 509, m, pr, st);
       ok &= right;
@@ -291,13 +298,14 @@ int main(int argc, char **argv) {
       const double g = cells_n / s / 1e9;
       if (m == 1) one = g;
       char label[16];
-      snprintf(label, sizeof label, "%s", m < 0 ? "1 pass" : g_rk3 ? "1 by stage" : "");
+      snprintf(label, sizeof label, "%s", m < 0 ? "1 pass" : g_stages > 1 ? "1 by stage" : "");
       if (!label[0]) snprintf(label, sizeof label, "%d", m);
       printf("  %-5s %10s %10.4f %9.1f %10.2f %10.2f %12.2f  %s\n", p ? "fp32" : "fp64", label,
              1e3 * s, g, g / one, g / stream_gcells, 2.0 * es * nc / mm,
              m == 1 ? "(test_stage)" : right ? "bitwise == host" : "WRONG");
       if (fp)
-        fprintf(fp, "%s{\"precision\": \"%s\", \"steps_per_pass\": %d, \"tiled\": %s, \"step_s\": %.6e, "
+        fprintf(fp, "%s{\"precision\": \"%s\", \"steps_per_pass\": %d, \"tiled\": %s, "
+                "\"step_s\": %.6e, "
                 "\"gcells_per_s\": %.3f, \"vs_one_step\": %.4f, \"copy_GBps\": %.1f, "
                 "\"stream_limit_gcells\": %.2f, \"vs_stream_limit\": %.4f, \"correct\": %s}",
                 first ? "" : ", ", p ? "fp32" : "fp64", mm, m != 1 ? "true" : "false", s, g,
@@ -308,7 +316,7 @@ int main(int argc, char **argv) {
     printf("  %-5s copy %.1f GB/s: streaming limit %.1f Gcells/s\n", p ? "fp32" : "fp64",
            copy_GBps, stream_gcells);
     faces_free(&fs);
-    if (g_rk3) {
+    if (g_stages > 1) {
       tsr_field_destroy(&g_t1);
       tsr_field_destroy(&g_t2);
     }

@@ -37,7 +37,9 @@ backend: $backend
 output: {progress: none, monitor_every: $steps}
 YAML
 json="$out/tiles_run_${scheme}_${dim}d_${prec}.json"
-echo "{\"bench\": \"tiles_run\", \"scheme\": \"$scheme\", \"dim\": $dim, \"n\": $n, \"steps\": $steps, \"precision\": \"$prec\", \"backend\": \"$backend\", \"ranks\": $np, \"runs\": [" >"$json"
+printf '{"bench": "tiles_run", "scheme": "%s", "dim": %s, "n": %s, "steps": %s, ' \
+  "$scheme" "$dim" "$n" "$steps" >"$json"
+printf '"precision": "%s", "backend": "%s", "ranks": %s, "runs": [\n' "$prec" "$backend" "$np" >>"$json"
 first=1
 for f in 1 $fuses; do
   mpirun --bind-to none -np "$np" "$build/tessera" run "$work/case.yaml" --out "$work/f$f" \

@@ -1,16 +1,18 @@
-/* Several forward Euler steps in one pass over memory (temporal blocking; time.fuse).
+/* Several explicit steps in one pass over memory (temporal blocking; time.fuse): forward
+ * Euler's, and the stages of SSP-RK2 and SSP-RK3 steps.
  *
  * A fused block (time.fuse: s) exchanges ghosts s steps deep once and then updates boxes that
- * shrink by the stencil radius per step (solver/explicit.c). Done one stage at a time, each of
- * those steps still reads and writes every cell in memory once. tsr_steps_* take m of them in
- * one pass: a tile of cells is read once, advanced m steps on chip (shared memory and
- * registers on GPUs, a cache-sized buffer on CPUs) and only the last step is written. Every
+ * shrink by the stencil radius per stage (solver/explicit.c). Done one stage at a time, each
+ * of those stages still reads and writes every cell in memory once (the SSP stages after a
+ * step's first read its base too). tsr_steps_* take m steps in one pass: a tile of cells is
+ * read once, advanced m steps' stages on chip (shared memory and registers on GPUs, a
+ * cache-sized buffer on CPUs) and only the last stage is written. Every
  * intermediate value is computed by the same per-cell code (tsr_model_rhs, tsr_stage_update)
  * from the same inputs as the stage-by-stage path computes it, so the result is bitwise the
  * same (DESIGN.md principle 2).
  *
- * Physical boundaries: between two of the m steps the ghost layers beyond the box's faces on
- * the physical boundary are refilled on chip from the step's own values, with
+ * Physical boundaries: between two stages the ghost layers beyond the box's faces on the
+ * physical boundary are refilled on chip from the stage's own values, with
  * tsr_ghost_value and the face's values (which must not depend on t: the driver falls back to
  * stage-by-stage steps where a face value or the source does). */
 #ifndef TSR_STEPS_H
@@ -37,7 +39,10 @@ extern "C" {
  * as the stage-by-stage path reads its slots (solver/integrate.c). RK4 (its accumulator, and a
  * base three stages back) and the single stages of other schemes are not taken. */
 static inline int tsr_steps_stages(tsr_stage_kind last) {
-  return last == TSR_STAGE_EULER ? 1 : last == TSR_STAGE_SSP2_2 ? 2 : last == TSR_STAGE_SSP3_3 ? 3 : 0;
+  return last == TSR_STAGE_EULER    ? 1
+         : last == TSR_STAGE_SSP2_2 ? 2
+         : last == TSR_STAGE_SSP3_3 ? 3
+                                    : 0;
 }
 /* The kind of stage st (0 .. S - 1) of a step of S stages (tsr_steps_stages). */
 static inline tsr_stage_kind tsr_steps_kind(int S, int st) {

@@ -1,8 +1,9 @@
 /* The 2D time-tile kernel (steps_kernel), part of kernels/steps_cuda.cu: included by
  * kernels/steps_launch_cuda.cuh inside its anonymous namespace, and by
  * tests/unit/emulate_steps2.cpp, which runs it on the CPU. Not a
- * header of its own to include elsewhere. MS forward Euler steps of a 2D region in one pass
- * over memory (kernels/steps.h); 3D regions: kernels/steps3_cuda.cuh.
+ * header of its own to include elsewhere. MS levels of a 2D region in one pass over memory
+ * (kernels/steps.h): MS forward Euler steps, or the three stages of an SSP-RK3 step; 3D
+ * regions: kernels/steps3_cuda.cuh.
  *
  * A block of kBX threads covers a tile of kBX columns (x fastest, coalesced; one-component
  * models may take kCols1 columns a thread, kBX apart) and marches along y through a chunk of

@@ -24,14 +24,16 @@ namespace {
 #include "kernels/steps3_cuda.cuh"
 
 /* The passes compiled: forward Euler's of 3 and 5 steps (the driver's passes are odd:
- * solver/run_tiles.c says why) and SSP-RK3's of one step (3 levels), each an instantiation per
- * model, precision and source flag; ignition has no SSP-RK3 pass (tsr_steps_cuda refuses it:
- * its passes do not pay, tsr_steps_cuda_max). */
+ * solver/run_tiles.c says why) and the SSP schemes' of one step (their stages: 2 or 3
+ * levels), each an instantiation per model, precision and source flag; ignition has no SSP
+ * pass (tsr_steps_cuda refuses it: its passes do not pay, tsr_steps_cuda_max). */
 template <int M, int NC, bool SRC, typename T>
 void launch_ms(int ms, int stages, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
-  if (stages == 3) {
-    if constexpr (M != TSR_MODEL_IGNITION)
-      if (ms == 3) steps_kernel<M, NC, 3, SRC, T, 3><<<grid, kBX, 0, st>>>(a);
+  if (stages > 1) {
+    if constexpr (M != TSR_MODEL_IGNITION) {
+      if (stages == 2 && ms == 2) steps_kernel<M, NC, 2, SRC, T, 2><<<grid, kBX, 0, st>>>(a);
+      if (stages == 3 && ms == 3) steps_kernel<M, NC, 3, SRC, T, 3><<<grid, kBX, 0, st>>>(a);
+    }
     return;
   }
   switch (ms) {
@@ -63,11 +65,15 @@ cudaError_t launch3(dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
 template <int M, int NC, typename T>
 cudaError_t launch_model(int ms, int stages, bool src, dim3 grid, const steps3_args<T> &a,
                          cudaStream_t st) {
-  if (stages == 3) {
-    if constexpr (M != TSR_MODEL_IGNITION)
-      if (ms == 3)
+  if (stages > 1) {
+    if constexpr (M != TSR_MODEL_IGNITION) {
+      if (stages == 2 && ms == 2)
+        return src ? launch3<M, NC, 2, true, T, 2>(grid, a, st)
+                   : launch3<M, NC, 2, false, T, 2>(grid, a, st);
+      if (stages == 3 && ms == 3)
         return src ? launch3<M, NC, 3, true, T, 3>(grid, a, st)
                    : launch3<M, NC, 3, false, T, 3>(grid, a, st);
+    }
     return cudaSuccess;
   }
   if (ms == 3) return src ? launch3<M, NC, 3, true>(grid, a, st) : launch3<M, NC, 3, false>(grid, a, st);

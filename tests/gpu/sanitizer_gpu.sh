@@ -53,6 +53,19 @@ spawn bw_heat2d-passes check bw_heat2d-passes "$TESSERA_SOURCE/tests/cases/bw_he
   --set output.monitor_every=1000
 spawn bw_heat3d-passes check bw_heat3d-passes "$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml" \
   --set "grid.cells=[70, 37, 20]" --set time.fuse=4 --set output.monitor_every=1000
+# SSP-RK3 passes (a step's three stages in one pass, the base kept in registers: the time.fuse
+# 2 blocks' second step on a periodic box, every step where nothing is exchanged), one and two
+# components, 2D and 3D
+spawn bw_heat2d-ssp3-passes check bw_heat2d-ssp3-passes "$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml" \
+  --set "grid.cells=[70, 37]" --set time.scheme=ssp_rk3 --set source.u=x \
+  --set boundary.ylo.value=x --set boundary.yhi.value=x --set time.fuse=2 \
+  --set output.monitor_every=1000
+spawn bw_wave3d-ssp3-passes check bw_wave3d-ssp3-passes "$TESSERA_SOURCE/tests/cases/bw_wave3d.yaml" \
+  --set "grid.cells=[70, 37, 20]" --set time.fuse=2 --set output.monitor_every=1000
+# and SSP-RK2's (two levels), two components
+spawn bw_gray_scott2d-ssp2-passes check bw_gray_scott2d-ssp2-passes \
+  "$TESSERA_SOURCE/tests/cases/bw_gray_scott2d.yaml" --set "grid.cells=[70, 37]" --set time.fuse=2 \
+  --set output.monitor_every=1000
 # the PINN network's layers path (fp32, width 16, depth 4: every kernel of it, the last hidden
 # layer's variants included; kernels/net_layer.cuh), a few Adam iterations; racecheck sees the
 # tiles' barriers and the output's warp shuffles

@@ -4,12 +4,12 @@
  * exchanged, all physical (Dirichlet and Neumann, values that vary along the face), and
  * mixed, over regions that are the box and the box grown into the exchanged ghosts; the same
  * on 3D boxes (1, 3 and 5 steps a pass) of several tiles and z chunks, and on boxes thinner
- * than a tile along one axis or two planes thick between z faces. SSP-RK3 passes (one step,
- * three levels, the base on chip) likewise, 2D and 3D, every model with such a pass. Cells of
- * out outside the region must keep their poison. Also: even and out-of-range step counts,
- * SSP-RK3 passes of other than one step, the other schemes and in == out are refused with
- * TSR_ERR_STATE, and tsr_steps_cuda_max names odd counts in 2D and 3D only (one step for
- * SSP-RK3).
+ * than a tile along one axis or two planes thick between z faces. SSP-RK2 and SSP-RK3 passes
+ * (one step, two or three levels, the base on chip) likewise, 2D and 3D, every model with such
+ * a pass. Cells of out outside the region must keep their poison. Also: even and out-of-range
+ * step counts, SSP passes of other than one step, RK4 and in == out are refused with
+ * TSR_ERR_STATE, and tsr_steps_cuda_max names odd counts in 2D and 3D only (one step for the
+ * SSP schemes).
  * tsr_steps_host is itself checked against stage-by-stage steps (tests/unit/test_steps.c),
  * and tsr_stage_cuda against tsr_stage_host (test_stage.c).
  *
@@ -143,31 +143,15 @@ int main(int argc, char **argv) {
   CHECK(ndev > 0, "no GPU");
   CUDA_OK(cudaSetDevice(g_rank % ndev));
   int cases = 0;
+  /* the passes: forward Euler's of 1 (3D only: the plain stage), 3 and 5 steps, and the SSP
+   * schemes' of one step, for every model but ignition */
+  const struct {
+    tsr_stage_kind last;
+    int m;
+  } pass[] = {{TSR_STAGE_EULER, 1}, {TSR_STAGE_EULER, 3}, {TSR_STAGE_EULER, 5},
+              {TSR_STAGE_SSP2_2, 1}, {TSR_STAGE_SSP3_3, 1}};
   /* 2D: 3 tiles, 2 row chunks */
   const tsr_box box2 = {{-5, 9, 0}, {-5 + 509, 9 + 301, 1}};
-  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
-    if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT)) continue;
-    for (int pr = 0; pr < 2; ++pr)
-      for (int m = 3; m <= 5; m += 2)
-        for (int fc = 0; fc < NFACES2; ++fc) {
-          const int grow = fc % 2 ? 0 : 2, src = (fc + m + pr) % 2;
-          check_case(2, &box2, model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m,
-                     TSR_STAGE_EULER, src, g_faces[fc], grow);
-          cases++;
-        }
-  }
-  /* SSP-RK3, one step a pass: every model but ignition (no such pass), both precisions */
-  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
-    if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT) || model == TSR_MODEL_IGNITION)
-      continue;
-    for (int pr = 0; pr < 2; ++pr)
-      for (int fc = 0; fc < NFACES2; ++fc) {
-        const int grow = fc % 2 ? 0 : 2, src = (fc + pr) % 2;
-        check_case(2, &box2, model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, 1,
-                   TSR_STAGE_SSP3_3, src, g_faces[fc], grow);
-        cases++;
-      }
-  }
   /* 3D: a box of several tiles along x and y and two z chunks at the default launch shape
    * (kernels/steps3_cuda.cuh: 64 x 16 columns, 64 planes), odd sizes at an offset; boxes
    * thinner than a tile or its halo along one axis, and two planes thick between z faces */
@@ -177,38 +161,34 @@ int main(int argc, char **argv) {
       {{0, 0, -4}, {45, 3, -4 + 13}},
       {{7, 1, 1}, {7 + 33, 1 + 19, 1 + 2}},
   };
-  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
-    if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT)) continue;
-    for (int pr = 0; pr < 2; ++pr)
-      for (int m = 1; m <= 5; m += 2)
-        for (int fc = 0; fc < NFACES3; ++fc) {
-          /* every box with every face set for heat fp64 m 3; elsewhere one box per case */
-          const int all = model == TSR_MODEL_HEAT && pr == 0 && m == 3;
-          for (int b = 0; b < 4; ++b) {
-            if (!all && b != (fc + m + model) % 4) continue;
-            const int grow = fc % 2 ? 0 : 2, src = (fc + m + pr + b) % 2;
-            check_case(3, &box3[b], model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, m,
-                       TSR_STAGE_EULER, src, g_faces[fc], grow);
-            cases++;
+  for (int dim = 2; dim <= 3; ++dim)
+    for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
+      if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT)) continue;
+      for (int k = 0; k < (int)(sizeof pass / sizeof *pass); ++k) {
+        const int m = pass[k].m, S = tsr_steps_stages(pass[k].last);
+        if ((S > 1 && model == TSR_MODEL_IGNITION) || (dim == 2 && S * m == 1)) continue;
+        for (int pr = 0; pr < 2; ++pr)
+          for (int fc = 0; fc < (dim == 2 ? NFACES2 : NFACES3); ++fc) {
+            const tsr_prec prec = pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
+            const int grow = fc % 2 ? 0 : 2;
+            if (dim == 2) {
+              check_case(2, &box2, model, prec, m, pass[k].last, (fc + m + pr + S - 1) % 2,
+                         g_faces[fc], grow);
+              cases++;
+              continue;
+            }
+            /* every box with every face set for heat fp64 passes of 3 levels (Euler's 3
+             * steps, an SSP-RK3 step); elsewhere one box per case */
+            const int all = model == TSR_MODEL_HEAT && pr == 0 && S * m == 3;
+            for (int b = 0; b < 4; ++b) {
+              if (!all && b != (fc + m + model + S - 1) % 4) continue;
+              check_case(3, &box3[b], model, prec, m, pass[k].last, (fc + m + pr + b) % 2,
+                         g_faces[fc], grow);
+              cases++;
+            }
           }
-        }
-  }
-  /* SSP-RK3 in 3D: every box with every face set for heat fp64, one box a case elsewhere */
-  for (int model = 0; model < TSR_MODEL_COUNT; ++model) {
-    if (!(tsr_models[model].methods & TSR_METHODS_EXPLICIT) || model == TSR_MODEL_IGNITION)
-      continue;
-    for (int pr = 0; pr < 2; ++pr)
-      for (int fc = 0; fc < NFACES3; ++fc) {
-        const int all = model == TSR_MODEL_HEAT && pr == 0;
-        for (int b = 0; b < 4; ++b) {
-          if (!all && b != (fc + model) % 4) continue;
-          const int grow = fc % 2 ? 0 : 2, src = (fc + pr + b) % 2;
-          check_case(3, &box3[b], model, pr ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE, 1,
-                     TSR_STAGE_SSP3_3, src, g_faces[fc], grow);
-          cases++;
-        }
       }
-  }
+    }
   /* refusals: even and out-of-range step counts, 2D and 3D */
   for (int dim = 2; dim <= 3; ++dim) {
     const tsr_box b8 = {{0, 0, 0}, {8, 8, dim == 3 ? 8 : 1}};
@@ -230,7 +210,10 @@ int main(int argc, char **argv) {
     d.kind = TSR_STAGE_SSP3_3;
     CHECK(tsr_steps_cuda(&d, 3, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
           "%dD: an SSP-RK3 pass of 3 steps accepted", dim);
-    const tsr_stage_kind other[] = {TSR_STAGE_SSP2_2, TSR_STAGE_SSP3_2, TSR_STAGE_RK4_4};
+    d.kind = TSR_STAGE_SSP2_2;
+    CHECK(tsr_steps_cuda(&d, 3, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
+          "%dD: an SSP-RK2 pass of 3 steps accepted", dim);
+    const tsr_stage_kind other[] = {TSR_STAGE_SSP3_2, TSR_STAGE_RK4_1, TSR_STAGE_RK4_4};
     for (int k = 0; k < 3; ++k) {
       d.kind = other[k];
       CHECK(tsr_steps_cuda(&d, 1, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
@@ -251,10 +234,10 @@ int main(int argc, char **argv) {
               "tsr_steps_cuda_max(%d, %d, %s) = %d", dim, pr, tsr_models[md].name, mx);
         const int fp32_3d = dim == 3 && pr && (tsr_models[md].methods & TSR_METHODS_EXPLICIT) &&
                             !tsr_models[md].varies;
-        CHECK(m3 == (mx > 0 || fp32_3d) && tsr_steps_cuda_max(dim, pp, md, 2) == 0 &&
+        CHECK(m3 == (mx > 0 || fp32_3d) && tsr_steps_cuda_max(dim, pp, md, 2) == (mx > 0) &&
                   tsr_steps_cuda_max(dim, pp, md, 4) == 0,
-              "tsr_steps_cuda_max(%d, %d, %s, stages): SSP-RK3 %d where forward Euler %d (and 3D "
-              "fp32), no SSP-RK2 or RK4", dim, pr, tsr_models[md].name, m3, mx);
+              "tsr_steps_cuda_max(%d, %d, %s, stages): SSP-RK2 1 where forward Euler %d, SSP-RK3 "
+              "%d there and in 3D fp32, no RK4", dim, pr, tsr_models[md].name, mx, m3);
       }
   CHECK(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1) >= 3 &&
             tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1) >= 3 &&

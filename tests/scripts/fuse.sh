@@ -112,9 +112,10 @@ else failure "time tiles: ${t1:-0} runs on 1 rank and ${tn:-0} on several took p
 # among them too: bw_wave3d and bw_advection_diffusion3d (SSP-RK3) on every backend, the SSP-RK2
 # cases on CPU ranks
 s1=$(grep -c " 1$" "$work/ssp" 2>/dev/null) sn=$(grep -vc " 1$" "$work/ssp" 2>/dev/null)
-[ "$maxnp" -lt 2 ] && sn=1
+several="${sn:-0} on several"
+[ "$maxnp" -lt 2 ] && sn=1 several="none on several (FUSE_RANKS $maxnp)"
 if [ "${s1:-0}" -ge 1 ] && [ "${sn:-0}" -ge 1 ]; then
-  pass "SSP time tiles: ${s1:-0} runs on 1 rank and ${sn:-0} on several took passes"
+  pass "SSP time tiles: ${s1:-0} runs on 1 rank and $several took passes"
 else failure "SSP time tiles: ${s1:-0} runs on 1 rank and ${sn:-0} on several took passes (want 1 each)"; fi
 # single precision (float32 fields, double arithmetic): 2D passes on both backends (GPUs since
 # session 22: passes of 3 for every model) keep the bits of fuse 1 on 1 rank: fuse 3 where

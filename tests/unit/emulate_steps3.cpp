@@ -56,6 +56,9 @@ int main() {
   fails += run<TSR_MODEL_WAVE, 2, 3, true, float, 3>(b1, 0x22, 2);
   fails += run<TSR_MODEL_GRAY_SCOTT, 2, 3, false, double, 3>(b2, 0x30, 2);
   fails += run<TSR_MODEL_ADVECTION_DIFFUSION, 1, 3, true, float, 3>(b1, 0x3c, 1);
+  /* SSP-RK2, one step a pass: the base from level 0's ring */
+  fails += run<TSR_MODEL_HEAT, 1, 2, true, double, 2>(b1, 0x15, 2);
+  fails += run<TSR_MODEL_WAVE, 2, 2, false, float, 2>(b2, 0x3f, 0);
   printf("%d failed\n", fails);
   return fails != 0;
 }

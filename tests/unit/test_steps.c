@@ -392,8 +392,9 @@ static void empty_region(void **st) {
 #ifdef TSR_HAVE_CUDA
 /* The GPU pass lengths the driver is told, as measured (kernels/steps_cuda.cu, bench/README.md):
  * Euler 2D fp64 3, or 5 for two components; 2D fp32 3 for every model (5 lost for Gray-Scott);
- * 3D fp64 3; none for 3D fp32 (slower than single steps) or ignition. SSP-RK2/3 one step, none
- * for ignition; none for schemes of other stage counts. A pure function: no GPU needed. */
+ * 3D fp64 3; none for 3D fp32 (slower than single steps) or ignition. SSP-RK2/3 one step
+ * (SSP-RK2 none in 3D fp32, SSP-RK3 one there), none for ignition; none for schemes of other
+ * stage counts. A pure function: no GPU needed. */
 static void gpu_pass_lengths(void **st) {
   assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1), 3);
   assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_WAVE, 1), 5);
@@ -409,6 +410,9 @@ static void gpu_pass_lengths(void **st) {
   assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 3), 1);
   assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_IGNITION, 3), 0);
   assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 4), 0);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 2), 1);
+  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_SINGLE, TSR_MODEL_HEAT, 3), 1);
+  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_SINGLE, TSR_MODEL_HEAT, 2), 0);
 }
 #endif
 
