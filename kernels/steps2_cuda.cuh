@@ -2,7 +2,7 @@
  * kernels/steps_launch_cuda.cuh inside its anonymous namespace, and by
  * tests/unit/emulate_steps2.cpp, which runs it on the CPU. Not a
  * header of its own to include elsewhere. MS levels of a 2D region in one pass over memory
- * (kernels/steps.h): MS forward Euler steps, or the three stages of an SSP-RK3 step; 3D
+ * (kernels/steps.h): MS forward Euler steps, or the stages of an SSP-RK2 or SSP-RK3 step; 3D
  * regions: kernels/steps3_cuda.cuh.
  *
  * A block of kBX threads covers a tile of kBX columns (x fastest, coalesced; one-component
@@ -232,10 +232,10 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
                                 : r[c];
           double av = 0.0;
           const int kind = level_kind<S>(l); /* a constant: l is unrolled */
-          const double base = kind == TSR_STAGE_EULER ? 0.0
-                              : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
-                                                         : (double)reg[0][q][c][mid];
-          v[c] = (T)tsr_stage_update(kind, a.dt, base, w[c * 9 + 4], rc, &av);
+          const double ub = kind == TSR_STAGE_EULER ? 0.0 /* the step's base, u^n */
+                            : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
+                                                       : (double)reg[0][q][c][mid];
+          v[c] = (T)tsr_stage_update(kind, a.dt, ub, w[c * 9 + 4], rc, &av);
         }
         if (l == MS) {
           if (store[q] && (!CK || (yr >= slo && yr < shi))) {

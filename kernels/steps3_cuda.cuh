@@ -315,10 +315,10 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
           const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + oz + c * a.sc) : r[c];
           double av = 0.0;
           const int kind = level_kind<S>(l); /* a constant: l is unrolled */
-          const double base = kind == TSR_STAGE_EULER ? 0.0
-                              : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
-                                                         : (double)reg[0][q][c][mid];
-          v[c] = (T)tsr_stage_update(kind, a.dt, base, w[c * 27 + 13], rc, &av);
+          const double ub = kind == TSR_STAGE_EULER ? 0.0 /* the step's base, u^n */
+                            : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
+                                                       : (double)reg[0][q][c][mid];
+          v[c] = (T)tsr_stage_update(kind, a.dt, ub, w[c * 27 + 13], rc, &av);
         }
         if (l == MS) {
           /* a plane without the tests lies inside the chunk */
