@@ -44,8 +44,9 @@ static inline int tsr_steps_stages(tsr_stage_kind last) {
          : last == TSR_STAGE_SSP3_3 ? 3
                                     : 0;
 }
-/* The kind of stage st (0 .. S - 1) of a step of S stages (tsr_steps_stages). */
-static inline tsr_stage_kind tsr_steps_kind(int S, int st) {
+/* The kind of stage st (0 .. S - 1) of a step of S stages (tsr_steps_stages); the GPU
+ * kernels call it too, with constants. */
+TSR_HD static inline tsr_stage_kind tsr_steps_kind(int S, int st) {
   if (st == 0) return TSR_STAGE_EULER;
   if (S == 2) return TSR_STAGE_SSP2_2;
   return st == 1 ? TSR_STAGE_SSP3_2 : TSR_STAGE_SSP3_3;

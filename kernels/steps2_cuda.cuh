@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
           const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + src_row + c * a.sc)
                                 : r[c];
           double av = 0.0;
-          const int kind = level_kind<S>(l); /* a constant: l is unrolled */
+          const int kind = tsr_steps_kind(S, (l - 1) % S); /* a constant: l is unrolled */
           const double ub = kind == TSR_STAGE_EULER ? 0.0 /* the step's base, u^n */
                             : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
                                                        : (double)reg[0][q][c][mid];

@@ -159,7 +159,7 @@ __host__ __device__ constexpr size_t steps3_bytes(int ms, int nc, size_t es) {
   return (size_t)((ms - 1) * 2 + steps3_stage_planes(ms, nc, es)) * nc * k3Plane * es;
 }
 
-/* S: stages a step, as in the 2D kernel (level_kind): a pass of an SSP scheme is one step, its
+/* S: stages a step, as in the 2D kernel: a pass of an SSP scheme is one step, its
  * base level 0, whose plane zr is in the column's register ring for the second stage and, for
  * SSP-RK3's third, the plane the ring's slot held before plane z came in (base3). */
 template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
@@ -314,7 +314,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
         for (int c = 0; c < NC; ++c) {
           const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + oz + c * a.sc) : r[c];
           double av = 0.0;
-          const int kind = level_kind<S>(l); /* a constant: l is unrolled */
+          const int kind = tsr_steps_kind(S, (l - 1) % S); /* a constant: l is unrolled */
           const double ub = kind == TSR_STAGE_EULER ? 0.0 /* the step's base, u^n */
                             : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
                                                        : (double)reg[0][q][c][mid];
