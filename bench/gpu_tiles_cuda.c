@@ -1,5 +1,5 @@
 /* bench/gpu_tiles: time tiles (tsr_steps_cuda, several forward Euler steps per pass over
- * memory, or an SSP step's stages in one) against tessera's own single-step kernel
+ * memory, or an SSP-RK or RK4 step's stages in one) against tessera's own single-step kernel
  * (tsr_stage_cuda, a stage at a time) and the copy bandwidth, all measured in the same run on
  * one GPU.
  *
@@ -17,14 +17,15 @@
  * stage-by-stage steps, bit for bit) on a smaller box (509^2, 3D 97^3), every byte of the
  * field.
  *
- * --scheme ssp_rk3 (ssp_rk2): the single step is the three (two) stage kernels of an SSP-RK3
- * (SSP-RK2) step (the base read by the stages after the first, as the explicit method runs
- * them without time tiles), the pass one step in one pass (tsr_steps_cuda with the kind
- * SSP3_3, SSP2_2); the streaming limit is the same 2 x (bytes per value) a step.
+ * --scheme ssp_rk3 (ssp_rk2, rk4): the single step is the three (two, four) stage kernels of
+ * an SSP-RK3 (SSP-RK2, RK4) step (the base and RK4's running sums read and written as the
+ * explicit method runs them without time tiles, solver/integrate.c's slots), the pass one step
+ * in one pass (tsr_steps_cuda with the kind SSP3_3, SSP2_2, RK4_4); the streaming limit is the
+ * same 2 x (bytes per value) a step.
  *
  *   usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 3|5] [--json PATH]
  *                    [--precision double|single|both] [--model NAME]
- *                    [--scheme euler|ssp_rk2|ssp_rk3]
+ *                    [--scheme euler|ssp_rk2|ssp_rk3|rk4]
  * Prints a table; exits non-zero when a result is wrong or a CUDA call fails. */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -38,10 +39,10 @@
 #define BENCH_NAME "gpu_tiles"
 #include "bench/bench_cuda.h"
 
-/* --scheme: the stages of a step (1 forward Euler, 2 SSP-RK2, 3 SSP-RK3), and the stage
- * fields of an SSP step taken stage by stage. */
+/* --scheme: the stages of a step (1 forward Euler, 2 SSP-RK2, 3 SSP-RK3, 4 RK4), and the
+ * stage fields of such a step taken stage by stage (RK4's running sums in g_acc). */
 static int g_stages = 1;
-static tsr_field *g_t1, *g_t2;
+static tsr_field *g_t1, *g_t2, *g_acc;
 
 static void fill(tsr_field *f) {
   const int64_t n = (int64_t)f->ncomp * f->scomp;
@@ -104,22 +105,22 @@ static tsr_stage_desc model_desc(tsr_model_id id, int n, const tsr_field *shape)
   return d;
 }
 
-/* One pass of m steps (m = 1: the single-step kernel, with an SSP scheme its stages one by
- * one; -1: an SSP step in one pass) from u into v. d's kind is the scheme's last stage's
- * (kernels/steps.h). */
+/* One pass of m steps (m = 1: the single-step kernel, with a scheme of several stages its
+ * stages one by one; -1: such a step in one pass) from u into v. d's kind is the scheme's last
+ * stage's (kernels/steps.h). Stage by stage, stage k reads u, t1 (k odd) or t2 and writes t1
+ * (k even), t2 or v (the last), as solver/integrate.c's slots go. */
 static void pass(const tsr_stage_desc *d, int m, const tsr_box *box, const faces *fs,
                  const tsr_field *u, tsr_field *v, cudaStream_t st) {
   if (m > 1 || m < 0) {
     TSR_OK_OR_DIE(tsr_steps_cuda(d, m < 0 ? 1 : m, 1, box, &fs->dev, u, NULL, v, st));
   } else if (g_stages > 1) {
     tsr_stage_desc k = *d;
-    k.kind = TSR_STAGE_EULER;
-    TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, u, NULL, NULL, NULL, g_t1, st));
-    k.kind = tsr_steps_kind(g_stages, 1);
-    TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, g_t1, u, NULL, NULL, g_stages == 2 ? v : g_t2, st));
-    if (g_stages == 3) {
-      k.kind = TSR_STAGE_SSP3_3;
-      TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, g_t2, u, NULL, NULL, v, st));
+    for (int s = 0; s < g_stages; ++s) {
+      k.kind = tsr_steps_kind(g_stages, s);
+      const tsr_field *in = s == 0 ? u : s % 2 ? g_t1 : g_t2;
+      tsr_field *out = s == g_stages - 1 ? v : s % 2 ? g_t2 : g_t1;
+      TSR_OK_OR_DIE(tsr_stage_cuda(&k, box, in, tsr_stage_uses_base(k.kind) ? u : NULL,
+                                   tsr_stage_uses_acc(k.kind) ? g_acc : NULL, NULL, out, st));
     }
   } else {
     TSR_OK_OR_DIE(tsr_stage_cuda(d, box, u, NULL, NULL, NULL, v, st));
@@ -214,7 +215,7 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr, "usage: gpu_tiles [--dim 2|3] [--n N] [--steps S] [--only 1|3|5] "
                       "[--json PATH] [--precision double|single|both] [--model NAME] "
-                      "[--scheme euler|ssp_rk2|ssp_rk3]\n");
+                      "[--scheme euler|ssp_rk2|ssp_rk3|rk4]\n");
       return 2;
     }
   }
@@ -225,9 +226,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   g_stages = !strcmp(scheme, "euler") ? 1 : !strcmp(scheme, "ssp_rk2") ? 2
-             : !strcmp(scheme, "ssp_rk3") ? 3 : 0;
+             : !strcmp(scheme, "ssp_rk3") ? 3 : !strcmp(scheme, "rk4") ? 4 : 0;
   if (!g_stages) {
-    fprintf(stderr, "gpu_tiles: --scheme %s: expected euler, ssp_rk2 or ssp_rk3\n", scheme);
+    fprintf(stderr, "gpu_tiles: --scheme %s: expected euler, ssp_rk2, ssp_rk3 or rk4\n", scheme);
     return 2;
   }
   const tsr_model_id id = (tsr_model_id)(mi - tsr_models);
@@ -249,7 +250,11 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   printf("gpu_tiles: %s, %d SMs; %dD %s %d^%d, %s, Dirichlet faces, %d steps\n",
          prop.name, prop.multiProcessorCount, dim, model, n, dim,
-         g_stages == 3 ? "SSP-RK3" : g_stages == 2 ? "SSP-RK2" : "forward Euler", steps);
+         g_stages == 4   ? "RK4"
+         : g_stages == 3 ? "SSP-RK3"
+         : g_stages == 2 ? "SSP-RK2"
+                         : "forward Euler",
+         steps);
   FILE *fp = json ? fopen(json, "w") : NULL;
   if (json && !fp) {
     fprintf(stderr, "gpu_tiles: cannot write %s\n", json);
@@ -260,7 +265,7 @@ int main(int argc, char **argv) {
             "\"model\": \"%s\", \"scheme\": \"%s\", \"n\": %d, \"steps\": %d, \"cases\": [",
             TSR_VERSION, prop.name, dim, model, scheme, n, steps);
   int ok = 1, first = 1;
-  /* the SSP schemes: the step stage by stage, then one step a pass (-1) */
+  /* schemes of several stages: the step stage by stage, then one step a pass (-1) */
   static const int ms[] = {1, 3, 5}, ms3[] = {1, -1};
   printf("\n  %-5s %10s %10s %9s %10s %10s %12s  %s\n", "prec", "steps", "ms/step", "Gcells/s",
          "/1-step", "/stream", "B/cell/step", "check");
@@ -276,6 +281,8 @@ int main(int argc, char **argv) {
     if (g_stages > 1) {
       TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &g_t1));
       TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &g_t2));
+      if (g_stages == 4)
+        TSR_OK_OR_DIE(tsr_field_create_as(dim, &box, TSR_STEPS_MAX, nc, TSR_MEM_DEVICE, pr, &g_acc));
     }
     const size_t bytes = tsr_field_bytes(hu), es = tsr_prec_size(pr);
     fill(hu);
@@ -319,6 +326,7 @@ int main(int argc, char **argv) {
     if (g_stages > 1) {
       tsr_field_destroy(&g_t1);
       tsr_field_destroy(&g_t2);
+      tsr_field_destroy(&g_acc);
     }
     tsr_field_destroy(&hu);
     tsr_field_destroy(&du);

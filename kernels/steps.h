@@ -1,5 +1,5 @@
 /* Several explicit steps in one pass over memory (temporal blocking; time.fuse): forward
- * Euler's, and the stages of SSP-RK2 and SSP-RK3 steps.
+ * Euler's, and the stages of SSP-RK2, SSP-RK3 and RK4 steps.
  *
  * A fused block (time.fuse: s) exchanges ghosts s steps deep once and then updates boxes that
  * shrink by the stencil radius per stage (solver/explicit.c). Done one stage at a time, each
@@ -32,21 +32,26 @@ extern "C" {
 
 /* The schemes a pass takes, named by their last stage's kind (the tsr_stage_desc.kind a pass
  * is given): forward Euler (TSR_STAGE_EULER, one stage a step), SSP-RK2 (TSR_STAGE_SSP2_2,
- * two) and SSP-RK3 (TSR_STAGE_SSP3_3, three). A pass of m steps of S stages computes m S
- * levels: level l (1 .. m S) is stage (l - 1) mod S of its step, with that stage's kind
- * (tsr_steps_kind); it reads level l - 1's stencil and, for the stages after a step's first,
- * the step's base, level l - 1 - (l - 1) mod S, at the same cell (level 0 is `in`), exactly
- * as the stage-by-stage path reads its slots (solver/integrate.c). RK4 (its accumulator, and a
- * base three stages back) and the single stages of other schemes are not taken. */
+ * two), SSP-RK3 (TSR_STAGE_SSP3_3, three) and RK4 (TSR_STAGE_RK4_4, four). A pass of m steps
+ * of S stages computes m S levels: level l (1 .. m S) is stage (l - 1) mod S of its step, with
+ * that stage's kind (tsr_steps_kind); it reads level l - 1's stencil and, where the kind reads
+ * one (tsr_stage_uses_base), the step's base, level l - 1 - (l - 1) mod S, at the same cell
+ * (level 0 is `in`), exactly as the stage-by-stage path reads its slots (solver/integrate.c).
+ * RK4's running sum (acc) is a value a cell, written by a step's first stage, updated by its
+ * second and third and read by its fourth, rounded to the field's type after each as the
+ * stage-by-stage path stores it in its acc field. The single stages of other schemes are not
+ * taken. */
 static inline int tsr_steps_stages(tsr_stage_kind last) {
   return last == TSR_STAGE_EULER    ? 1
          : last == TSR_STAGE_SSP2_2 ? 2
          : last == TSR_STAGE_SSP3_3 ? 3
+         : last == TSR_STAGE_RK4_4  ? 4
                                     : 0;
 }
 /* The kind of stage st (0 .. S - 1) of a step of S stages (tsr_steps_stages); the GPU
  * kernels call it too, with constants. */
 TSR_HD static inline tsr_stage_kind tsr_steps_kind(int S, int st) {
+  if (S == 4) return (tsr_stage_kind)(TSR_STAGE_RK4_1 + st);
   if (st == 0) return TSR_STAGE_EULER;
   if (S == 2) return TSR_STAGE_SSP2_2;
   return st == 1 ? TSR_STAGE_SSP3_2 : TSR_STAGE_SSP3_3;
@@ -102,7 +107,7 @@ void tsr_steps_host_set_tile(const int tile[3]);
 
 #ifdef TSR_HAVE_CUDA
 /* As tsr_steps_host, for device fields (2D or 3D), launched on stream (asynchronous); m is
- * 1, 3 or 5 steps of forward Euler, 1 of SSP-RK2 or SSP-RK3. Errors: TSR_ERR_STATE (host
+ * 1, 3 or 5 steps of forward Euler, 1 of SSP-RK2, SSP-RK3 or RK4. Errors: TSR_ERR_STATE (host
  * fields, another m or kind, a model without an explicit stage, a radius other than 1, a 3D
  * pass that does not fit the tile or the shared memory of the launch shape compiled:
  * kernels/steps3_cuda.cuh), TSR_ERR_CUDA (launch). */

@@ -2,7 +2,7 @@
  * kernels/steps_launch_cuda.cuh inside its anonymous namespace, and by
  * tests/unit/emulate_steps2.cpp, which runs it on the CPU. Not a
  * header of its own to include elsewhere. MS levels of a 2D region in one pass over memory
- * (kernels/steps.h): MS forward Euler steps, or the stages of an SSP-RK2 or SSP-RK3 step; 3D
+ * (kernels/steps.h): MS forward Euler steps, or the stages of an SSP-RK2, SSP-RK3 or RK4 step; 3D
  * regions: kernels/steps3_cuda.cuh.
  *
  * A block of kBX threads covers a tile of kBX columns (x fastest, coalesced; one-component
@@ -105,13 +105,15 @@ __host__ __device__ constexpr int cols_of() {
   return NC == 1 ? kCols1 : 1;
 }
 
-/* S: stages a step (1 forward Euler, 2 SSP-RK2, 3 SSP-RK3); a pass of an SSP scheme is one step
- * (MS == S), whose base is level 0: its row yr is still in level 0's ring for the second stage
- * (slot mid), and for SSP-RK3's third it is the row the ring's slot held before row y came in
- * (kept in base3). */
+/* S: stages a step (1 forward Euler, 2 SSP-RK2, 3 SSP-RK3, 4 RK4); a pass of a scheme of
+ * several stages is one step (MS == S), whose base is level 0: its row yr is still in level 0's
+ * ring for the first two stages (slot mid), and for the third it is the row the ring's slot
+ * held before row y came in (kept in base3). RK4's running sums sit in a ring of three rows
+ * like the levels' (level l's row yr in slot mid), and the fourth stage's row, whose slot the
+ * first stage takes in the same iteration, is saved first (acc4). */
 template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
 __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
-  static_assert(S == 1 || MS == S, "a pass of an SSP scheme is one step");
+  static_assert(S == 1 || MS == S, "a pass of a scheme of several stages is one step");
   constexpr int kCols = cols_of<NC>(), kW = kCols * kBX;
   /* shared rows: level l's row r in slot (r - y0) mod 3, like the registers */
   __shared__ T sh[MS][3][NC][kW + 2];
@@ -171,7 +173,8 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
 
   /* reg[l][q][c][k]: component c of column q at level l, the row r with (r - y0) mod 3 = k */
   T reg[MS][kCols][NC][3];
-  T base3[kCols][NC]; /* SSP-RK3: level 0's row y - 3 */
+  T base3[kCols][NC]; /* SSP-RK3 and RK4: level 0's row y - 3 */
+  T acc[kCols][NC][3], acc4[kCols][NC]; /* RK4: the running sums, as reg; row y - 4's */
 #pragma unroll
   for (int l = 0; l < MS; ++l)
 #pragma unroll
@@ -181,7 +184,8 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
 #pragma unroll
   for (int q = 0; q < kCols; ++q)
 #pragma unroll
-    for (int c = 0; c < NC; ++c) base3[q][c] = (T)0;
+    for (int c = 0; c < NC; ++c)
+      base3[q][c] = acc4[q][c] = acc[q][c][0] = acc[q][c][1] = acc[q][c][2] = (T)0;
 
   /* One row of the pipeline: row y in, level l's row y - l computed; R = (y - y0) mod 3. CK:
    * whether its levels may store outside the chunk's rows or meet a y face's ghost row; the
@@ -196,7 +200,8 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
         const T v = ahead[0][q][c];
 #pragma unroll
         for (int r = 0; r + 1 < kAhead; ++r) ahead[r][q][c] = ahead[r + 1][q][c];
-        if (S == 3) base3[q][c] = reg[0][q][c][R];
+        if (S >= 3) base3[q][c] = reg[0][q][c][R];
+        if (S == 4) acc4[q][c] = acc[q][c][slot<R>(-1)];
         reg[0][q][c][R] = v;
         sh[0][R][c][q * kBX + tx + 1] = v;
       }
@@ -230,12 +235,8 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
         for (int c = 0; c < NC; ++c) {
           const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + src_row + c * a.sc)
                                 : r[c];
-          double av = 0.0;
-          const int kind = tsr_steps_kind(S, (l - 1) % S); /* a constant: l is unrolled */
-          const double ub = kind == TSR_STAGE_EULER ? 0.0 /* the step's base, u^n */
-                            : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
-                                                       : (double)reg[0][q][c][mid];
-          v[c] = (T)tsr_stage_update(kind, a.dt, ub, w[c * 9 + 4], rc, &av);
+          v[c] = level_update<S>(l, a.dt, reg[0][q][c][mid], base3[q][c], &acc[q][c][mid],
+                                 acc4[q][c], w[c * 9 + 4], rc);
         }
         if (l == MS) {
           if (store[q] && (!CK || (yr >= slo && yr < shi))) {

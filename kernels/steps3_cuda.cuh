@@ -148,23 +148,34 @@ enum { F3_STORE = 1, F3_KEEP = 2, F3_XLO = 4, F3_XHI = 8, F3_YLO = 16, F3_YHI = 
 
 /* Shared memory: level 0 (the input) in a ring of D planes, D - 2 of them in flight (copied
  * without registers, cp.async), as many as TSR_STEPS3_AHEAD asks within the 227 KB a block may
- * have on sm_90; levels 1 .. MS - 1 in two planes each (by parity). Level MS goes to memory. */
+ * have on sm_90; levels 1 .. MS - 1 in two planes each (by parity). Level MS goes to memory.
+ * RK4 (s = 4) keeps its running sums there too, three a column and component, each thread its
+ * own (no barrier): in registers they took heat fp64 past the 64 a thread may have (44 bytes
+ * spilled, -Xptxas -v). */
 constexpr size_t k3SmemMax = 232448;
-__host__ __device__ constexpr int steps3_stage_planes(int ms, int nc, size_t es) {
+__host__ __device__ constexpr size_t steps3_acc_bytes(int nc, size_t es, int s) {
+  return s == 4 ? (size_t)3 * nc * k3Q * k3Threads * es : 0;
+}
+__host__ __device__ constexpr int steps3_stage_planes(int ms, int nc, size_t es, int s = 1) {
   int d = k3Ahead + 2;
-  while (d > 3 && (size_t)((ms - 1) * 2 + d) * nc * k3Plane * es > k3SmemMax) --d;
+  while (d > 3 && (size_t)((ms - 1) * 2 + d) * nc * k3Plane * es + steps3_acc_bytes(nc, es, s) >
+                      k3SmemMax)
+    --d;
   return d;
 }
-__host__ __device__ constexpr size_t steps3_bytes(int ms, int nc, size_t es) {
-  return (size_t)((ms - 1) * 2 + steps3_stage_planes(ms, nc, es)) * nc * k3Plane * es;
+__host__ __device__ constexpr size_t steps3_bytes(int ms, int nc, size_t es, int s = 1) {
+  return (size_t)((ms - 1) * 2 + steps3_stage_planes(ms, nc, es, s)) * nc * k3Plane * es +
+         steps3_acc_bytes(nc, es, s);
 }
 
-/* S: stages a step, as in the 2D kernel: a pass of an SSP scheme is one step, its
- * base level 0, whose plane zr is in the column's register ring for the second stage and, for
- * SSP-RK3's third, the plane the ring's slot held before plane z came in (base3). */
+/* S: stages a step, as in the 2D kernel: a pass of a scheme of several stages is one step, its
+ * base level 0, whose plane zr is in the column's register ring for the first two stages and,
+ * for the third, the plane the ring's slot held before plane z came in (base3); RK4's running
+ * sums in a ring of three planes, the fourth stage's saved before the first takes its slot
+ * (acc4). */
 template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
 __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(const steps3_args<T> a) {
-  static_assert(S == 1 || MS == S, "a pass of an SSP scheme is one step");
+  static_assert(S == 1 || MS == S, "a pass of a scheme of several stages is one step");
   extern __shared__ double steps3_smem[];
   T *const sh = reinterpret_cast<T *>(steps3_smem);
   const int tx = (int)threadIdx.x, ty = (int)threadIdx.y, tid = ty * 32 + tx;
@@ -209,7 +220,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
     ld[q] = a.origin + (ptrdiff_t)(xl - a.g0[0]) + (ptrdiff_t)(yl - a.g0[1]) * a.sy;
   }
   /* shared cells no thread writes (the rim, uncovered ghosts) hold zeros, not stale bits */
-  for (int k = tid; k < (int)(steps3_bytes(MS, NC, sizeof(T)) / sizeof(T)); k += k3Threads)
+  for (int k = tid; k < (int)(steps3_bytes(MS, NC, sizeof(T), S) / sizeof(T)); k += k3Threads)
     sh[k] = (T)0;
   anyface = __syncthreads_or(anyface);
   const int zlo_plane = a.face[4].on ? a.b0[2] : INT_MIN;
@@ -219,9 +230,14 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
   auto pos = [&](int q) { return pos0 + (q / k3CX) * k3BY * k3W + (q % k3CX) * 32; };
 
   /* level 0: plane z in ring slot (z - z0) mod D, A planes copied ahead (above) */
-  constexpr int D = steps3_stage_planes(MS, NC, sizeof(T)), A = D - 2;
+  constexpr int D = steps3_stage_planes(MS, NC, sizeof(T), S), A = D - 2;
   T *const ring = sh;
   T *const lev = sh + (ptrdiff_t)(D * NC) * k3Plane; /* level l, parity p: (l - 1) * 2 + p */
+  /* RK4's running sum of column q, component c, in ring slot k (as reg's) */
+  T *const accs = lev + (ptrdiff_t)((MS - 1) * 2 * NC) * k3Plane;
+  auto acc = [&](int k, int q, int c) -> T & {
+    return accs[((k * NC + c) * k3Q + q) * k3Threads + tid];
+  };
   auto fetch = [&](int z, int slot) { /* slot: (z - z0) mod D */
     const int zl = z < a.g0[2] ? a.g0[2] : (z >= a.g1[2] ? a.g1[2] - 1 : z);
     const ptrdiff_t oz = (ptrdiff_t)(zl - a.g0[2]) * a.sz;
@@ -239,7 +255,8 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 
   /* reg[l][q][c][k]: component c of column q at level l, plane p with (p - z0) mod 3 = k */
   T reg[MS][k3Q][NC][3];
-  T base3[k3Q][NC]; /* SSP-RK3: level 0's plane z - 3 */
+  T base3[k3Q][NC]; /* SSP-RK3 and RK4: level 0's plane z - 3 */
+  T acc4[k3Q][NC]; /* RK4: plane z - 4's running sum */
 #pragma unroll
   for (int l = 0; l < MS; ++l)
 #pragma unroll
@@ -249,7 +266,8 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 #pragma unroll
   for (int q = 0; q < k3Q; ++q)
 #pragma unroll
-    for (int c = 0; c < NC; ++c) base3[q][c] = (T)0;
+    for (int c = 0; c < NC; ++c)
+      base3[q][c] = acc4[q][c] = (T)0;
 
   /* One plane of the pipeline: plane z in, level l's plane z - l computed; R = (z - z0) mod 3.
    * CK: whether this plane's levels may skip a plane (the chunk's first 2 MS planes) or meet a
@@ -269,7 +287,8 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
     for (int q = 0; q < k3Q; ++q)
 #pragma unroll
       for (int c = 0; c < NC; ++c) {
-        if (S == 3) base3[q][c] = reg[0][q][c][R];
+        if (S >= 3) base3[q][c] = reg[0][q][c][R];
+        if (S == 4) acc4[q][c] = acc(slot<R>(-1), q, c);
         reg[0][q][c][R] = in0[c * k3Plane + pos(q)];
       }
     /* level l's plane z - l has parity (z & 1) ^ (l & 1) */
@@ -313,12 +332,8 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
           const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + oz + c * a.sc) : r[c];
-          double av = 0.0;
-          const int kind = tsr_steps_kind(S, (l - 1) % S); /* a constant: l is unrolled */
-          const double ub = kind == TSR_STAGE_EULER ? 0.0 /* the step's base, u^n */
-                            : kind == TSR_STAGE_SSP3_3 ? (double)base3[q][c]
-                                                       : (double)reg[0][q][c][mid];
-          v[c] = (T)tsr_stage_update(kind, a.dt, ub, w[c * 27 + 13], rc, &av);
+          v[c] = level_update<S>(l, a.dt, reg[0][q][c][mid], base3[q][c], &acc(mid, q, c),
+                                 acc4[q][c], w[c * 27 + 13], rc);
         }
         if (l == MS) {
           /* a plane without the tests lies inside the chunk */

@@ -1,5 +1,5 @@
-/* tsr_steps_host: m steps of forward Euler, SSP-RK2 or SSP-RK3 in one pass over memory by
- * overlapped tiles.
+/* tsr_steps_host: m steps of forward Euler, SSP-RK2, SSP-RK3 or RK4 in one pass over memory
+ * by overlapped tiles.
  *
  * m steps of S stages are L = m S levels, one stage each (kernels/steps.h). The region is cut
  * into tiles. A thread takes a tile T and computes level l (1 .. L) over T grown by
@@ -14,14 +14,19 @@
  * the physical faces are refilled in the buffers as tsr_bc_fill fills them in the field
  * (tsr_ghost_value of the mirror cell).
  *
- * The SSP stages after a step's first also read the step's base (the level before the step:
- * `in` for the first step) at their own cell, so a base level is kept until its step's last
- * stage has read it. 2D tiles are blocks: buffers the size of the tile and its halo, two in
- * turn for Euler, three for SSP-RK2/3, where a level writes neither its input nor its step's
- * base. 3D tiles are columns of the whole z range, streamed along z (a wavefront): each level
- * l < L keeps a ring of a few z planes, and computes its next plane as soon as level l - 1 has
- * the planes that plane reads and no plane of its ring that a later level still reads is
- * overwritten (level l + 1's stencil; the base of its step's later stages, at their plane), so a
+ * The SSP stages after a step's first, and RK4's first three, also read the step's base (the
+ * level before the step: `in` for the first step) at their own cell, so a base level is kept
+ * until the last stage that reads it has. RK4's stages also carry a running sum (acc) at their
+ * own cell: the step's first stage writes it, the second and third update it in place, the
+ * fourth reads it; it is stored in the field's precision after each, as stage_host.c stores it
+ * in its acc field, so that fp32 runs round it as the stage-by-stage path does. 2D tiles are
+ * blocks: buffers the size of the tile and its halo, two in turn for Euler, three for the
+ * others, where a level writes neither its input nor its step's base, and for RK4 a fourth
+ * that holds acc. 3D tiles are columns of the whole z range, streamed along z (a wavefront):
+ * each level l < L keeps a ring of a few z planes (RK4 one more ring a step for acc), and
+ * computes its next plane as soon as level l - 1 has the planes that plane reads and no plane
+ * of a ring it writes that a later level still reads is overwritten (level l + 1's stencil; the
+ * base of its step's later stages, at their plane; acc until the step's fourth stage), so a
  * column's cells cross memory once while only a few planes per level stay in cache, and the
  * tiles overlap along x and y only (3D blocks recompute too much of their halo:
  * bench/README.md, host_stencil's fusion). */
@@ -73,7 +78,7 @@ typedef struct {
   ptrdiff_t ntile;
   int ring;            /* 3D: planes per ring */
   size_t slot;         /* 3D: values per plane of a ring (all components) */
-  int nbuf;            /* 2D: buffers a thread */
+  int nbuf;            /* 2D: buffers a thread (RK4: the last holds acc) */
   size_t bufcells;     /* values of a thread's buffers */
 } plan;
 
@@ -110,13 +115,20 @@ static tsr_box tile_box(const plan *p, ptrdiff_t n) {
 }
 
 /* The fewest planes of a level's ring that never stall column()'s wavefront. A reader d levels
- * on (the next level's stencil, d = 1, reads planes z - r .. z + r; a step's later stages,
- * d = 2 .. S, read their base at plane z) moves past z only once this level has reached
- * z + d r (each level between r planes ahead of the one after it) and, at a top face, the r
- * ghost planes beyond: the ring holds planes z - r .. z + 2 r, and z .. z + (S + 1) r. A
- * simulation of the wavefront (r <= 4, every pass length, z ranges with and without faces)
- * agreed: a plane fewer stalls it. */
-static int ring_min(int r, int S) { return (S > 2 ? S + 1 : 3) * r + 1; }
+ * on (the next level's stencil, d = 1, reads planes z - r .. z + r; a step's later stages that
+ * read their base, at plane z: d = 2 .. S for the SSP schemes, 2 .. 3 for RK4, whose fourth
+ * stage reads acc instead) moves past z only once this level has reached z + d r (each level
+ * between r planes ahead of the one after it) and, at a top face, the r ghost planes beyond:
+ * the ring holds planes z - r .. z + 2 r, and z .. z + (D + 1) r for the farthest base reader
+ * D. RK4's acc ring, written by a step's first stage and read by its fourth at plane z (d = 3,
+ * no ghost planes), holds z .. z + 3 r: 3 r + 1 planes, which the levels' ring size covers.
+ * A simulation of the wavefront that tracks each slot's plane (r <= 4, every pass length, z
+ * ranges of at least r planes with and without faces) agreed on both: a plane fewer in either
+ * ring stalls it, and no ring size lets a read find the wrong plane. */
+static int ring_min(int r, int S) {
+  const int D = S == 4 ? 3 : S;
+  return (D > 2 ? D + 1 : 3) * r + 1;
+}
 
 static void plan_init(plan *p, int L, int S, int r, const tsr_box *region,
                       const tsr_steps_bc *bc, const tsr_field *in) {
@@ -155,10 +167,12 @@ static void plan_init(plan *p, int L, int S, int r, const tsr_box *region,
   }
   p->ring = RING > ring_min(r, S) ? RING : ring_min(r, S);
   p->slot = plane * (size_t)in->ncomp;
-  /* 2D: two or three buffers of a tile and its halo; 3D: a ring per level before the last,
-   * with 2 r slots more (the copies that keep the planes a stencil reads at one stride) */
-  p->nbuf = S > 1 ? 3 : 2;
-  p->bufcells = p->dim == 3 ? (size_t)(L - 1) * (size_t)(p->ring + 2 * r) * p->slot
+  /* 2D: two to four buffers of a tile and its halo; 3D: a ring per level before the last,
+   * with 2 r slots more (the copies that keep the planes a stencil reads at one stride), and
+   * for RK4 an acc ring a step (read at its own plane only: no copies) */
+  p->nbuf = S == 4 ? 4 : S > 1 ? 3 : 2;
+  p->bufcells = p->dim == 3 ? (size_t)(L - 1) * (size_t)(p->ring + 2 * r) * p->slot +
+                                  (S == 4 ? (size_t)(L / S) * (size_t)p->ring * p->slot : 0)
                             : (size_t)p->nbuf * plane * (size_t)in->ncomp;
 }
 
@@ -168,15 +182,16 @@ typedef struct {
   geom g;
 } span;
 
-/* One row of n cells of a stage of kind `kind` (one without RK4's accumulator): stage_host.c's
- * row(), with the input read at oi through k's strides (a field's or a buffer's), the base at
- * ob (component stride bsc; read by the kinds that use it), the source at os (component
- * stride ssc) and the result stored at oo (component stride osc). */
+/* One row of n cells of a stage of kind `kind`: stage_host.c's row(), with the input read at
+ * oi through k's strides (a field's or a buffer's), the base at ob (component stride bsc;
+ * read by the kinds that use it), RK4's acc at oa (component stride asc; read by the kinds
+ * that use it, written back in place by all of them but the last), the source at os
+ * (component stride ssc) and the result stored at oo (component stride osc). */
 static inline __attribute__((always_inline)) void
 row(int model, int ncomp, int kind, int prec, int has_src, double dt, const tsr_cell_coef *k,
     int n, const void *restrict in, ptrdiff_t oi, const void *restrict base, ptrdiff_t ob,
-    ptrdiff_t bsc, const void *restrict src, ptrdiff_t os, ptrdiff_t ssc, void *restrict out,
-    ptrdiff_t oo, ptrdiff_t osc) {
+    ptrdiff_t bsc, void *restrict acc, ptrdiff_t oa, ptrdiff_t asc, const void *restrict src,
+    ptrdiff_t os, ptrdiff_t ssc, void *restrict out, ptrdiff_t oo, ptrdiff_t osc) {
   const ptrdiff_t sc = k->scomp;
   const tsr_cell_coef kw = tsr_cell_window_coef(k);
   for (int i = 0; i < n; ++i) {
@@ -186,18 +201,21 @@ row(int model, int ncomp, int kind, int prec, int has_src, double dt, const tsr_
     for (int c = 0; c < ncomp; ++c) {
       double rc = has_src ? r[c] + tsr_cell_ld(prec, src, os + i + c * ssc) : r[c];
       double b = tsr_stage_uses_base(kind) ? tsr_cell_ld(prec, base, ob + i + c * bsc) : 0.0;
-      double a = 0.0;
+      double a = tsr_stage_uses_acc(kind) ? tsr_cell_ld(prec, acc, oa + i + c * asc) : 0.0;
       tsr_cell_st(prec, out, oo + i + c * osc,
                   tsr_stage_update(kind, dt, b, tsr_cell_ld(prec, in, ai + c * sc), rc, &a));
+      if (tsr_stage_uses_acc(kind) && kind != TSR_STAGE_RK4_4)
+        tsr_cell_st(prec, acc, oa + i + c * asc, a);
     }
   }
 }
 
-/* One level over the cells of t, from in (and base) into out; src is laid out as the field. */
+/* One level over the cells of t, from in (and base, and acc for RK4's kinds: NULL for the
+ * others) into out; src is laid out as the field. */
 static inline __attribute__((always_inline)) void
 step(int model, int ncomp, int kind, int prec, const tsr_cell_coef *k0, double dt,
-     const tsr_box *t, const span *in, const span *base, const void *src, const geom *gf,
-     const span *out) {
+     const tsr_box *t, const span *in, const span *base, const span *acc, const void *src,
+     const geom *gf, const span *out) {
   tsr_cell_coef k = *k0;
   k.sy = in->g.sy;
   k.sz = in->g.sz;
@@ -207,33 +225,36 @@ step(int model, int ncomp, int kind, int prec, const tsr_cell_coef *k0, double d
     for (int jj = t->lo[1]; jj < t->hi[1]; ++jj) {
       ptrdiff_t oi = at(&in->g, 0, t->lo[0], jj, kk), oo = at(&out->g, 0, t->lo[0], jj, kk);
       ptrdiff_t ob = at(&base->g, 0, t->lo[0], jj, kk);
+      void *pa = tsr_stage_uses_acc(kind) ? acc->p : NULL;
+      ptrdiff_t oa = tsr_stage_uses_acc(kind) ? at(&acc->g, 0, t->lo[0], jj, kk) : 0,
+                asc = tsr_stage_uses_acc(kind) ? acc->g.sc : 0;
       if (src)
-        row(model, ncomp, kind, prec, 1, dt, &k, n, in->p, oi, base->p, ob, base->g.sc, src,
-            at(gf, 0, t->lo[0], jj, kk), gf->sc, out->p, oo, out->g.sc);
+        row(model, ncomp, kind, prec, 1, dt, &k, n, in->p, oi, base->p, ob, base->g.sc, pa, oa,
+            asc, src, at(gf, 0, t->lo[0], jj, kk), gf->sc, out->p, oo, out->g.sc);
       else
-        row(model, ncomp, kind, prec, 0, dt, &k, n, in->p, oi, base->p, ob, base->g.sc, NULL, 0,
-            0, out->p, oo, out->g.sc);
+        row(model, ncomp, kind, prec, 0, dt, &k, n, in->p, oi, base->p, ob, base->g.sc, pa, oa,
+            asc, NULL, 0, 0, out->p, oo, out->g.sc);
     }
 }
 
-/* step() with the kind a constant, so that its update folds in the row loop: the four kinds
+/* step() with the kind a constant, so that its update folds in the row loop: the eight kinds
  * of a pass's levels (tsr_steps_kind), each compiled once a model, dimension and precision. */
 static inline __attribute__((always_inline)) void
 level(int model, int ncomp, int kind, int prec, const tsr_cell_coef *k, double dt,
-      const tsr_box *t, const span *in, const span *base, const void *src, const geom *gf,
-      const span *out) {
+      const tsr_box *t, const span *in, const span *base, const span *acc, const void *src,
+      const geom *gf, const span *out) {
+#define LEVEL_KIND(K) step(model, ncomp, K, prec, k, dt, t, in, base, acc, src, gf, out); break
   switch (kind) {
-  case TSR_STAGE_SSP2_2:
-    step(model, ncomp, TSR_STAGE_SSP2_2, prec, k, dt, t, in, base, src, gf, out);
-    break;
-  case TSR_STAGE_SSP3_2:
-    step(model, ncomp, TSR_STAGE_SSP3_2, prec, k, dt, t, in, base, src, gf, out);
-    break;
-  case TSR_STAGE_SSP3_3:
-    step(model, ncomp, TSR_STAGE_SSP3_3, prec, k, dt, t, in, base, src, gf, out);
-    break;
-  default: step(model, ncomp, TSR_STAGE_EULER, prec, k, dt, t, in, base, src, gf, out); break;
+  case TSR_STAGE_SSP2_2: LEVEL_KIND(TSR_STAGE_SSP2_2);
+  case TSR_STAGE_SSP3_2: LEVEL_KIND(TSR_STAGE_SSP3_2);
+  case TSR_STAGE_SSP3_3: LEVEL_KIND(TSR_STAGE_SSP3_3);
+  case TSR_STAGE_RK4_1: LEVEL_KIND(TSR_STAGE_RK4_1);
+  case TSR_STAGE_RK4_2: LEVEL_KIND(TSR_STAGE_RK4_2);
+  case TSR_STAGE_RK4_3: LEVEL_KIND(TSR_STAGE_RK4_3);
+  case TSR_STAGE_RK4_4: LEVEL_KIND(TSR_STAGE_RK4_4);
+  default: LEVEL_KIND(TSR_STAGE_EULER);
   }
+#undef LEVEL_KIND
 }
 
 /* The ghost layers beyond the physical faces across axes below naxes that the cells of t read,
@@ -287,6 +308,8 @@ tile(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, doub
   const size_t bytes = p->bufcells / (size_t)p->nbuf * tsr_prec_size(in->prec);
   const span field = {in->data, gf};
   const void *ps = src ? src->data : NULL;
+  /* RK4's acc: the last buffer, updated in place (each level's cells lie within the last's) */
+  const span acc = {buf + (size_t)(p->nbuf - 1) * bytes, gb};
   /* the buffers that hold level l - 1 and the step's base (-1: in); level l writes one that
    * holds neither (with one stage a step they are the same: the two buffers in turn) */
   int cur = -1, base = -1;
@@ -300,7 +323,8 @@ tile(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, doub
     while (o == cur || o == base) ++o;
     const span b = base < 0 ? field : (span){buf + (size_t)base * bytes, gb};
     const span to = l == p->L ? (span){out->data, gf} : (span){buf + (size_t)o * bytes, gb};
-    level(model, ncomp, tsr_steps_kind(p->S, st), prec, k, dt, &tl, &from, &b, ps, &gf, &to);
+    level(model, ncomp, tsr_steps_kind(p->S, st), prec, k, dt, &tl, &from, &b, &acc, ps, &gf,
+          &to);
     cur = o;
   }
 }
@@ -354,9 +378,10 @@ static void refill_z(int prec, int ncomp, const plan *p, const tsr_steps_bc *bc,
 }
 
 /* The L levels of one 3D column t (the region's z range), streamed along z: each pass over the
- * levels computes the next plane of every level whose inputs are there and whose ring has room
- * (level l + 1 reads planes z - r .. z + r of level l's ring; where l is a step's base, the
- * step's later stages read its plane z). */
+ * levels computes the next plane of every level whose inputs are there and whose rings have
+ * room (level l + 1 reads planes z - r .. z + r of level l's ring; where l is a step's base, the
+ * step's later stages that read it read its plane z; RK4's acc ring of a step is written at
+ * plane z by its first stage and read there by the other three). */
 static inline __attribute__((always_inline)) void
 column(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, double dt,
        const tsr_steps_bc *bc, const tsr_box *t, const tsr_field *in, const tsr_field *src,
@@ -386,6 +411,9 @@ column(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, do
   const size_t ring_bytes = (size_t)(p->ring + 2 * r) * p->slot * es;
   char *ring[TSR_STEPS_MAX]; /* level l's ring (l < L) */
   for (int l = 1; l < L; ++l) ring[l] = buf + (size_t)(l - 1) * ring_bytes;
+  char *acc[TSR_STEPS_MAX / 4]; /* RK4: step n's acc ring, after the levels' */
+  for (int n = 0; S == 4 && n < L / S; ++n)
+    acc[n] = buf + (size_t)(L - 1) * ring_bytes + (size_t)n * p->ring * p->slot * es;
   const span field = {in->data, gf};
   const void *ps = src ? src->data : NULL;
   while (next[L] < tl[L].hi[2]) {
@@ -398,21 +426,32 @@ column(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, do
         if (next[l - 1] <= need) continue;
       }
       const int top = fz[1] >= 0 && z == p->box.hi[2] - 1; /* then its ghost planes too */
+      const int st = (l - 1) % S, b = l - 1 - st; /* b: the level of the step's base */
       if (l < L) { /* room: the planes z overwrites have been read */
         int keep = next[l + 1] - r;
-        if (l % S == 0) /* a step's base: its later stages read it at their plane */
-          for (int j = l + 2; j <= l + S && j <= L; ++j) keep = next[j] < keep ? next[j] : keep;
+        if (l % S == 0) /* a step's base: its later stages that read it do so at their plane */
+          for (int j = l + 2; j <= l + S && j <= L; ++j)
+            if (tsr_stage_uses_base(tsr_steps_kind(S, j - l - 1)))
+              keep = next[j] < keep ? next[j] : keep;
         if ((top ? z + r : z) - p->ring >= keep) continue;
+        /* RK4's first stage overwrites acc's plane z - ring: the step's other stages have
+         * passed it (or it lies below their range: next starts at its low end) */
+        if (S == 4 && st == 0) {
+          int ka = next[l + 1];
+          for (int j = l + 2; j <= l + 3; ++j) ka = next[j] < ka ? next[j] : ka;
+          if (z - p->ring >= ka) continue;
+        }
       }
       tsr_box pl = tl[l];
       pl.lo[2] = z;
       pl.hi[2] = z + 1;
-      const int st = (l - 1) % S, b = l - 1 - st; /* b: the level of the step's base */
       const geom at_z = ring_geom(p, &xy, z, 0), around_z = ring_geom(p, &xy, z, 1);
       const span from = l == 1 ? field : (span){ring[l - 1], around_z};
       const span base = b == 0 ? field : (span){ring[b], at_z};
       const span to = l == L ? (span){out->data, gf} : (span){ring[l], at_z};
-      level(model, ncomp, tsr_steps_kind(S, st), prec, k, dt, &pl, &from, &base, ps, &gf, &to);
+      const span ac = {S == 4 ? acc[(l - 1) / S] : NULL, at_z};
+      level(model, ncomp, tsr_steps_kind(S, st), prec, k, dt, &pl, &from, &base, &ac, ps, &gf,
+            &to);
       if (l < L) {
         tsr_box nx = tl[l + 1];
         nx.lo[2] = z;
@@ -426,7 +465,7 @@ column(int model, int ncomp, int prec, const plan *p, const tsr_cell_coef *k, do
       next[l]++;
       moved = 1;
     }
-    if (!moved) { /* cannot happen with p->ring >= ring_min */
+    if (!moved) { /* cannot happen with p->ring >= ring_min (and an abort beats wrong bits) */
       fprintf(stderr, "tsr_steps_host: the z wavefront stalled (a bug)\n");
       abort();
     }
@@ -488,8 +527,8 @@ tsr_err tsr_steps_host(const tsr_stage_desc *s, int m, int radius, const tsr_box
   const int S = tsr_steps_stages(s->kind);
   TSR_CHECK(S > 0, TSR_ERR_STATE,
             "tsr_steps_host: stage kind %d ends no scheme a pass takes; passes take forward "
-            "Euler, SSP-RK2 and SSP-RK3, named by their last stage's kind (%d, %d, %d)",
-            (int)s->kind, TSR_STAGE_EULER, TSR_STAGE_SSP2_2, TSR_STAGE_SSP3_3);
+            "Euler, SSP-RK2, SSP-RK3 and RK4, named by their last stage's kind (%d, %d, %d, %d)",
+            (int)s->kind, TSR_STAGE_EULER, TSR_STAGE_SSP2_2, TSR_STAGE_SSP3_3, TSR_STAGE_RK4_4);
   TSR_CHECK(m >= 1 && m <= TSR_STEPS_MAX / S, TSR_ERR_STATE,
             "tsr_steps_host: %d steps of %d stages; a pass takes 1 to %d stages in all (at most "
             "%d steps of this scheme)", m, S, TSR_STEPS_MAX, TSR_STEPS_MAX / S);

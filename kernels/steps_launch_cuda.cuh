@@ -24,15 +24,17 @@ namespace {
 #include "kernels/steps3_cuda.cuh"
 
 /* The passes compiled: forward Euler's of 3 and 5 steps (the driver's passes are odd:
- * solver/run_tiles.c says why) and the SSP schemes' of one step (their stages: 2 or 3
- * levels), each an instantiation per model, precision and source flag; ignition has no SSP
- * pass (tsr_steps_cuda refuses it: its passes do not pay, tsr_steps_cuda_max). */
+ * solver/run_tiles.c says why) and one step of SSP-RK2, SSP-RK3 and RK4 (their stages: 2, 3
+ * or 4 levels), each an instantiation per model, precision and source flag; ignition has only
+ * forward Euler's (tsr_steps_cuda refuses the others: its passes do not pay,
+ * tsr_steps_cuda_max). */
 template <int M, int NC, bool SRC, typename T>
 void launch_ms(int ms, int stages, dim3 grid, const steps_args<T> &a, cudaStream_t st) {
   if (stages > 1) {
     if constexpr (M != TSR_MODEL_IGNITION) {
       if (stages == 2 && ms == 2) steps_kernel<M, NC, 2, SRC, T, 2><<<grid, kBX, 0, st>>>(a);
       if (stages == 3 && ms == 3) steps_kernel<M, NC, 3, SRC, T, 3><<<grid, kBX, 0, st>>>(a);
+      if (stages == 4 && ms == 4) steps_kernel<M, NC, 4, SRC, T, 4><<<grid, kBX, 0, st>>>(a);
     }
     return;
   }
@@ -54,7 +56,7 @@ cudaError_t launch_model(int ms, int stages, bool src, dim3 grid, const steps_ar
 /* 3D: the shared planes may pass the 48 KB a launch gets without asking */
 template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
 cudaError_t launch3(dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
-  constexpr size_t bytes = steps3_bytes(MS, NC, sizeof(T));
+  constexpr size_t bytes = steps3_bytes(MS, NC, sizeof(T), S);
   cudaError_t e = cudaFuncSetAttribute(steps3_kernel<M, NC, MS, SRC, T, S>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
   if (e != cudaSuccess) return e;
@@ -73,6 +75,9 @@ cudaError_t launch_model(int ms, int stages, bool src, dim3 grid, const steps3_a
       if (stages == 3 && ms == 3)
         return src ? launch3<M, NC, 3, true, T, 3>(grid, a, st)
                    : launch3<M, NC, 3, false, T, 3>(grid, a, st);
+      if (stages == 4 && ms == 4)
+        return src ? launch3<M, NC, 4, true, T, 4>(grid, a, st)
+                   : launch3<M, NC, 4, false, T, 4>(grid, a, st);
     }
     return cudaSuccess;
   }
@@ -130,7 +135,7 @@ tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const ts
   int dev = 0, optin = 0;
   TSR_CUDA(cudaGetDevice(&dev));
   TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  const size_t need = steps3_bytes(ms, in->ncomp, sizeof(T));
+  const size_t need = steps3_bytes(ms, in->ncomp, sizeof(T), S);
   TSR_CHECK(need <= (size_t)optin, TSR_ERR_STATE,
             "tsr_steps_cuda: a 3D pass of %d levels of %d components needs %zu bytes of shared "
             "memory a block, the device has %d: take fewer steps or a smaller tile (TSR_STEPS3_*)",

@@ -85,7 +85,8 @@ static tsr_err steps(tsr_run_ctx *x, const tsr_stage_desc *d, int m, const tsr_b
  * up to m = 8 in fp64 (1.74-2.11x) and fp32 (1.26x), so passes of 7; 3D fp64 peaks at m = 4-6
  * (1.58-1.69x; past that the columns' x and y halos grow faster than a pass saves), so passes
  * of 5; 3D fp32 gains nothing (0.90-1.00x: its stage is compute-bound already), so none. The
- * SSP schemes' stages are levels of a pass like those steps: as many steps as fit. */
+ * SSP schemes' and RK4's stages are levels of a pass like those steps: as many steps as fit
+ * (RK4: 2 in 2D, of which the driver's odd pass lengths take 1; 1 in 3D fp64). */
 static int steps_max(tsr_run_ctx *x) {
   const int levels = x->c->dim == 2 ? TSR_STEPS_MAX
                      : x->slot[TSR_SLOT_U]->prec == TSR_PREC_DOUBLE ? 5 : 0;

@@ -1,12 +1,12 @@
 /* Time tiles: the steps of a fused block (time.fuse > 1) taken several per pass over memory
  * (kernels/steps.h) where the backend can.
  *
- * Where they apply: forward Euler, SSP-RK2 and SSP-RK3 (a step's stages are levels of the
- * pass, each later stage reading the step's base on chip: kernels/steps.h; RK4's accumulator
- * is not kept), a stencil of radius 1, boundary values and a source that do not depend on t (a
- * pass refills the physical ghosts on chip from the face values, the same at every stage), and
- * a backend with a kernel for the case's dimension. Elsewhere the block's steps go stage by
- * stage as before.
+ * Where they apply: forward Euler, SSP-RK2, SSP-RK3 and RK4 (a step's stages are levels of
+ * the pass, the later stages reading the step's base, and RK4's its running sum, on chip:
+ * kernels/steps.h; the run's acc field is left as it was), a stencil of radius 1, boundary
+ * values and a source that do not depend on t (a pass refills the physical ghosts on chip from
+ * the face values, the same at every stage), and a backend with a kernel for the case's
+ * dimension. Elsewhere the block's steps go stage by stage as before.
  *
  * Which steps a pass takes: the block's first step keeps its overlap of the exchange with the
  * interior (it exchanges), unless this rank exchanges no face (one GPU without periodic axes),
@@ -15,8 +15,8 @@
  * of swaps the state slot is the one it wrote). The lengths are the largest odd numbers the
  * backend takes: with a backend that takes 5, the 5 steps after the exchanging step of a
  * block of 6 are one pass, and a block of 5 that exchanges nothing is one pass. A forward
- * Euler pass takes at least 3 steps (one step is a plain stage); an SSP pass may take one
- * (its stages are several levels), and on GPUs takes exactly one.
+ * Euler pass takes at least 3 steps (one step is a plain stage); an SSP or RK4 pass may take
+ * one (its stages are several levels), and on GPUs takes exactly one.
  *
  * What a pass changes for the loop: the states in the middle of a pass are never in memory,
  * so a block ends where the run needs a state (a monitor, a snapshot, a checkpoint, an
@@ -33,7 +33,7 @@ const char *tsr_run_tiles_refused(const tsr_run_ctx *x, int taken) {
   const char *env = getenv("TESSERA_TIME_TILES");
   if (x->c->method != TSR_METHOD_EXPLICIT) return "not the explicit method";
   if (env && strcmp(env, "off") == 0) return "TESSERA_TIME_TILES=off";
-  if (!taken) return "the scheme is not one a pass takes (forward Euler, SSP-RK2, SSP-RK3)";
+  if (!taken) return "the scheme is not one a pass takes (forward Euler, SSP-RK2, SSP-RK3, RK4)";
   if (x->radius != 1) return "the stencil is wider than one cell";
   if (x->src_timed) return "the source depends on t";
   for (int i = 0; i < tsr_bc_nfaces(x->bc); ++i)

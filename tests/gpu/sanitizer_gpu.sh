@@ -66,6 +66,15 @@ spawn bw_wave3d-ssp3-passes check bw_wave3d-ssp3-passes "$TESSERA_SOURCE/tests/c
 spawn bw_gray_scott2d-ssp2-passes check bw_gray_scott2d-ssp2-passes \
   "$TESSERA_SOURCE/tests/cases/bw_gray_scott2d.yaml" --set "grid.cells=[70, 37]" --set time.fuse=2 \
   --set output.monitor_every=1000
+# and RK4's (four levels, the running sums in registers in 2D and in shared memory in 3D), one
+# and two components
+spawn bw_heat2d-rk4-passes check bw_heat2d-rk4-passes "$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml" \
+  --set "grid.cells=[70, 37]" --set time.scheme=rk4 --set source.u=x \
+  --set boundary.ylo.value=x --set boundary.yhi.value=x --set time.fuse=2 \
+  --set output.monitor_every=1000
+spawn bw_wave3d-rk4-passes check bw_wave3d-rk4-passes "$TESSERA_SOURCE/tests/cases/bw_wave3d.yaml" \
+  --set "grid.cells=[70, 37, 20]" --set time.scheme=rk4 --set time.fuse=2 \
+  --set output.monitor_every=1000
 # the PINN network's layers path (fp32, width 16, depth 4: every kernel of it, the last hidden
 # layer's variants included; kernels/net_layer.cuh), a few Adam iterations; racecheck sees the
 # tiles' barriers and the output's warp shuffles

@@ -4,12 +4,13 @@
  * exchanged, all physical (Dirichlet and Neumann, values that vary along the face), and
  * mixed, over regions that are the box and the box grown into the exchanged ghosts; the same
  * on 3D boxes (1, 3 and 5 steps a pass) of several tiles and z chunks, and on boxes thinner
- * than a tile along one axis or two planes thick between z faces. SSP-RK2 and SSP-RK3 passes
- * (one step, two or three levels, the base on chip) likewise, 2D and 3D, every model with such
- * a pass. Cells of out outside the region must keep their poison. Also: even and out-of-range
- * step counts, SSP passes of other than one step, RK4 and in == out are refused with
- * TSR_ERR_STATE, and tsr_steps_cuda_max names odd counts in 2D and 3D only (one step for the
- * SSP schemes).
+ * than a tile along one axis or two planes thick between z faces. SSP-RK2, SSP-RK3 and RK4
+ * passes (one step, two to four levels, the base and RK4's running sums on chip) likewise, 2D
+ * and 3D, every model with such a pass. Cells of out outside the region must keep their
+ * poison. Also: even and out-of-range step counts, passes of these schemes of other than one
+ * step, single stages of them and in == out are refused with TSR_ERR_STATE, and
+ * tsr_steps_cuda_max names odd counts in 2D and 3D only (one step for the schemes of several
+ * stages).
  * tsr_steps_host is itself checked against stage-by-stage steps (tests/unit/test_steps.c),
  * and tsr_stage_cuda against tsr_stage_host (test_stage.c).
  *
@@ -143,13 +144,13 @@ int main(int argc, char **argv) {
   CHECK(ndev > 0, "no GPU");
   CUDA_OK(cudaSetDevice(g_rank % ndev));
   int cases = 0;
-  /* the passes: forward Euler's of 1 (3D only: the plain stage), 3 and 5 steps, and the SSP
-   * schemes' of one step, for every model but ignition */
+  /* the passes: forward Euler's of 1 (3D only: the plain stage), 3 and 5 steps, and one step
+   * of SSP-RK2, SSP-RK3 and RK4, for every model but ignition */
   const struct {
     tsr_stage_kind last;
     int m;
   } pass[] = {{TSR_STAGE_EULER, 1}, {TSR_STAGE_EULER, 3}, {TSR_STAGE_EULER, 5},
-              {TSR_STAGE_SSP2_2, 1}, {TSR_STAGE_SSP3_3, 1}};
+              {TSR_STAGE_SSP2_2, 1}, {TSR_STAGE_SSP3_3, 1}, {TSR_STAGE_RK4_4, 1}};
   /* 2D: 3 tiles, 2 row chunks */
   const tsr_box box2 = {{-5, 9, 0}, {-5 + 509, 9 + 301, 1}};
   /* 3D: a box of several tiles along x and y and two z chunks at the default launch shape
@@ -213,7 +214,10 @@ int main(int argc, char **argv) {
     d.kind = TSR_STAGE_SSP2_2;
     CHECK(tsr_steps_cuda(&d, 3, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
           "%dD: an SSP-RK2 pass of 3 steps accepted", dim);
-    const tsr_stage_kind other[] = {TSR_STAGE_SSP3_2, TSR_STAGE_RK4_1, TSR_STAGE_RK4_4};
+    d.kind = TSR_STAGE_RK4_4;
+    CHECK(tsr_steps_cuda(&d, 3, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
+          "%dD: an RK4 pass of 3 steps accepted", dim);
+    const tsr_stage_kind other[] = {TSR_STAGE_SSP3_2, TSR_STAGE_RK4_1, TSR_STAGE_RK4_3};
     for (int k = 0; k < 3; ++k) {
       d.kind = other[k];
       CHECK(tsr_steps_cuda(&d, 1, 1, &b8, NULL, a, NULL, b, 0) == TSR_ERR_STATE,
@@ -235,9 +239,11 @@ int main(int argc, char **argv) {
         const int fp32_3d = dim == 3 && pr && (tsr_models[md].methods & TSR_METHODS_EXPLICIT) &&
                             !tsr_models[md].varies;
         CHECK(m3 == (mx > 0 || fp32_3d) && tsr_steps_cuda_max(dim, pp, md, 2) == (mx > 0) &&
-                  tsr_steps_cuda_max(dim, pp, md, 4) == 0,
+                  tsr_steps_cuda_max(dim, pp, md, 4) == m3 &&
+                  tsr_steps_cuda_max(dim, pp, md, 5) == 0,
               "tsr_steps_cuda_max(%d, %d, %s, stages): SSP-RK2 1 where forward Euler %d, SSP-RK3 "
-              "%d there and in 3D fp32, no RK4", dim, pr, tsr_models[md].name, mx, m3);
+              "%d there and in 3D fp32, RK4 as SSP-RK3, no 5 stages", dim, pr,
+              tsr_models[md].name, mx, m3);
       }
   CHECK(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1) >= 3 &&
             tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1) >= 3 &&

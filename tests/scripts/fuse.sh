@@ -74,6 +74,8 @@ check_case() {
         [ "${tiles:-0}" -gt 0 ] && echo "$f $np" >>"$work/tiles"
         [ "${tiles:-0}" -gt 0 ] && [ $scheme = own ] && grep -q 'scheme: ssp_' "$case" &&
           echo "$f $np" >>"$work/ssp"
+        [ "${tiles:-0}" -gt 0 ] && [ $scheme = own ] && grep -q 'scheme: rk4' "$case" &&
+          echo "$f $np" >>"$work/rk4"
       else
         same_fields "$ref/final.h5" "$out/final.h5" 0
         failure "$name $scheme fuse $f np$np ${p}: final fields differ"
@@ -111,12 +113,18 @@ else failure "time tiles: ${t1:-0} runs on 1 rank and ${tn:-0} on several took p
 # the SSP schemes' passes (a step's stages as levels of a pass, the base kept on chip) were
 # among them too: bw_wave3d and bw_advection_diffusion3d (SSP-RK3) on every backend, the SSP-RK2
 # cases on CPU ranks
-s1=$(grep -c " 1$" "$work/ssp" 2>/dev/null) sn=$(grep -vc " 1$" "$work/ssp" 2>/dev/null)
-several="${sn:-0} on several"
-[ "$maxnp" -lt 2 ] && sn=1 several="none on several (FUSE_RANKS $maxnp)"
-if [ "${s1:-0}" -ge 1 ] && [ "${sn:-0}" -ge 1 ]; then
-  pass "SSP time tiles: ${s1:-0} runs on 1 rank and $several took passes"
-else failure "SSP time tiles: ${s1:-0} runs on 1 rank and ${sn:-0} on several took passes (want 1 each)"; fi
+# took_passes NAME FILE: FILE's lines "fuse ranks" name runs that took passes; at least one on
+# 1 rank and one on several (where FUSE_RANKS allows several)
+took_passes() {
+  local r1 rn several
+  r1=$(grep -c " 1$" "$2" 2>/dev/null) rn=$(grep -vc " 1$" "$2" 2>/dev/null)
+  several="${rn:-0} on several"
+  [ "$maxnp" -lt 2 ] && rn=1 several="none on several (FUSE_RANKS $maxnp)"
+  if [ "${r1:-0}" -ge 1 ] && [ "${rn:-0}" -ge 1 ]; then
+    pass "$1 time tiles: ${r1:-0} runs on 1 rank and $several took passes"
+  else failure "$1 time tiles: ${r1:-0} runs on 1 rank and ${rn:-0} on several took passes (want 1 each)"; fi
+}
+took_passes SSP "$work/ssp"
 # single precision (float32 fields, double arithmetic): 2D passes on both backends (GPUs since
 # session 22: passes of 3 for every model) keep the bits of fuse 1 on 1 rank: fuse 3 where
 # nothing is exchanged (a pass a block), fuse 4 (a step and a pass of 3) on 1 rank with a
@@ -146,6 +154,37 @@ for run in "bw_advection_diffusion2d 3:1 boundary.default.value=0.1" \
   done
 done
 set +f
+# RK4's passes (a step's four stages as levels, the base and the running sum acc kept on chip;
+# one step a pass): bw_allen_cahn3d and bw_ignition3d above, whose faces do not depend on t
+# (CPU ranks: 3D fp64; GPUs: Allen-Cahn, not ignition); and 2D, bw_heat2d with its faces and
+# source made constant in t and twice the cells along y (boxes of 2 ranks as wide as fuse 3's
+# 12 ghosts), fp64 and fp32 (acc rounded to float after each stage, as the stage-by-stage path
+# stores it), fuse 3 on 1 rank (a periodic axis: a step that exchanges, then passes of one
+# step) and on 2: each the bits of fuse 1
+set -f # the expressions below hold '*'
+for prec in double single; do
+  rk=(--backend "$backend" --set precision=$prec --set output.monitor_every=1000
+      --set "grid.cells=[23,34]" --set "source.u=a*sin(x)*y"
+      --set "boundary.ylo.value=a*cos(pi*x)" --set boundary.yhi.value=x)
+  case=$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml ref=$work/rk4-$prec
+  run_ok "bw_heat2d rk4 $prec fuse 1" 1 "$case" --out "$ref" "${rk[@]}" || continue
+  for k in 1 $([ "$np" -gt 1 ] && echo "$np"); do
+    out=$work/rk4-$prec-$k lay=()
+    [ "$k" -gt 1 ] && lay=(--set "decomposition.ranks=[1,$k]")
+    run_ok "bw_heat2d rk4 $prec fuse 3 np$k" "$k" "$case" --out "$out" "${rk[@]}" "${lay[@]}" \
+      --set time.fuse=3 || continue
+    tiles=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["time_tiles"]["passes"])' "$out/report.json")
+    if same_fields "$ref/final.h5" "$out/final.h5" 0 >/dev/null && [ "${tiles:-0}" -gt 0 ]; then
+      pass "bw_heat2d rk4 $prec fuse 3 np$k: $tiles passes, bitwise identical to fuse 1"
+      echo "3 $k" >>"$work/rk4"
+    else
+      same_fields "$ref/final.h5" "$out/final.h5" 0
+      failure "bw_heat2d rk4 $prec fuse 3 np$k: final fields differ or no pass ran (${tiles:-no} passes)"
+    fi
+  done
+done
+set +f
+took_passes RK4 "$work/rk4"
 # outputs inside a block land on their steps: snapshots every 4 steps and checkpoints every 6
 # with fuse 5 on 2 ranks (forward Euler: blocks of time tiles that end at them) hold the bits of
 # those of fuse 1 on 1 rank; a restart from the fused

@@ -3,7 +3,7 @@
  * `faces` (x lo, x hi, y lo, y hi, z lo, z hi), random ghost values on the others, the ghosts
  * only as deep as tsr_steps_fits asks (grow + m, or 1 where every side is a face: the
  * emulators run under AddressSanitizer, so a read past the allocation fails the test),
- * m steps of the scheme of `stages` stages (1 forward Euler, 2 SSP-RK2, 3 SSP-RK3;
+ * m steps of the scheme of `stages` stages (1 forward Euler, 2 SSP-RK2, 3 SSP-RK3, 4 RK4;
  * kernels/steps.h) by tsr_steps_host, and the same by launch(d, rg, bc, in, src, out, grid),
  * which launches the emulated kernel and writes its grid; then every byte compared.
  * Prints a line; returns 1 where any value differs. Include after emulate_kernel.h. */

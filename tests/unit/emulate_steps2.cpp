@@ -56,6 +56,13 @@ int main() {
   /* SSP-RK2, one step a pass: the base from level 0's ring */
   fails += run<TSR_MODEL_HEAT, 1, 2, true, double, 2>(b1, 0x3, 2);
   fails += run<TSR_MODEL_WAVE, 2, 2, false, float, 2>(b2, 0xf, 0);
+  /* RK4, one step a pass: the base as SSP-RK3's, the running sums in a ring of registers */
+  fails += run<TSR_MODEL_HEAT, 1, 4, false, double, 4>(b1, 0xf, 0);
+  fails += run<TSR_MODEL_HEAT, 1, 4, true, float, 4>(b1, 0x0, 2);
+  fails += run<TSR_MODEL_WAVE, 2, 4, true, double, 4>(b1, 0xa, 2);
+  fails += run<TSR_MODEL_GRAY_SCOTT, 2, 4, false, float, 4>(b2, 0xc, 2);
+  fails += run<TSR_MODEL_ADVECTION_DIFFUSION, 1, 4, true, double, 4>(b3, 0x9, 0);
+  fails += run<TSR_MODEL_ALLEN_CAHN, 1, 4, false, double, 4>(b3, 0x5, 1);
   printf("%d failed\n", fails);
   return fails != 0;
 }

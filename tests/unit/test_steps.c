@@ -1,9 +1,10 @@
-/* tsr_steps_host (kernels/steps.h): m steps of forward Euler, SSP-RK2 or SSP-RK3 in one pass
- * give, bit for bit, what their stages give one tsr_stage_host call at a time with the
+/* tsr_steps_host (kernels/steps.h): m steps of forward Euler, SSP-RK2, SSP-RK3 or RK4 in one
+ * pass give, bit for bit, what their stages give one tsr_stage_host call at a time with the
  * physical ghosts filled before each, over shrinking regions (the driver's order: each step's
- * later stages read the step's input as base): random fields, 2D and 3D, every model with an
- * explicit stage, fp64 and fp32, Euler m = 1 .. 5, SSP-RK2 m = 1 and 3, SSP-RK3 m = 1 and 2,
- * with and without a source, boxes with Dirichlet and Neumann faces (values that vary along
+ * later stages read the step's input as base, RK4's an acc field of the field's precision):
+ * random fields, 2D and 3D, every model with an explicit stage, fp64 and fp32, Euler
+ * m = 1 .. 5, SSP-RK2 m = 1 and 3, SSP-RK3 m = 1 and 2, RK4 m = 1 and 2, with and without a
+ * source, boxes with Dirichlet and Neumann faces (values that vary along
  * the face) on some sides and deep exchanged ghosts on the others, regions that are the box
  * and regions grown into the exchanged ghosts, default tiles and tiles small enough to cut
  * every axis several times with uneven remainders, and passes of a wider radius than the
@@ -144,9 +145,12 @@ static void run_case(const tcase *c) {
   tsr_field *src = c->with_src ? make(c, ghost, ncomp, -0.5, 0.5) : NULL;
 
   /* the reference: the L stages with the ghost fill before each; a step's stages after its
-   * first read the last one's output as input and the step's input u as base */
+   * first read the last one's output as input, and those whose kind reads one (RK4's first
+   * too) the step's input u as base; RK4's running sum lives in acc, a field of in's
+   * precision, as in the driver */
   tsr_field *u = make(c, ghost, ncomp, 0.0, 1.0), *a = make(c, ghost, ncomp, 0.0, 1.0),
             *b = make(c, ghost, ncomp, 0.0, 1.0);
+  tsr_field *acc = S == 4 ? make(c, ghost, ncomp, 0.0, 1.0) : NULL;
   memcpy(u->data, in->data, tsr_field_bytes(in));
   const tsr_box region = grow_free(c, c->box, c->grow);
   for (int l = 1; l <= L; ++l) {
@@ -156,7 +160,7 @@ static void run_case(const tcase *c) {
     tsr_stage_desc sl = s;
     sl.kind = tsr_steps_kind(S, st);
     tsr_box rl = grow_free(c, region, (L - l) * r);
-    tsr_stage_host(&sl, &rl, from, st ? u : NULL, NULL, src, b);
+    tsr_stage_host(&sl, &rl, from, tsr_stage_uses_base(sl.kind) ? u : NULL, acc, src, b);
     tsr_field *x = a;
     a = b;
     b = x;
@@ -195,6 +199,7 @@ static void run_case(const tcase *c) {
   tsr_field_destroy(&u);
   tsr_field_destroy(&a);
   tsr_field_destroy(&b);
+  tsr_field_destroy(&acc);
   tsr_field_destroy(&out);
   tsr_field_destroy(&before);
 }
@@ -203,15 +208,17 @@ static const int models[] = {TSR_MODEL_HEAT,       TSR_MODEL_ADVECTION_DIFFUSION
                              TSR_MODEL_WAVE,       TSR_MODEL_GRAY_SCOTT,
                              TSR_MODEL_ALLEN_CAHN, TSR_MODEL_IGNITION};
 
-/* The schemes and pass lengths: Euler's four times a model and precision, the SSP ones once
- * (longer passes, whose levels run Euler's code but for the base), with default tiles and
- * small ones by turns over the models and precisions. */
+/* The schemes and pass lengths: Euler's four times a model and precision, the SSP ones and
+ * RK4 once (longer passes, whose levels run Euler's code but for the base and acc), with
+ * default tiles and small ones by turns over the models and precisions. RK4 m = 2 is 8
+ * levels, the most a pass takes, in 3D too (the driver asks 3D passes for 5 at most). */
 static const struct {
   tsr_stage_kind scheme;
   int m, reps;
 } passes[] = {{TSR_STAGE_EULER, 1, 4},  {TSR_STAGE_EULER, 2, 4},  {TSR_STAGE_EULER, 3, 4},
               {TSR_STAGE_EULER, 4, 4},  {TSR_STAGE_EULER, 5, 4},  {TSR_STAGE_SSP2_2, 1, 1},
-              {TSR_STAGE_SSP2_2, 3, 1}, {TSR_STAGE_SSP3_3, 1, 1}, {TSR_STAGE_SSP3_3, 2, 1}};
+              {TSR_STAGE_SSP2_2, 3, 1}, {TSR_STAGE_SSP3_3, 1, 1}, {TSR_STAGE_SSP3_3, 2, 1},
+              {TSR_STAGE_RK4_4, 1, 1},  {TSR_STAGE_RK4_4, 2, 1}};
 
 /* Every model, precision, scheme and m, each with random sides, source, growth and tiles. */
 static void matches_stages(int dim) {
@@ -246,58 +253,66 @@ static void matches_stages_2d(void **st) { matches_stages(2); }
 static void matches_stages_3d(void **st) { matches_stages(3); }
 
 /* A larger 2D box with the default tiles and tiles of odd lengths that leave remainders, the
- * longest passes (Euler, SSP-RK2 of 8 stages, SSP-RK3 of 6), and tiles thinner than the halo;
- * 3D columns of uneven sizes, and a box thinner along z than the passes' reach. */
+ * longest passes (Euler, SSP-RK2 and RK4 of 8 stages, SSP-RK3 of 6), and tiles thinner than
+ * the halo; 3D columns of uneven sizes, and a box thinner along z than the passes' reach. */
 static void tiles_and_remainders(void **st) {
   const int tiles[4][3] = {{0, 0, 0}, {7, 5, 0}, {1, 3, 0}, {64, 1, 0}};
   for (int t = 0; t < 4; ++t)
-    for (int i = 0; i < 4; ++i) { /* Euler m = 2, 5, 8; SSP-RK2 m = 4 or SSP-RK3 m = 2 */
+    for (int i = 0; i < 5; ++i) { /* Euler m = 2, 5, 8; SSP-RK2 m = 4 or SSP-RK3 m = 2; RK4 m = 2 */
       tcase c = {.dim = 2, .model = TSR_MODEL_HEAT, .single = t % 2, .m = 3 * i + 2,
                  .with_src = 1, .box = {{0, 0, 0}, {45, 38, 1}}, .side = {1, 0, 0, 2}, .grow = 1};
       if (i == 3) c.scheme = t % 2 ? TSR_STAGE_SSP3_3 : TSR_STAGE_SSP2_2, c.m = t % 2 ? 2 : 4;
+      if (i == 4) c.scheme = TSR_STAGE_RK4_4, c.m = 2;
       memcpy(c.tile, tiles[t], sizeof c.tile);
       run_case(&c);
     }
-  for (int i = 0; i < 2; ++i) { /* Euler m = 4, SSP-RK3 m = 2 */
-    tcase c3 = {.dim = 3, .model = TSR_MODEL_WAVE, .m = 4 - 2 * i, .box = {{0, 0, 0}, {21, 17, 13}},
+  for (int i = 0; i < 3; ++i) { /* Euler m = 4, SSP-RK3 m = 2, RK4 m = 2 */
+    tcase c3 = {.dim = 3, .model = TSR_MODEL_WAVE, .m = i ? 2 : 4, .box = {{0, 0, 0}, {21, 17, 13}},
                 .side = {2, 0, 0, 1, 1, 0}, .grow = 0, .tile = {5, 4, 3}};
-    c3.scheme = i ? TSR_STAGE_SSP3_3 : TSR_STAGE_EULER;
+    c3.scheme = i == 2 ? TSR_STAGE_RK4_4 : i ? TSR_STAGE_SSP3_3 : TSR_STAGE_EULER;
+    c3.single = i == 2;
     run_case(&c3);
   }
   /* a 3D box two planes thick between two z faces, in columns one cell wide */
-  for (int i = 0; i < 4; ++i) { /* Euler m = 2 and 5, SSP-RK3 m = 1 and 2 */
+  for (int i = 0; i < 6; ++i) { /* Euler m = 2 and 5, SSP-RK3 m = 1 and 2, RK4 m = 1 and 2 */
     tcase c4 = {.dim = 3, .model = TSR_MODEL_GRAY_SCOTT, .single = i % 2, .with_src = 1,
                 .box = {{-3, 1, 9}, {4, 6, 11}}, .side = {0, 1, 2, 0, 1, 2}, .grow = 1,
                 .tile = {1, 2, 0}};
-    c4.m = i < 2 ? 3 * i + 2 : i - 1;
-    c4.scheme = i < 2 ? TSR_STAGE_EULER : TSR_STAGE_SSP3_3;
+    c4.m = i < 2 ? 3 * i + 2 : 1 + i % 2;
+    c4.scheme = i < 2 ? TSR_STAGE_EULER : i < 4 ? TSR_STAGE_SSP3_3 : TSR_STAGE_RK4_4;
     run_case(&c4);
   }
 }
 
 /* Passes of a wider radius than the stencil's: longer halos, and in 3D rings of more planes
- * (SSP-RK3's base is read up to 4 r + 1 planes behind the level that holds it: more than
- * Euler's 3 r + 1 and the 8 of the default), over a z range that wraps them twice or more,
- * with a z face on one side and exchanged ghosts on the other. */
+ * (SSP-RK3's and RK4's base is read up to 4 r + 1 planes behind the level that holds it: more
+ * than Euler's 3 r + 1 and the 8 of the default; RK4's acc ring uses the same size and is read
+ * 3 r + 1 planes behind its writer), over a z range that wraps them twice or more, with a z
+ * face on one side and exchanged ghosts on the other. */
 static void wide_radius(void **st) {
   const struct {
     tsr_stage_kind scheme;
     int m, r;
   } passes3[] = {{TSR_STAGE_SSP3_3, 2, 2}, {TSR_STAGE_SSP3_3, 2, 3}, {TSR_STAGE_SSP2_2, 3, 3},
-                 {TSR_STAGE_EULER, 3, 3}};
-  for (int i = 0; i < 4; ++i) {
+                 {TSR_STAGE_EULER, 3, 3},  {TSR_STAGE_RK4_4, 1, 2},  {TSR_STAGE_RK4_4, 2, 3},
+                 {TSR_STAGE_RK4_4, 2, 2},  {TSR_STAGE_RK4_4, 1, 3}};
+  for (int i = 0; i < 8; ++i) {
     const int r = passes3[i].r;
     tcase c = {.dim = 3, .model = TSR_MODEL_ALLEN_CAHN, .single = i % 2, .m = passes3[i].m,
-               .scheme = passes3[i].scheme, .radius = r, .with_src = i / 2,
+               .scheme = passes3[i].scheme, .radius = r, .with_src = i / 2 % 2,
                .box = {{0, 0, -7}, {6, 5, 21}}, .side = {1, 0, 0, 2}, .grow = i % 3};
     c.side[4 + r % 2] = 1 + r % 2; /* z: Dirichlet below (r = 2) or Neumann above (r = 3) */
     if (i % 2) c.tile[0] = 4, c.tile[1] = 3;
     run_case(&c);
   }
-  tcase c2 = {.dim = 2, .model = TSR_MODEL_ADVECTION_DIFFUSION, .m = 2, .scheme = TSR_STAGE_SSP3_3,
-              .radius = 2, .with_src = 1, .box = {{0, 0, 0}, {17, 13, 1}}, .side = {2, 0, 1, 0},
-              .grow = 1, .tile = {5, 4, 0}};
-  run_case(&c2);
+  for (int i = 0; i < 3; ++i) { /* SSP-RK3 m = 2; RK4 m = 2 in fp64 and fp32 */
+    tcase c2 = {.dim = 2, .model = TSR_MODEL_ADVECTION_DIFFUSION, .m = 2,
+                .scheme = i ? TSR_STAGE_RK4_4 : TSR_STAGE_SSP3_3, .radius = 2, .with_src = 1,
+                .box = {{0, 0, 0}, {17, 13, 1}}, .side = {2, 0, 1, 0}, .grow = 1,
+                .tile = {5, 4, 0}};
+    c2.single = i == 2;
+    run_case(&c2);
+  }
 }
 
 /* Fields too shallow for the pass, or of another shape than in, are refused (and nothing is
@@ -344,9 +359,10 @@ static void shallow_fields_refused(void **st) {
   tsr_field_destroy(&thin);
 }
 
-/* Passes take forward Euler, SSP-RK2 and SSP-RK3 (by their last stage's kind) of 1 to
- * TSR_STEPS_MAX stages in all: RK4, a scheme's middle stage, longer passes and passes whose
- * stages, not steps, outnumber the ghosts are refused, and nothing is written. */
+/* Passes take forward Euler, SSP-RK2, SSP-RK3 and RK4 (by their last stage's kind) of 1 to
+ * TSR_STEPS_MAX stages in all: a scheme's single stages (RK4's first three among them),
+ * longer passes (RK4 m = 3: 12 stages) and passes whose stages, not steps, outnumber the
+ * ghosts are refused, and nothing is written. */
 static void schemes_refused(void **st) {
   tsr_box box = {{0, 0, 0}, {9, 7, 1}};
   tsr_field *in = NULL, *out = NULL;
@@ -359,16 +375,26 @@ static void schemes_refused(void **st) {
   const struct {
     tsr_stage_kind kind;
     int m;
-  } bad[] = {{TSR_STAGE_RK4_4, 1},  {TSR_STAGE_RK4_1, 1},  {TSR_STAGE_SSP3_2, 1},
-             {TSR_STAGE_SSP3_3, 3}, {TSR_STAGE_SSP2_2, 5}, {TSR_STAGE_EULER, TSR_STEPS_MAX + 1},
-             {TSR_STAGE_SSP2_2, 0}, {TSR_STAGE_SSP2_2, 2} /* 4 stages on 3 ghosts */};
+  } bad[] = {{TSR_STAGE_RK4_1, 1},  {TSR_STAGE_RK4_2, 1},  {TSR_STAGE_RK4_3, 1},
+             {TSR_STAGE_SSP3_2, 1}, {TSR_STAGE_SSP3_3, 3}, {TSR_STAGE_SSP2_2, 5},
+             {TSR_STAGE_RK4_4, 3},  {TSR_STAGE_RK4_4, 0},  {TSR_STAGE_EULER, TSR_STEPS_MAX + 1},
+             {TSR_STAGE_SSP2_2, 0}, {TSR_STAGE_SSP2_2, 2} /* 4 stages on 3 ghosts */,
+             {TSR_STAGE_RK4_4, 1} /* 4 stages on 3 ghosts */};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     s.kind = bad[i].kind;
     assert_int_equal(tsr_steps_host(&s, bad[i].m, 1, &box, NULL, in, NULL, out), TSR_ERR_STATE);
   }
+  /* RK4 m = 2 (8 stages) over one middle cell: 5 to 7 cells from it to the allocation's edges */
+  tsr_box inner = {{4, 4, 0}, {5, 5, 1}};
+  s.kind = TSR_STAGE_RK4_4;
+  assert_int_equal(tsr_steps_host(&s, 2, 1, &inner, NULL, in, NULL, out), TSR_ERR_STATE);
   for (ptrdiff_t i = 0; i < out->scomp; ++i) assert_true(((double *)out->data)[i] == 0.0);
   s.kind = TSR_STAGE_SSP3_3; /* 3 stages on 3 ghosts */
   assert_int_equal(tsr_steps_host(&s, 1, 1, &box, NULL, in, NULL, out), TSR_OK);
+  /* RK4's 4 stages over the box shrunk by a cell: 4 cells from it to the allocation's edges */
+  tsr_box shrunk = {{1, 1, 0}, {8, 6, 1}};
+  s.kind = TSR_STAGE_RK4_4;
+  assert_int_equal(tsr_steps_host(&s, 1, 1, &shrunk, NULL, in, NULL, out), TSR_OK);
   tsr_field_destroy(&in);
   tsr_field_destroy(&out);
 }
@@ -392,9 +418,9 @@ static void empty_region(void **st) {
 #ifdef TSR_HAVE_CUDA
 /* The GPU pass lengths the driver is told, as measured (kernels/steps_cuda.cu, bench/README.md):
  * Euler 2D fp64 3, or 5 for two components; 2D fp32 3 for every model (5 lost for Gray-Scott);
- * 3D fp64 3; none for 3D fp32 (slower than single steps) or ignition. SSP-RK2/3 one step
- * (SSP-RK2 none in 3D fp32, SSP-RK3 one there), none for ignition; none for schemes of other
- * stage counts. A pure function: no GPU needed. */
+ * 3D fp64 3; none for 3D fp32 (slower than single steps) or ignition. SSP-RK2, SSP-RK3 and
+ * RK4 one step (SSP-RK2 none in 3D fp32, SSP-RK3 and RK4 one there), none for ignition; none
+ * for schemes of other stage counts. A pure function: no GPU needed. */
 static void gpu_pass_lengths(void **st) {
   assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1), 3);
   assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_WAVE, 1), 5);
@@ -405,11 +431,15 @@ static void gpu_pass_lengths(void **st) {
   assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1), 3);
   assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_SINGLE, TSR_MODEL_HEAT, 1), 0);
   assert_int_equal(tsr_steps_cuda_max(1, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 1), 0);
-  /* SSP-RK2/3: one step a pass, none for ignition, none for other schemes */
+  /* SSP-RK2, SSP-RK3, RK4: one step a pass, none for ignition, none for other schemes */
   assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 3), 1);
   assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 3), 1);
   assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_IGNITION, 3), 0);
-  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 4), 0);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 4), 1);
+  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_DOUBLE, TSR_MODEL_WAVE, 4), 1);
+  assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_SINGLE, TSR_MODEL_HEAT, 4), 1);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_IGNITION, 4), 0);
+  assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 5), 0);
   assert_int_equal(tsr_steps_cuda_max(2, TSR_PREC_DOUBLE, TSR_MODEL_HEAT, 2), 1);
   assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_SINGLE, TSR_MODEL_HEAT, 3), 1);
   assert_int_equal(tsr_steps_cuda_max(3, TSR_PREC_SINGLE, TSR_MODEL_HEAT, 2), 0);
