@@ -31,8 +31,9 @@
  *
  * Bits: every value is computed by tsr_model_rhs and tsr_stage_update on the values the
  * single-step kernel would hand them (gathered into the same 3x3 window, strides 1 and 3) and
- * stored in the field's type T before the next level reads it, exactly as the stage-by-stage
- * path rounds it into memory. Ghosts beyond physical faces are refilled per level from the
+ * rounded to the field's type T before the next level reads it, exactly as the stage-by-stage
+ * path rounds it into memory (and held on chip as chip_t<T>, double for fp32:
+ * kernels/steps_ring_cuda.cuh). Ghosts beyond physical faces are refilled per level from the
  * level's own values with tsr_ghost_value, as the boundary fill does between stages: the
  * thread that computes a face's first cell writes the ghost beside it (the x faces into
  * shared memory for its neighbour's stencil, the y faces into its own register column), and
@@ -115,8 +116,9 @@ template <int M, int NC, int MS, bool SRC, typename T, int S = 1>
 __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
   static_assert(S == 1 || MS == S, "a pass of a scheme of several stages is one step");
   constexpr int kCols = cols_of<NC>(), kW = kCols * kBX;
+  using V = chip_t<T>; /* the levels' values on chip */
   /* shared rows: level l's row r in slot (r - y0) mod 3, like the registers */
-  __shared__ T sh[MS][3][NC][kW + 2];
+  __shared__ V sh[MS][3][NC][kW + 2];
   const int tx = (int)threadIdx.x;
   const int x0 = a.rx0 + (int)blockIdx.x * (kW - 2 * MS) - MS; /* the tile's first column */
   const int cy0 = a.ry0 + (int)blockIdx.y * kChunk;
@@ -172,20 +174,20 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
   for (int r = 0; r < kAhead; ++r) load_row(y0 + r, ahead[r]);
 
   /* reg[l][q][c][k]: component c of column q at level l, the row r with (r - y0) mod 3 = k */
-  T reg[MS][kCols][NC][3];
-  T base3[kCols][NC]; /* SSP-RK3 and RK4: level 0's row y - 3 */
-  T acc[kCols][NC][3], acc4[kCols][NC]; /* RK4: the running sums, as reg; row y - 4's */
+  V reg[MS][kCols][NC][3];
+  V base3[kCols][NC]; /* SSP-RK3 and RK4: level 0's row y - 3 */
+  V acc[kCols][NC][3], acc4[kCols][NC]; /* RK4: the running sums, as reg; row y - 4's */
 #pragma unroll
   for (int l = 0; l < MS; ++l)
 #pragma unroll
     for (int q = 0; q < kCols; ++q)
 #pragma unroll
-      for (int c = 0; c < NC; ++c) reg[l][q][c][0] = reg[l][q][c][1] = reg[l][q][c][2] = (T)0;
+      for (int c = 0; c < NC; ++c) reg[l][q][c][0] = reg[l][q][c][1] = reg[l][q][c][2] = (V)0;
 #pragma unroll
   for (int q = 0; q < kCols; ++q)
 #pragma unroll
     for (int c = 0; c < NC; ++c)
-      base3[q][c] = acc4[q][c] = acc[q][c][0] = acc[q][c][1] = acc[q][c][2] = (T)0;
+      base3[q][c] = acc4[q][c] = acc[q][c][0] = acc[q][c][1] = acc[q][c][2] = (V)0;
 
   /* One row of the pipeline: row y in, level l's row y - l computed; R = (y - y0) mod 3. CK:
    * whether its levels may store outside the chunk's rows or meet a y face's ghost row; the
@@ -197,7 +199,7 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
     for (int q = 0; q < kCols; ++q)
 #pragma unroll
       for (int c = 0; c < NC; ++c) {
-        const T v = ahead[0][q][c];
+        const V v = ahead[0][q][c];
 #pragma unroll
         for (int r = 0; r + 1 < kAhead; ++r) ahead[r][q][c] = ahead[r + 1][q][c];
         if (S >= 3) base3[q][c] = reg[0][q][c][R];
@@ -235,7 +237,7 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
         for (int c = 0; c < NC; ++c) {
           const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + src_row + c * a.sc)
                                 : r[c];
-          v[c] = level_update<S>(l, a.dt, reg[0][q][c][mid], base3[q][c], &acc[q][c][mid],
+          v[c] = level_update<S, T>(l, a.dt, reg[0][q][c][mid], base3[q][c], &acc[q][c][mid],
                                  acc4[q][c], w[c * 9 + 4], rc);
         }
         if (l == MS) {
@@ -257,8 +259,9 @@ __global__ void __launch_bounds__(kBX) steps_kernel(const steps_args<T> a) {
         }
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
-          reg[l][q][c][mid] = v[c];
-          if (keep[q]) sh[l][mid][c][s] = v[c];
+          const V vc = v[c];
+          reg[l][q][c][mid] = vc;
+          if (keep[q]) sh[l][mid][c][s] = vc;
         }
         /* the ghost row below the low y face, beside its first row */
         if (CK && yr == ylo_row && ylo[q]) {

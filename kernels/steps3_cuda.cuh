@@ -93,6 +93,7 @@ constexpr int k3Threads = 32 * k3BY;
 constexpr int k3TX = 32 * k3CX, k3TY = k3BY * k3CY; /* the tile's level-0 columns */
 constexpr int k3Q = k3CX * k3CY;                    /* columns a thread */
 constexpr int k3W = k3TX + 2, k3Plane = k3W * (k3TY + 2); /* a shared plane, with a rim */
+static_assert(k3Plane % 2 == 0, "an even plane keeps the levels' double planes after level 0's aligned");
 constexpr int k3Chunk = TSR_STEPS3_CHUNK, k3Ahead = TSR_STEPS3_AHEAD;
 constexpr bool k3Skip = TSR_STEPS3_SKIP != 0;
 constexpr bool k3Fast = TSR_STEPS3_FAST != 0;
@@ -154,18 +155,21 @@ enum { F3_STORE = 1, F3_KEEP = 2, F3_XLO = 4, F3_XHI = 8, F3_YLO = 16, F3_YHI = 
  * spilled, -Xptxas -v). */
 constexpr size_t k3SmemMax = 232448;
 __host__ __device__ constexpr size_t steps3_acc_bytes(int nc, size_t es, int s) {
-  return s == 4 ? (size_t)3 * nc * k3Q * k3Threads * es : 0;
+  return s == 4 ? (size_t)3 * nc * k3Q * k3Threads * chip_size(es) : 0;
+}
+/* the levels' planes and sums, held as chip_t of the field's type (es bytes) */
+__host__ __device__ constexpr size_t steps3_level_bytes(int ms, int nc, size_t es, int s) {
+  return (size_t)((ms - 1) * 2) * nc * k3Plane * chip_size(es) + steps3_acc_bytes(nc, es, s);
 }
 __host__ __device__ constexpr int steps3_stage_planes(int ms, int nc, size_t es, int s = 1) {
   int d = k3Ahead + 2;
-  while (d > 3 && (size_t)((ms - 1) * 2 + d) * nc * k3Plane * es + steps3_acc_bytes(nc, es, s) >
-                      k3SmemMax)
+  while (d > 3 && (size_t)d * nc * k3Plane * es + steps3_level_bytes(ms, nc, es, s) > k3SmemMax)
     --d;
   return d;
 }
 __host__ __device__ constexpr size_t steps3_bytes(int ms, int nc, size_t es, int s = 1) {
-  return (size_t)((ms - 1) * 2 + steps3_stage_planes(ms, nc, es, s)) * nc * k3Plane * es +
-         steps3_acc_bytes(nc, es, s);
+  return (size_t)steps3_stage_planes(ms, nc, es, s) * nc * k3Plane * es +
+         steps3_level_bytes(ms, nc, es, s);
 }
 
 /* S: stages a step, as in the 2D kernel: a pass of a scheme of several stages is one step, its
@@ -231,11 +235,13 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 
   /* level 0: plane z in ring slot (z - z0) mod D, A planes copied ahead (above) */
   constexpr int D = steps3_stage_planes(MS, NC, sizeof(T), S), A = D - 2;
+  using V = chip_t<T>; /* the levels' values on chip (level 0's ring: T, copied as it is) */
   T *const ring = sh;
-  T *const lev = sh + (ptrdiff_t)(D * NC) * k3Plane; /* level l, parity p: (l - 1) * 2 + p */
+  /* level l, parity p: (l - 1) * 2 + p */
+  V *const lev = reinterpret_cast<V *>(sh + (ptrdiff_t)(D * NC) * k3Plane);
   /* RK4's running sum of column q, component c, in ring slot k (as reg's) */
-  T *const accs = lev + (ptrdiff_t)((MS - 1) * 2 * NC) * k3Plane;
-  auto acc = [&](int k, int q, int c) -> T & {
+  V *const accs = lev + (ptrdiff_t)((MS - 1) * 2 * NC) * k3Plane;
+  auto acc = [&](int k, int q, int c) -> V & {
     return accs[((k * NC + c) * k3Q + q) * k3Threads + tid];
   };
   auto fetch = [&](int z, int slot) { /* slot: (z - z0) mod D */
@@ -254,20 +260,28 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
   for (int r = 0; r < A; ++r) fetch(z0 + r, r);
 
   /* reg[l][q][c][k]: component c of column q at level l, plane p with (p - z0) mod 3 = k */
-  T reg[MS][k3Q][NC][3];
-  T base3[k3Q][NC]; /* SSP-RK3 and RK4: level 0's plane z - 3 */
-  T acc4[k3Q][NC]; /* RK4: plane z - 4's running sum */
+  V reg[MS][k3Q][NC][3];
+  V base3[k3Q][NC]; /* SSP-RK3 and RK4: level 0's plane z - 3 */
+  V acc4[k3Q][NC]; /* RK4: plane z - 4's running sum */
 #pragma unroll
   for (int l = 0; l < MS; ++l)
 #pragma unroll
     for (int q = 0; q < k3Q; ++q)
 #pragma unroll
-      for (int c = 0; c < NC; ++c) reg[l][q][c][0] = reg[l][q][c][1] = reg[l][q][c][2] = (T)0;
+      for (int c = 0; c < NC; ++c) reg[l][q][c][0] = reg[l][q][c][1] = reg[l][q][c][2] = (V)0;
 #pragma unroll
   for (int q = 0; q < k3Q; ++q)
 #pragma unroll
     for (int c = 0; c < NC; ++c)
-      base3[q][c] = acc4[q][c] = (T)0;
+      base3[q][c] = acc4[q][c] = (V)0;
+
+  /* a cell's x and y neighbours in a shared plane (of T or V values) into its window */
+  auto gather_xy = [](const auto *pc, double *wp) {
+    wp[-1] = (double)pc[-1];
+    wp[1] = (double)pc[1];
+    wp[-3] = (double)pc[-k3W];
+    wp[3] = (double)pc[k3W];
+  };
 
   /* One plane of the pipeline: plane z in, level l's plane z - l computed; R = (z - z0) mod 3.
    * CK: whether this plane's levels may skip a plane (the chunk's first 2 MS planes) or meet a
@@ -293,7 +307,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
       }
     /* level l's plane z - l has parity (z & 1) ^ (l & 1) */
     const int par = z & 1;
-    T *const base[2] = {lev + (ptrdiff_t)(par * NC) * k3Plane,
+    V *const base[2] = {lev + (ptrdiff_t)(par * NC) * k3Plane,
                         lev + (ptrdiff_t)((par ^ 1) * NC) * k3Plane};
 #pragma unroll
     for (int l = 1; l <= MS; ++l) {
@@ -301,8 +315,8 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
       if (CK && k3Skip && (zr < cz0 - (MS - l) || zr >= cz1 + (MS - l))) continue;
       const int lo = slot<R>(-l - 1), mid = slot<R>(-l), hi = slot<R>(-l + 1);
       /* level l - 1's plane zr (landed or written in the previous iteration) and level l's */
-      const T *sp = l == 1 ? in1 : base[l & 1] + (ptrdiff_t)((l - 2) * 2 * NC) * k3Plane;
-      T *sn = base[l & 1] + (ptrdiff_t)((l - 1) * 2 * NC) * k3Plane;
+      const V *sp = l == 1 ? nullptr : base[l & 1] + (ptrdiff_t)((l - 2) * 2 * NC) * k3Plane;
+      V *sn = base[l & 1] + (ptrdiff_t)((l - 1) * 2 * NC) * k3Plane;
       /* without a source only level MS's store reads oz, inside the chunk on a plane without
        * the tests */
       const int zl = !CK && !SRC ? zr : zr < a.g0[2] ? a.g0[2] : (zr >= a.g1[2] ? a.g1[2] - 1 : zr);
@@ -317,14 +331,11 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
           double *wp = w + c * 27 + 13;
-          const T *pc = sp + c * k3Plane + p;
           wp[0] = (double)reg[l - 1][q][c][mid];
           wp[-9] = (double)reg[l - 1][q][c][lo];
           wp[9] = (double)reg[l - 1][q][c][hi];
-          wp[-1] = (double)pc[-1];
-          wp[1] = (double)pc[1];
-          wp[-3] = (double)pc[-k3W];
-          wp[3] = (double)pc[k3W];
+          if (l == 1) gather_xy(in1 + c * k3Plane + p, wp); /* level 0: T */
+          else gather_xy(sp + c * k3Plane + p, wp);
         }
         double r[TSR_MAX_COMP] = {0};
         tsr_model_rhs(M, w + 13, &kc, r);
@@ -332,7 +343,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
           const double rc = SRC ? r[c] + (double)__ldg(a.src + ld[q] + oz + c * a.sc) : r[c];
-          v[c] = level_update<S>(l, a.dt, reg[0][q][c][mid], base3[q][c], &acc(mid, q, c),
+          v[c] = level_update<S, T>(l, a.dt, reg[0][q][c][mid], base3[q][c], &acc(mid, q, c),
                                  acc4[q][c], w[c * 27 + 13], rc);
         }
         if (l == MS) {
@@ -354,8 +365,9 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
         }
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
-          reg[l][q][c][mid] = v[c];
-          if (fl[q] & F3_KEEP) sn[c * k3Plane + p] = v[c];
+          const V vc = v[c];
+          reg[l][q][c][mid] = vc;
+          if (fl[q] & F3_KEEP) sn[c * k3Plane + p] = vc;
         }
         /* the ghost plane below the low z face, beside its first plane */
         if (CK && zr == zlo_plane && (fl[q] & F3_ZLO)) {

@@ -41,14 +41,20 @@ static bool on_device(const tsr_field *f) { return !f || f->mem == TSR_MEM_DEVIC
  * wherever SSP-RK3 takes one: stage by stage a step moves at least 128 bytes a cell in fp64
  * (its stages read the base and read and write the running sum), a pass 16. One H100 (session
  * 29, --scheme rk4): 2D fp64 4.68x, fp32 2.54x, 3D fp64 2.69x, fp32 1.52x; wave 5.10x,
- * Gray-Scott 3.48x, Allen-Cahn 4.39x. */
+ * Gray-Scott 3.48x, Allen-Cahn 4.39x. fp32 passes hold their levels on chip in double
+ * (kernels/steps_ring_cuda.cuh, session 30), which made them 1.02-1.32x faster: one H100, 2D
+ * heat forward Euler's pass of 3 616.7 Gcells/s against 466.4 (1.93x the fp32 single step,
+ * 1.64x its streaming limit); one H200, Allen-Cahn and advection-diffusion 1.17-1.18x,
+ * Gray-Scott 1.04x, SSP-RK3 3D 1.15x (1.31x the step stage by stage), RK4 1.09x, SSP-RK2 3D
+ * 1.12x, which now pays (1.09x the step stage by stage, 0.97x before); 3D fp32 forward Euler's
+ * pass of 3 is still slower than its single step (0.81x, 0.71x before). */
 extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec, int model, int stages) {
   const bool fp32 = prec == TSR_PREC_SINGLE;
   if ((dim != 2 && dim != 3) || (prec != TSR_PREC_DOUBLE && !fp32) || model < 0 ||
       model >= TSR_MODEL_COUNT || !(tsr_models[model].methods & TSR_METHODS_EXPLICIT) ||
       tsr_models[model].varies || stages < 1 || stages > 4)
     return 0;
-  if (fp32 && dim == 3) return stages >= 3; /* SSP-RK2's pass gains nothing there (0.98x) */
+  if (fp32 && dim == 3) return stages >= 2; /* forward Euler's passes lose there (0.81x) */
   if (stages > 1) return 1;
   return dim == 2 && !fp32 && tsr_models[model].ncomp == 2 ? 5 : 3;
 }
