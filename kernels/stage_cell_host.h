@@ -1,5 +1,5 @@
 /* The per-cell right-hand side of the host's explicit stages, shared by kernels/stage_host.c
- * (one step a pass) and kernels/steps_host.c (several) so that both run the same arithmetic
+ * (one step a pass) and kernels/steps_host_tiles.h (several) so that both run the same arithmetic
  * on the same values: double fields hand tsr_model_rhs a pointer into the array; single ones
  * first gather the stencil into a small double window shaped like a 3x3(x3) field (strides 1,
  * 3, 9), as the GPU kernels do. Private to kernels/ (inlined with constant model and

@@ -20,7 +20,7 @@ void tsr_stage_coef_init(tsr_cell_coef *k, int model, const double *p, const dou
 
 /* One row of cells. Inlined with constant model, kind, precision and source flag so that
  * every branch folds and the x loop vectorises; out never aliases the arrays it reads. The
- * right-hand side is kernels/stage_cell_host.h's, shared with kernels/steps_host.c. */
+ * right-hand side is kernels/stage_cell_host.h's, shared with kernels/steps_host_tiles.h. */
 static inline __attribute__((always_inline)) void
 row(int model, int ncomp, int kind, int prec, int has_src, double dt, const tsr_cell_coef *k,
     ptrdiff_t o, int n, const void *restrict in, const void *restrict base, void *restrict acc,
