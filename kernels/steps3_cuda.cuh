@@ -154,12 +154,20 @@ enum { F3_STORE = 1, F3_KEEP = 2, F3_XLO = 4, F3_XHI = 8, F3_YLO = 16, F3_YHI = 
  * own (no barrier): in registers they took heat fp64 past the 64 a thread may have (44 bytes
  * spilled, -Xptxas -v). */
 constexpr size_t k3SmemMax = 232448;
+/* The levels' values on chip (kernels/steps_ring_cuda.cuh): widened for one component only;
+ * the two-component kernels, at the 64 registers a 1024-thread block allows, spilled 4-7x the
+ * bytes with double levels (SSP-RK3 wave fp32: 56 against 0, -Xptxas -v). */
+template <typename T, int NC>
+using chip3_t = typename std::conditional<NC == 1, chip_t<T>, T>::type;
+__host__ __device__ constexpr size_t chip3_size(size_t es, int nc) {
+  return nc == 1 ? chip_size(es) : es;
+}
 __host__ __device__ constexpr size_t steps3_acc_bytes(int nc, size_t es, int s) {
-  return s == 4 ? (size_t)3 * nc * k3Q * k3Threads * chip_size(es) : 0;
+  return s == 4 ? (size_t)3 * nc * k3Q * k3Threads * chip3_size(es, nc) : 0;
 }
 /* the levels' planes and sums, held as chip_t of the field's type (es bytes) */
 __host__ __device__ constexpr size_t steps3_level_bytes(int ms, int nc, size_t es, int s) {
-  return (size_t)((ms - 1) * 2) * nc * k3Plane * chip_size(es) + steps3_acc_bytes(nc, es, s);
+  return (size_t)((ms - 1) * 2) * nc * k3Plane * chip3_size(es, nc) + steps3_acc_bytes(nc, es, s);
 }
 __host__ __device__ constexpr int steps3_stage_planes(int ms, int nc, size_t es, int s = 1) {
   int d = k3Ahead + 2;
@@ -235,7 +243,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 
   /* level 0: plane z in ring slot (z - z0) mod D, A planes copied ahead (above) */
   constexpr int D = steps3_stage_planes(MS, NC, sizeof(T), S), A = D - 2;
-  using V = chip_t<T>; /* the levels' values on chip (level 0's ring: T, copied as it is) */
+  using V = chip3_t<T, NC>; /* the levels' values on chip (level 0's ring: T, copied as is) */
   T *const ring = sh;
   /* level l, parity p: (l - 1) * 2 + p */
   V *const lev = reinterpret_cast<V *>(sh + (ptrdiff_t)(D * NC) * k3Plane);

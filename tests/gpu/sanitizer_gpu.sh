@@ -75,13 +75,13 @@ spawn bw_heat2d-rk4-passes check bw_heat2d-rk4-passes "$TESSERA_SOURCE/tests/cas
 spawn bw_wave3d-rk4-passes check bw_wave3d-rk4-passes "$TESSERA_SOURCE/tests/cases/bw_wave3d.yaml" \
   --set "grid.cells=[70, 37, 20]" --set time.scheme=rk4 --set time.fuse=2 \
   --set output.monitor_every=1000
-# fp32 passes, whose levels sit on chip widened to double (TSR_STEPS_WIDE): in 3D after level
-# 0's ring of floats in the same shared memory, RK4's running sums too
+# fp32 passes, whose levels sit on chip widened to double (TSR_STEPS_WIDE): in 3D (one
+# component) after level 0's ring of floats in the same shared memory, RK4's running sums too
 spawn bw_heat2d-f32-passes check bw_heat2d-f32-passes "$TESSERA_SOURCE/tests/cases/bw_heat2d.yaml" \
   --set "grid.cells=[70, 37]" --set precision=single --set time.scheme=euler --set source.u=x \
   --set boundary.ylo.value=x --set boundary.yhi.value=x --set time.fuse=4 \
   --set output.monitor_every=1000
-spawn bw_wave3d-f32-rk4-passes check bw_wave3d-f32-rk4-passes "$TESSERA_SOURCE/tests/cases/bw_wave3d.yaml" \
+spawn bw_heat3d-f32-rk4-passes check bw_heat3d-f32-rk4-passes "$TESSERA_SOURCE/tests/cases/bw_heat3d.yaml" \
   --set "grid.cells=[70, 37, 20]" --set precision=single --set time.scheme=rk4 --set time.fuse=2 \
   --set output.monitor_every=1000
 # the PINN network's layers path (fp32, width 16, depth 4: every kernel of it, the last hidden
