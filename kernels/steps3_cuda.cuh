@@ -165,7 +165,7 @@ __host__ __device__ constexpr size_t chip3_size(size_t es, int nc) {
 __host__ __device__ constexpr size_t steps3_acc_bytes(int nc, size_t es, int s) {
   return s == 4 ? (size_t)3 * nc * k3Q * k3Threads * chip3_size(es, nc) : 0;
 }
-/* the levels' planes and sums, held as chip_t of the field's type (es bytes) */
+/* the levels' planes and sums, held as chip3_t of the field's type (es bytes) */
 __host__ __device__ constexpr size_t steps3_level_bytes(int ms, int nc, size_t es, int s) {
   return (size_t)((ms - 1) * 2) * nc * k3Plane * chip3_size(es, nc) + steps3_acc_bytes(nc, es, s);
 }
