@@ -28,7 +28,11 @@
  * 66 a computed cell), and the tests were about 20 of a computed cell's 45 PTX instructions
  * (heat fp64, m = 3; 25 remain). TSR_STEPS3_FAST=0 keeps the tests everywhere (the same
  * values). On an H100 (session 20) that took a pass of 3 from 203 to 231 Gcells/s (90 to 69
- * instructions a cell and step, Nsight Compute).
+ * instructions a cell and step, Nsight Compute). Those planes also take their offsets along z
+ * from the iteration's first plane without clamps, where the planes they copy in lie inside
+ * the allocation (TSR_STEPS3_INCR=1; the clamps and 64-bit products were about 20 of a plane's
+ * 110 SASS instructions): on an H200 (session 31, one job) the pass of 3 went from 252.2 to
+ * 255.6 Gcells/s and SSP-RK3's 3D pass from 81.0 to 83.8.
  *
  * Input planes copied ahead: the same profile found a fifth of the warps' time waiting on the
  * load of the next input plane, which was one plane ahead in registers (more would not fit
@@ -63,7 +67,8 @@
 /* Launch shape; macros so that bench/gpu_tiles can be rebuilt with others (NVCC_APPEND_FLAGS):
  * threads along y (x is always one warp), columns a thread along x and y, planes a block
  * writes, input planes copied ahead (fewer where shared memory runs out), blocks an SM (__launch_bounds__: caps registers), and
- * whether rows and planes no later level reads are skipped. */
+ * whether rows and planes no later level reads are skipped; then the planes without the tests
+ * (above), and their offsets without clamps. */
 #ifndef TSR_STEPS3_BY
 #define TSR_STEPS3_BY 32
 #endif
@@ -88,6 +93,9 @@
 #ifndef TSR_STEPS3_FAST
 #define TSR_STEPS3_FAST 1
 #endif
+#ifndef TSR_STEPS3_INCR
+#define TSR_STEPS3_INCR 1
+#endif
 constexpr int k3BY = TSR_STEPS3_BY, k3CX = TSR_STEPS3_CX, k3CY = TSR_STEPS3_CY;
 constexpr int k3Threads = 32 * k3BY;
 constexpr int k3TX = 32 * k3CX, k3TY = k3BY * k3CY; /* the tile's level-0 columns */
@@ -97,6 +105,7 @@ static_assert(k3Plane % 2 == 0, "an even plane keeps the levels' double planes a
 constexpr int k3Chunk = TSR_STEPS3_CHUNK, k3Ahead = TSR_STEPS3_AHEAD;
 constexpr bool k3Skip = TSR_STEPS3_SKIP != 0;
 constexpr bool k3Fast = TSR_STEPS3_FAST != 0;
+constexpr bool k3Incr = TSR_STEPS3_INCR != 0;
 /* the two-component models' kernels spill at 64 registers already (-Xptxas -v): the body's
  * second copy is for one component */
 template <int NC>
@@ -252,9 +261,12 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
   auto acc = [&](int k, int q, int c) -> V & {
     return accs[((k * NC + c) * k3Q + q) * k3Threads + tid];
   };
-  auto fetch = [&](int z, int slot) { /* slot: (z - z0) mod D */
+  /* the offset of plane z, clamped into the allocation */
+  auto clamped = [&](int z) {
     const int zl = z < a.g0[2] ? a.g0[2] : (z >= a.g1[2] ? a.g1[2] - 1 : z);
-    const ptrdiff_t oz = (ptrdiff_t)(zl - a.g0[2]) * a.sz;
+    return (ptrdiff_t)(zl - a.g0[2]) * a.sz;
+  };
+  auto fetch = [&](ptrdiff_t oz, int slot) { /* oz: the plane's offset; slot: (z - z0) mod D */
     T *const dst = ring + (ptrdiff_t)(slot * NC) * k3Plane;
 #pragma unroll
     for (int q = 0; q < k3Q; ++q)
@@ -265,7 +277,7 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
     __pipeline_commit();
   };
 #pragma unroll
-  for (int r = 0; r < A; ++r) fetch(z0 + r, r);
+  for (int r = 0; r < A; ++r) fetch(clamped(z0 + r), r);
 
   /* reg[l][q][c][k]: component c of column q at level l, plane p with (p - z0) mod 3 = k */
   V reg[MS][k3Q][NC][3];
@@ -294,14 +306,15 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
   /* One plane of the pipeline: plane z in, level l's plane z - l computed; R = (z - z0) mod 3.
    * CK: whether this plane's levels may skip a plane (the chunk's first 2 MS planes) or meet a
    * z face (a plane of ghosts to refill); the planes in between, most of a chunk, leave the
-   * tests out. Level l's planes have parity (z - l) & 1, one of two bases a plane. */
-  auto plane = [&](auto rc, auto ck, int z) {
+   * tests out. Level l's planes have parity (z - l) & 1, one of two bases a plane. ozz: plane
+   * z's offset, (z - g0) sz, where the planes without the tests need no clamp (k3Incr). */
+  auto plane = [&](auto rc, auto ck, int z, ptrdiff_t ozz) {
     constexpr int R = decltype(rc)::value;
     constexpr bool CK = decltype(ck)::value;
     /* the ring's slot: R itself where the ring has 3 planes (one ahead, the default) */
     const int sz = D == 3 ? R : (z - z0) % D;
     /* plane z + A goes to the slot of plane z - 2, which the last barrier freed */
-    fetch(z + A, D == 3 ? (R + 1) % 3 : (z + A - z0) % D);
+    fetch(!CK && k3Incr ? ozz + A * a.sz : clamped(z + A), D == 3 ? (R + 1) % 3 : (z + A - z0) % D);
     __pipeline_wait_prior(A); /* this thread's copies of plane z have landed */
     const T *const in0 = ring + (ptrdiff_t)(sz * NC) * k3Plane;
     const T *const in1 = ring + (ptrdiff_t)((sz == 0 ? D - 1 : sz - 1) * NC) * k3Plane;
@@ -327,8 +340,8 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
       V *sn = base[l & 1] + (ptrdiff_t)((l - 1) * 2 * NC) * k3Plane;
       /* without a source only level MS's store reads oz, inside the chunk on a plane without
        * the tests */
-      const int zl = !CK && !SRC ? zr : zr < a.g0[2] ? a.g0[2] : (zr >= a.g1[2] ? a.g1[2] - 1 : zr);
-      const ptrdiff_t oz = (ptrdiff_t)(zl - a.g0[2]) * a.sz;
+      const ptrdiff_t oz = !CK && !SRC ? (k3Incr ? ozz - l * a.sz : (ptrdiff_t)(zr - a.g0[2]) * a.sz)
+                                       : clamped(zr);
 #pragma unroll
       for (int q = 0; q < k3Q; ++q) {
         const int j = ty + k3BY * (q / k3CX); /* the column's tile row */
@@ -415,18 +428,20 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
 #pragma unroll 1
   for (int z = z0; z < z1; z += 3) {
     /* the three planes' levels 1 .. MS - 1 (those that refill ghosts) reach planes
-     * z - MS + 1 .. z + 1; no level skips a plane from z0 + 2 MS on */
-    const bool fast = k3FastFor<NC> && z >= z0 + 2 * MS && z + 2 < z1 &&
+     * z - MS + 1 .. z + 1; no level skips a plane from z0 + 2 MS on; the planes copied in,
+     * up to z + 2 + A, lie inside the allocation (no clamp) */
+    const bool fast = k3FastFor<NC> && z >= z0 + 2 * MS && z + 2 < z1 && z + 2 + A < a.g1[2] &&
                       (zlo_plane < z - MS + 1 || zlo_plane > z + 1) &&
                       (zhi_plane < z - MS + 1 || zhi_plane > z + 1);
     if (fast) {
-      plane(R0{}, OFF{}, z);
-      plane(R1{}, OFF{}, z + 1);
-      plane(R2{}, OFF{}, z + 2);
+      const ptrdiff_t oz = (ptrdiff_t)(z - a.g0[2]) * a.sz;
+      plane(R0{}, OFF{}, z, oz);
+      plane(R1{}, OFF{}, z + 1, oz + a.sz);
+      plane(R2{}, OFF{}, z + 2, oz + 2 * a.sz);
     } else {
-      plane(R0{}, ON{}, z);
-      if (z + 1 < z1) plane(R1{}, ON{}, z + 1);
-      if (z + 2 < z1) plane(R2{}, ON{}, z + 2);
+      plane(R0{}, ON{}, z, 0);
+      if (z + 1 < z1) plane(R1{}, ON{}, z + 1, 0);
+      if (z + 2 < z1) plane(R2{}, ON{}, z + 2, 0);
     }
   }
 }
