@@ -314,7 +314,8 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
     /* the ring's slot: R itself where the ring has 3 planes (one ahead, the default) */
     const int sz = D == 3 ? R : (z - z0) % D;
     /* plane z + A goes to the slot of plane z - 2, which the last barrier freed */
-    fetch(!CK && k3Incr ? ozz + A * a.sz : clamped(z + A), D == 3 ? (R + 1) % 3 : (z + A - z0) % D);
+    fetch(!CK && k3Incr ? ozz + A * a.sz : clamped(z + A),
+          D == 3 ? (R + 1) % 3 : (z + A - z0) % D);
     __pipeline_wait_prior(A); /* this thread's copies of plane z have landed */
     const T *const in0 = ring + (ptrdiff_t)(sz * NC) * k3Plane;
     const T *const in1 = ring + (ptrdiff_t)((sz == 0 ? D - 1 : sz - 1) * NC) * k3Plane;
@@ -340,8 +341,9 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
       V *sn = base[l & 1] + (ptrdiff_t)((l - 1) * 2 * NC) * k3Plane;
       /* without a source only level MS's store reads oz, inside the chunk on a plane without
        * the tests */
-      const ptrdiff_t oz = !CK && !SRC ? (k3Incr ? ozz - l * a.sz : (ptrdiff_t)(zr - a.g0[2]) * a.sz)
-                                       : clamped(zr);
+      const ptrdiff_t oz = CK || SRC ? clamped(zr)
+                           : k3Incr  ? ozz - l * a.sz
+                                     : (ptrdiff_t)(zr - a.g0[2]) * a.sz;
 #pragma unroll
       for (int q = 0; q < k3Q; ++q) {
         const int j = ty + k3BY * (q / k3CX); /* the column's tile row */
@@ -430,8 +432,8 @@ __global__ void __launch_bounds__(k3Threads, TSR_STEPS3_MINB) steps3_kernel(cons
     /* the three planes' levels 1 .. MS - 1 (those that refill ghosts) reach planes
      * z - MS + 1 .. z + 1; no level skips a plane from z0 + 2 MS on; the planes copied in,
      * up to z + 2 + A, lie inside the allocation (no clamp) */
-    const bool fast = k3FastFor<NC> && z >= z0 + 2 * MS && z + 2 < z1 && z + 2 + A < a.g1[2] &&
-                      (zlo_plane < z - MS + 1 || zlo_plane > z + 1) &&
+    const bool fast = k3FastFor<NC> && z >= z0 + 2 * MS && z + 2 < z1 &&
+                      z + 2 + A < a.g1[2] && (zlo_plane < z - MS + 1 || zlo_plane > z + 1) &&
                       (zhi_plane < z - MS + 1 || zhi_plane > z + 1);
     if (fast) {
       const ptrdiff_t oz = (ptrdiff_t)(z - a.g0[2]) * a.sz;
