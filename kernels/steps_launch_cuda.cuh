@@ -20,9 +20,8 @@ namespace {
 /* 2D: steps_kernel */
 #include "kernels/steps2_cuda.cuh"
 
-/* 3D: steps3_kernel, and steps3p_kernel for few warps */
+/* 3D: steps3_kernel */
 #include "kernels/steps3_cuda.cuh"
-#include "kernels/steps3_patch_cuda.cuh"
 
 /* The passes compiled: forward Euler's of 3 and 5 steps (the driver's passes are odd:
  * solver/run_tiles.c says why) and one step of SSP-RK2, SSP-RK3 and RK4 (their stages: 2, 3
@@ -65,22 +64,9 @@ cudaError_t launch3(dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
   return cudaSuccess;
 }
 
-template <int M, int MS, bool SRC, typename T>
-cudaError_t launch3p(dim3 grid, const steps3_args<T> &a, cudaStream_t st) {
-  constexpr size_t bytes = steps3p_bytes(MS, sizeof(T));
-  cudaError_t e = cudaFuncSetAttribute(steps3p_kernel<M, MS, SRC, T>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-  if (e != cudaSuccess) return e;
-  steps3p_kernel<M, MS, SRC, T><<<grid, dim3(32, kpBY, 1), bytes, st>>>(a);
-  return cudaSuccess;
-}
-
 template <int M, int NC, typename T>
 cudaError_t launch_model(int ms, int stages, bool src, dim3 grid, const steps3_args<T> &a,
                          cudaStream_t st) {
-  if constexpr (steps3p_takes(NC, 1, 3))
-    if (steps3p_takes(NC, stages, ms))
-      return src ? launch3p<M, 3, true, T>(grid, a, st) : launch3p<M, 3, false, T>(grid, a, st);
   if (stages > 1) {
     if constexpr (M != TSR_MODEL_IGNITION) {
       if (stages == 2 && ms == 2)
@@ -143,15 +129,13 @@ tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const ts
                      cudaStream_t stream) {
   if (tsr_box_empty(rg)) return TSR_OK;
   const int S = tsr_steps_stages(s->kind), ms = m * S;
-  const bool patch = steps3p_takes(in->ncomp, S, ms);
-  const int tx = patch ? kpTX : k3TX, ty = patch ? kpTY : k3TY;
-  TSR_CHECK(tx > 2 * ms && ty > 2 * ms, TSR_ERR_STATE,
+  TSR_CHECK(k3TX > 2 * ms && k3TY > 2 * ms, TSR_ERR_STATE,
             "tsr_steps_cuda: a 3D tile of %d x %d columns (TSR_STEPS3_*) cannot take %d levels "
-            "(it needs more than %d along each axis)", tx, ty, ms, 2 * ms);
+            "(it needs more than %d along each axis)", k3TX, k3TY, ms, 2 * ms);
   int dev = 0, optin = 0;
   TSR_CUDA(cudaGetDevice(&dev));
   TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  const size_t need = patch ? steps3p_bytes(ms, sizeof(T)) : steps3_bytes(ms, in->ncomp, sizeof(T), S);
+  const size_t need = steps3_bytes(ms, in->ncomp, sizeof(T), S);
   TSR_CHECK(need <= (size_t)optin, TSR_ERR_STATE,
             "tsr_steps_cuda: a 3D pass of %d levels of %d components needs %zu bytes of shared "
             "memory a block, the device has %d: take fewer steps or a smaller tile (TSR_STEPS3_*)",
@@ -159,8 +143,7 @@ tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const ts
   steps3_args<T> a;
   steps3_fill(&a, s, rg, bc, in, src, out);
   int g[3];
-  if (patch) steps3p_grid(rg, ms, g);
-  else steps3_grid(rg, ms, g);
+  steps3_grid(rg, ms, g);
   dim3 grid((unsigned)g[0], (unsigned)g[1], (unsigned)g[2]);
   TSR_CUDA(launch_for(s->model, ms, S, src != nullptr, grid, a, stream));
   TSR_CUDA_LAUNCHED("3D time-tile kernel");

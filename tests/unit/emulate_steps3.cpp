@@ -15,8 +15,7 @@ extern "C" {
 #define __shared__ /* the kernel's extern array: the global steps3_smem below */
 #include "kernels/steps_ring_cuda.cuh"
 #include "kernels/steps3_cuda.cuh"
-#include "kernels/steps3_patch_cuda.cuh"
-alignas(16) double steps3_smem[(240 << 10) / 8];
+double steps3_smem[(240 << 10) / 8];
 
 template <int M, int NC, int MS, bool SRC, typename T, int S>
 static void launch(const steps3_args<T> &a, const int g[3]) {
@@ -34,22 +33,6 @@ static int run(tsr_box box, int faces, int grow) {
                           steps3_fill(&a, d, rg, bc, in, src, out);
                           steps3_grid(rg, MS, g);
                           launch<M, NC, MS, SRC, T, S>(a, g);
-                        });
-}
-
-/* steps3p_kernel (kernels/steps3_patch_cuda.cuh): one component, forward Euler, any m */
-template <int M, int MS, bool SRC, typename T>
-static int runp(tsr_box box, int faces, int grow) {
-  return emu_steps_case(3, box, M, 1, sizeof(T) == 4, MS, 1, SRC, faces, grow,
-                        [](const tsr_stage_desc *d, const tsr_box *rg, const tsr_steps_bc *bc,
-                           tsr_field *in, tsr_field *src, tsr_field *out, int g[3]) {
-                          steps3_args<T> a;
-                          steps3_fill(&a, d, rg, bc, in, src, out);
-                          steps3p_grid(rg, MS, g);
-                          const unsigned gu[3] = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
-                          emu_launch(gu, 32, kpBY,
-                                     [] { memset(steps3_smem, 0xff, sizeof steps3_smem); },
-                                     [&] { steps3p_kernel<M, MS, SRC, T>(a); });
                         });
 }
 
@@ -82,16 +65,6 @@ int main() {
   fails += run<TSR_MODEL_WAVE, 2, 4, true, double, 4>(b1, 0x22, 2);
   fails += run<TSR_MODEL_GRAY_SCOTT, 2, 4, false, float, 4>(b2, 0x30, 2);
   fails += run<TSR_MODEL_ADVECTION_DIFFUSION, 1, 4, true, double, 4>(b1, 0x3c, 1);
-  /* steps3p_kernel: every face, a source and a grown region, z faces between fast planes, a
-   * box thinner than a patch, fp32 */
-  tsr_box b4 = {{-3, 5, 2}, {-3 + 131, 5 + 41, 2 + 23}};
-  fails += runp<TSR_MODEL_HEAT, 3, false, double>(b1, 0x3f, 0);
-  fails += runp<TSR_MODEL_HEAT, 3, true, double>(b4, 0x0, 2);
-  fails += runp<TSR_MODEL_HEAT, 3, false, double>(b4, 0x15, 2);
-  fails += runp<TSR_MODEL_HEAT, 3, false, double>(b4, 0x2a, 1);
-  fails += runp<TSR_MODEL_ADVECTION_DIFFUSION, 3, true, float>(b1, 0x3c, 1);
-  fails += runp<TSR_MODEL_ALLEN_CAHN, 3, false, float>(b3, 0x3f, 0);
-  fails += runp<TSR_MODEL_HEAT, 3, true, double>(b2, 0x0d, 0);
   printf("%d failed\n", fails);
   return fails != 0;
 }
