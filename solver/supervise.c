@@ -15,6 +15,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <dirent.h>
+#include <sys/prctl.h>
+#endif
 
 #define SAY "tessera supervise: "
 #define USAGE "tessera supervise [--max-restarts N] -- mpirun -np 4 tessera run case.yaml ..."
@@ -166,6 +170,47 @@ static int probe_seconds(void) {
   return e && parse_count(e, 1, 86400, &v) ? (int)v : 120;
 }
 
+/* What a hung probe started that outlived it, on this node. A launcher signalled while still
+ * starting a rank may never reach it (the rank sits in a process group of its own: CI, under
+ * the sanitizers, found such a rank still running after the launcher was gone); with this
+ * process a subreaper for the probe (PR_SET_CHILD_SUBREAPER), such ranks become its children
+ * as the launcher exits, and are ended here with their groups, round by round as their own
+ * children are handed over. Linux only; elsewhere they are left. */
+static void end_orphans(void) {
+#ifdef __linux__
+  const pid_t me = getpid();
+  for (int round = 0; round < 10; ++round) {
+    DIR *d = opendir("/proc");
+    if (!d) return;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      char *end;
+      const long p = strtol(e->d_name, &end, 10);
+      if (*end || p <= 0 || p == me) continue;
+      char path[64], buf[512];
+      snprintf(path, sizeof path, "/proc/%ld/stat", p);
+      FILE *f = fopen(path, "r");
+      if (!f) continue;
+      const size_t n = fread(buf, 1, sizeof buf - 1, f);
+      fclose(f);
+      buf[n] = '\0';
+      /* "pid (name) state ppid ...": the name may hold ')' */
+      const char *rp = strrchr(buf, ')');
+      int ppid = 0;
+      if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1 || ppid != me) continue;
+      found = 1;
+      if (getpgid((pid_t)p) == (pid_t)p) kill(-(pid_t)p, SIGKILL);
+      kill((pid_t)p, SIGKILL);
+      while (waitpid((pid_t)p, NULL, 0) < 0 && errno == EINTR) {
+      }
+    }
+    closedir(d);
+    if (!found) return;
+  }
+#endif
+}
+
 /* Runs the probe command with its standard output captured (its standard error is ours) and
  * reads what it counted into g. Returns 1, or 0 with *why saying what went wrong. */
 static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
@@ -178,8 +223,14 @@ static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
   fcntl(out[0], F_SETFD, FD_CLOEXEC);
   fflush(stdout);
   fflush(stderr);
+#ifdef __linux__
+  prctl(PR_SET_CHILD_SUBREAPER, 1); /* end_orphans */
+#endif
   pid_t pid = fork();
   if (pid < 0) {
+#ifdef __linux__
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+#endif
     close(out[0]);
     close(out[1]);
     snprintf(why, cap, "cannot fork: %s", strerror(errno));
@@ -239,6 +290,10 @@ static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
   }
   while (!reaped && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (late || !text) end_orphans();
+#ifdef __linux__
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+#endif
   child_pid = 0;
   int ok = 0;
   if (late) snprintf(why, cap, "no answer within %d s, TESSERA_PROBE_TIMEOUT", limit);

@@ -77,8 +77,11 @@ same "early exit: final = uninterrupted" "$ref" "$out/final.h5"
 # it started, and the run goes on. 5 s rather than 2: with 2 the check below once found the
 # probe's rank left (CI, under the sanitizers, session 20). The likeliest cause, unconfirmed (1 s
 # on this loaded 2-core machine left nothing in 9 tries): a launcher signalled while still
-# starting its ranks may not reach the one it is starting
-printf '#!/usr/bin/env bash\nif [ "$2" = probe ]; then exec sleep 300; fi\nexec "$@"\n' >"$work/slowprobe.sh"
+# starting its ranks may not reach the one it is starting (session 32, CI, under the sanitizers:
+# 10 s after the launcher's SIGTERM, its rank was still there). So supervise now ends what
+# outlived the launcher too (a subreaper, solver/supervise.c), and the probe's rank here starts
+# one process out of the launcher's reach (a session of its own) for certain: it must go too.
+printf '#!/usr/bin/env bash\nif [ "$2" = probe ]; then setsid sleep 301 >/dev/null 2>&1 & exec sleep 300; fi\nexec "$@"\n' >"$work/slowprobe.sh"
 chmod +x "$work/slowprobe.sh"
 t0=$(date +%s)
 log=$(TESSERA_PROBE_TIMEOUT=5 "$B" supervise -- "$MPIEXEC" -n 1 "$work/slowprobe.sh" "$B" run "$case" \
@@ -90,8 +93,8 @@ has "hung probe: said" "$log" "could not count the GPUs through the launcher (no
 # (the launcher's ranks end on its SIGTERM as it exits; up to 10 s for the last of them to go:
 # 1 s was not always enough under the sanitizers on CI's loaded 2-core machine)
 left=1
-for _ in $(seq 100); do pgrep -f "exec sleep 300|^sleep 300" >/dev/null || { left=0; break; }; sleep 0.1; done
-if [ $left = 1 ]; then failure "hung probe: its processes are left"; pkill -f "^sleep 300"
+for _ in $(seq 100); do pgrep -f "exec sleep 300|^sleep 30[01]" >/dev/null || { left=0; break; }; sleep 0.1; done
+if [ $left = 1 ]; then failure "hung probe: its processes are left"; pkill -f "^sleep 30[01]"
 else pass "hung probe: nothing left running"; fi
 
 # (b) rank 1 hangs after step 5 (outside MPI): the watchdog aborts within comm.timeout and
