@@ -172,17 +172,21 @@ static int probe_seconds(void) {
 
 /* What a hung probe started that outlived it, on this node. A launcher signalled while still
  * starting a rank may never reach it (the rank sits in a process group of its own: CI, under
- * the sanitizers, found such a rank still running after the launcher was gone); with this
- * process a subreaper for the probe (PR_SET_CHILD_SUBREAPER), such ranks become its children
- * as the launcher exits, and are ended here with their groups, round by round as their own
- * children are handed over. Linux only; elsewhere they are left. */
+ * the sanitizers, found the probe's rank still running 10 s after its launcher had been
+ * killed). With this process a subreaper for the probe (PR_SET_CHILD_SUBREAPER), such ranks
+ * become its children as the launcher exits; they are killed here with their groups, round by
+ * round as their own children are handed over. Called when no other child is left. A rank
+ * stuck in the driver ends only when it leaves it, so each round waits a second at most for
+ * them, and then leaves them. Linux only; elsewhere they are left. */
 static void end_orphans(void) {
 #ifdef __linux__
   const pid_t me = getpid();
+  pid_t seen[64];
+  int nseen = 0;
   for (int round = 0; round < 10; ++round) {
     DIR *d = opendir("/proc");
     if (!d) return;
-    int found = 0;
+    int fresh = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
       char *end;
@@ -197,16 +201,27 @@ static void end_orphans(void) {
       buf[n] = '\0';
       /* "pid (name) state ppid ...": the name may hold ')' */
       const char *rp = strrchr(buf, ')');
+      char state = 0;
       int ppid = 0;
-      if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1 || ppid != me) continue;
-      found = 1;
+      if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2 || ppid != me || state == 'Z')
+        continue;
+      int known = 0;
+      for (int k = 0; k < nseen; ++k) known |= seen[k] == (pid_t)p;
+      if (known) continue;
+      if (nseen < 64) seen[nseen++] = (pid_t)p;
+      fresh = 1;
       if (getpgid((pid_t)p) == (pid_t)p) kill(-(pid_t)p, SIGKILL);
       kill((pid_t)p, SIGKILL);
-      while (waitpid((pid_t)p, NULL, 0) < 0 && errno == EINTR) {
-      }
     }
     closedir(d);
-    if (!found) return;
+    for (int k = 0; k < 10; ++k) {
+      pid_t r;
+      while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
+      }
+      if (r < 0 && errno == ECHILD) break; /* none left */
+      nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+    }
+    if (!fresh) return;
   }
 #endif
 }
