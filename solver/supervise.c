@@ -178,6 +178,13 @@ static int probe_seconds(void) {
  * round as their own children are handed over. Called when no other child is left. A rank
  * stuck in the driver ends only when it leaves it, so each round waits a second at most for
  * them, and then leaves them. Linux only; elsewhere they are left. */
+static void subreaper(int on) {
+#ifdef __linux__
+  prctl(PR_SET_CHILD_SUBREAPER, on);
+#else
+  (void)on;
+#endif
+}
 static void end_orphans(void) {
 #ifdef __linux__
   const pid_t me = getpid();
@@ -238,14 +245,10 @@ static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
   fcntl(out[0], F_SETFD, FD_CLOEXEC);
   fflush(stdout);
   fflush(stderr);
-#ifdef __linux__
-  prctl(PR_SET_CHILD_SUBREAPER, 1); /* end_orphans */
-#endif
+  subreaper(1); /* end_orphans */
   pid_t pid = fork();
   if (pid < 0) {
-#ifdef __linux__
-    prctl(PR_SET_CHILD_SUBREAPER, 0);
-#endif
+    subreaper(0);
     close(out[0]);
     close(out[1]);
     snprintf(why, cap, "cannot fork: %s", strerror(errno));
@@ -306,9 +309,7 @@ static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
   while (!reaped && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (late || !text) end_orphans();
-#ifdef __linux__
-  prctl(PR_SET_CHILD_SUBREAPER, 0);
-#endif
+  subreaper(0);
   child_pid = 0;
   int ok = 0;
   if (late) snprintf(why, cap, "no answer within %d s, TESSERA_PROBE_TIMEOUT", limit);
