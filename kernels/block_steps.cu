@@ -47,9 +47,13 @@ constexpr int kJobs = 32;
 
 /* The cluster sizes to try, in order, for nl layers, into g[] (their count): 8, the portable
  * size (or nl, where fewer), where the strips fit; else 16 (the non-portable size an H100
- * allows), then fewer. */
-int clusters_for(int nl, int g[5]) {
+ * allows), then fewer; only 1 without clusters. */
+int clusters_for(int nl, bool clusters, int g[5]) {
   int n = 0;
+  if (!clusters) {
+    g[n++] = 1;
+    return n;
+  }
   g[n++] = nl < 8 ? nl : 8;
   if (nl >= 16) g[n++] = 16;
   for (int c = g[0] / 2; c >= 1; c /= 2) g[n++] = c;
@@ -180,11 +184,34 @@ __device__ __forceinline__ void sweep(const block_args<T> &a, const tsr_cell_coe
   }
 }
 
-/* A barrier of the cluster where the blocks share their copies, else of the block. */
-__device__ __forceinline__ void barrier(cg::cluster_group &cl, int G) {
-  if (G > 1) cl.sync();
-  else __syncthreads();
-}
+/* The block's cluster. Clusters need sm_90: code compiled for an older GPU (run there, or
+ * from its PTX on a newer one) has clusters of one block, and the host launches it so
+ * (clusters_here). */
+struct cluster_view {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cg::cluster_group cl;
+  __device__ cluster_view() : cl(cg::this_cluster()) {}
+  __device__ int size() const { return (int)cl.num_blocks(); }
+  __device__ int rank() const { return (int)cl.block_rank(); }
+  template <typename T>
+  __device__ T *map(T *p, int r) {
+    return cl.map_shared_rank(p, (unsigned)r);
+  }
+  /* a barrier of the cluster where the blocks share their copies, else of the block */
+  __device__ void sync(int G) {
+    if (G > 1) cl.sync();
+    else __syncthreads();
+  }
+#else
+  __device__ int size() const { return 1; }
+  __device__ int rank() const { return 0; }
+  template <typename T>
+  __device__ T *map(T *, int) {
+    return nullptr;
+  }
+  __device__ void sync(int) { __syncthreads(); }
+#endif
+};
 
 /* STAGED: each block's strip in its shared memory; else one block on the fields in place. */
 template <int M, int NC, int DIM, bool SRC, bool STAGED, typename T>
@@ -192,8 +219,8 @@ __global__ void __launch_bounds__(kThreads<NC>)
     block_kernel(const __grid_constant__ block_args<T> a, const __grid_constant__ faces_arg fa) {
   using I = typename index_of<STAGED>::type;
   extern __shared__ __align__(16) unsigned char smem[];
-  cg::cluster_group cl = cg::this_cluster();
-  const int G = (int)cl.num_blocks(), rank = (int)cl.block_rank();
+  cluster_view cl;
+  const int G = cl.size(), rank = cl.rank();
   const block_job<T> &jb = a.job[blockIdx.x / G];
   const int glo = a.box.lo[a.last] - a.gbox.lo[a.last], ghi = a.gbox.hi[a.last] - a.box.hi[a.last];
   int l0, l1, w0, w1; /* this block's layers, and its copy's */
@@ -234,7 +261,7 @@ __global__ void __launch_bounds__(kThreads<NC>)
       off += (size_t)(NC * cs);
     }
   }
-  barrier(cl, G); /* no block stores into a copy still being loaded */
+  cl.sync(G); /* no block stores into a copy still being loaded */
   rows_of<I> rw;
   rw.tx = tx;
   rw.r = l0 * a.rows_per_layer + ty;
@@ -265,8 +292,8 @@ __global__ void __launch_bounds__(kThreads<NC>)
       for (unsigned q = (unsigned)t; q < nfill; q += blockDim.x)
         fill(fa, q, in, a.box, a.gbox, a.sy, a.sz, (ptrdiff_t)cs, TSR_BC_WHOLE, cut, wlo, whi, b0);
       __syncthreads();
-      T *lo = rank > 0 ? cl.map_shared_rank(out, (unsigned)(rank - 1)) : nullptr;
-      T *hi = rank < G - 1 ? cl.map_shared_rank(out, (unsigned)(rank + 1)) : nullptr;
+      T *lo = rank > 0 ? cl.map(out, rank - 1) : nullptr;
+      T *hi = rank < G - 1 ? cl.map(out, rank + 1) : nullptr;
       switch (kind) {
 #define TSR_BLOCK_SWEEP(K)                                                                  \
   case K: sweep<M, NC, DIM, SRC, K, I, T>(a, kc, rw, src, in, u, acc, out, lo, hi); break;
@@ -281,7 +308,7 @@ __global__ void __launch_bounds__(kThreads<NC>)
 #undef TSR_BLOCK_SWEEP
       default: break;
       }
-      barrier(cl, G);
+      cl.sync(G);
     }
     /* u^{n+1} is in the result slot: it becomes slot 0, as the driver's swap does */
     T *res = slot_of(a.sc.result, u, s1, s2);
@@ -326,6 +353,25 @@ size_t smem_optin() {
   return (size_t)n;
 }
 
+__global__ void cluster_probe() {}
+
+/* Whether the current device runs this file's kernels with clusters: code of sm_90 or later
+ * (built for an older GPU, it may run on a newer one from its PTX, and then has none). */
+bool clusters_here() {
+  static int known[64]; /* per device: 0 not asked, 1 yes, 2 no */
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (dev >= 0 && dev < 64 && known[dev]) return known[dev] == 1;
+  cudaFuncAttributes fa;
+  const bool yes = cudaFuncGetAttributes(&fa, cluster_probe) == cudaSuccess && fa.ptxVersion >= 90;
+  cudaGetLastError();
+  if (dev >= 0 && dev < 64) known[dev] = yes ? 1 : 2;
+  return yes;
+}
+
 /* Shared memory for G blocks' copies of narr arrays of field f (0: G does not divide its
  * layers into strips of one or more). */
 size_t copy_bytes(const tsr_field *f, int narr, int G) {
@@ -358,7 +404,6 @@ struct launch {
     cudaLaunchConfig_t cfg = {};
     cfg.stream = st;
     cfg.attrs = &attr;
-    cfg.numAttrs = 1;
     /* the first cluster size whose copies fit and which the GPU can hold (its SMs' shared
      * memory); none: one block, in place */
     const size_t optin = smem_optin();
@@ -366,7 +411,9 @@ struct launch {
     size_t bytes = 0;
     bool staged = false;
     int gs[5];
-    const int ng = clusters_for(a.nl, gs);
+    const bool clusters = clusters_here();
+    cfg.numAttrs = clusters ? 1 : 0;
+    const int ng = clusters_for(a.nl, clusters, gs);
     int resident = 0;
     for (int i = 0; i < ng; ++i) {
       const int g = gs[i];
@@ -385,8 +432,14 @@ struct launch {
       cfg.dynamicSmemBytes = b;
       attr.val.clusterDim.x = (unsigned)g;
       attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-      int fits = 0;
-      if (cudaOccupancyMaxActiveClusters(&fits, kernel, &cfg) == cudaSuccess && fits > 0) {
+      int fits = 0, sms = 0, dev = 0;
+      const cudaError_t e =
+          clusters ? cudaOccupancyMaxActiveClusters(&fits, kernel, &cfg)
+                   : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, kernel, kThreads<NC>, b);
+      if (e == cudaSuccess && !clusters && cudaGetDevice(&dev) == cudaSuccess &&
+          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess)
+        fits *= sms; /* blocks the GPU holds at once, as clusters of one */
+      if (e == cudaSuccess && fits > 0) {
         G = g;
         bytes = b;
         resident = fits;
@@ -517,6 +570,8 @@ tsr_err check_job(const tsr_stage_desc *s, const tsr_block_scheme *sc, const tsr
 
 }  // namespace
 
+extern "C" int tsr_block_clusters(void) { return clusters_here(); }
+
 extern "C" int tsr_block_steps_staged(const tsr_block_scheme *sc, tsr_field *const slot[3],
                                       tsr_field *acc) {
   tsr_field *use[kArrays];
@@ -524,7 +579,7 @@ extern "C" int tsr_block_steps_staged(const tsr_block_scheme *sc, tsr_field *con
   const size_t optin = smem_optin();
   const int nl = tsr_box_len(&slot[0]->box, slot[0]->dim == 3 ? 2 : 1);
   int gs[5];
-  const int ng = clusters_for(nl, gs);
+  const int ng = clusters_for(nl, clusters_here(), gs);
   for (int i = 0; i < ng; ++i) {
     const size_t b = copy_bytes(slot[0], narr, gs[i]);
     if (b && b <= optin) return 1;

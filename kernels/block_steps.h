@@ -51,9 +51,14 @@ typedef struct {
 } tsr_block_shape;
 
 #ifdef TSR_HAVE_CUDA
+/* Whether the current device runs the block steps in clusters of several blocks: the build's
+ * code for it is sm_90's or later. A build for an older GPU (where it runs, or on a newer one
+ * from its PTX) steps a grid in one block, in its shared memory where the grid fits. */
+int tsr_block_clusters(void);
+
 /* Whether tsr_block_steps_cuda runs these fields (those sc's stages name, and acc for RK4) in
  * the shared memory of a cluster of blocks on the current device: a strip of each for up to
- * 16 blocks fits one block's shared memory. Where they do not fit, one
+ * 16 blocks (1 without clusters) fits one block's shared memory. Where they do not fit, one
  * block steps them in place in global memory, which is slower than the launches past a few
  * thousand cells (one H100: 64^2 3.2 us a step against 4.7 for the launches, 128^2 slower
  * than them), so parareal takes it by default only where this holds. */

@@ -19,6 +19,12 @@ tsr_err tsr_cuda_fail(int code, const char *call, const char *file, int line);
 /* Same for NCCL (ncclGetErrorString and ncclGetLastError), returns TSR_ERR_NCCL. */
 tsr_err tsr_nccl_fail(int code, const char *call, const char *file, int line);
 
+/* Whether the current GPU runs this build's device code. TSR_ERR_INPUT where the build has no
+ * code for it (the message names the GPU, its compute capability, the architectures built
+ * and the CMAKE_CUDA_ARCHITECTURES to rebuild with) or where the driver is older than the
+ * code; TSR_ERR_CUDA for other failures. */
+tsr_err tsr_cuda_check_arch(void);
+
 #ifdef __cplusplus
 }
 #endif

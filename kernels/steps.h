@@ -117,7 +117,9 @@ tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, const tsr_box
 
 /* The most steps a pass of tsr_steps_cuda should take for this dimension, precision, model
  * (tsr_model_id) and scheme (its stages a step, tsr_steps_stages): 0 where passes do not pay
- * (the driver then steps stage by stage; kernels/steps_cuda.cu says which and why).
+ * (the driver then steps stage by stage; kernels/steps_cuda.cu says which and why), or where
+ * a 3D pass's shared memory exceeds the current GPU's (asked of the runtime; without a GPU
+ * the counts are as for an H100).
  * tsr_steps_cuda takes the counts above whatever this says; the driver asks for odd counts up
  * to this one. */
 int tsr_steps_cuda_max(int dim, tsr_prec prec, int model, int stages);

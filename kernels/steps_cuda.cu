@@ -54,9 +54,22 @@ extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec, int model, int stages)
       model >= TSR_MODEL_COUNT || !(tsr_models[model].methods & TSR_METHODS_EXPLICIT) ||
       tsr_models[model].varies || stages < 1 || stages > 4)
     return 0;
-  if (fp32 && dim == 3) return stages >= 2; /* forward Euler's passes lose there (0.81x) */
-  if (stages > 1) return 1;
-  return dim == 2 && !fp32 && tsr_models[model].ncomp == 2 ? 5 : 3;
+  int m = 0;
+  if (fp32 && dim == 3) m = stages >= 2; /* forward Euler's passes lose there (0.81x) */
+  else if (stages > 1) m = 1;
+  else m = dim == 2 && !fp32 && tsr_models[model].ncomp == 2 ? 5 : 3;
+  /* a 3D pass's shared planes must fit the GPU: RK4 of two components in double takes 211 KB,
+   * which an H100 has and an A100 (163 KB) has not; there such steps go one stage a launch */
+  int dev = 0, optin = 0;
+  if (dim == 3 && m > 0 && cudaGetDevice(&dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess) {
+    const int S = stages > 1 ? stages : 1;
+    if (tsr_steps_cuda3_bytes(m * S, tsr_models[model].ncomp, tsr_prec_size(prec), S) >
+        (size_t)optin)
+      m = 0;
+  }
+  cudaGetLastError();
+  return m;
 }
 
 extern "C" tsr_err tsr_steps_cuda(const tsr_stage_desc *s, int m, int radius, const tsr_box *rg,

@@ -19,4 +19,8 @@ tsr_err tsr_steps_cuda2_f64(TSR_STEPS_PART_ARGS);
 tsr_err tsr_steps_cuda3_f32(TSR_STEPS_PART_ARGS);
 tsr_err tsr_steps_cuda3_f64(TSR_STEPS_PART_ARGS);
 
+/* Shared memory a block of a 3D pass of levels levels (stages a step) takes, nc components of
+ * es bytes. */
+size_t tsr_steps_cuda3_bytes(int levels, int nc, size_t es, int stages);
+
 #endif

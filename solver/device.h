@@ -33,7 +33,8 @@ void tsr_device_usable(const char *host, int *usable, int *seen);
  * (MPI_Comm_split_type SHARED) gets device r, made current with cudaSetDevice; *device = r.
  * Collective over comm; every rank returns the same code (the message of the lowest failing
  * rank). Errors: TSR_ERR_INPUT (more ranks on a node than GPUs there: the message names the
- * node, the counts, CUDA_VISIBLE_DEVICES and how many ranks to start), TSR_ERR_CUDA,
+ * node, the counts, CUDA_VISIBLE_DEVICES and how many ranks to start; a GPU this build has no
+ * code for, tsr_cuda_check_arch), TSR_ERR_CUDA,
  * TSR_ERR_UNSUPPORTED (a build without CUDA). */
 tsr_err tsr_device_select(MPI_Comm comm, int *device);
 

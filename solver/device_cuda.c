@@ -64,7 +64,7 @@ void tsr_device_usable(const char *host, int *usable, int *seen) {
  * mode or out of memory fails here, where every rank can still agree on it. */
 tsr_err tsr_device_set_cuda(int device) {
   TSR_CUDA(cudaSetDevice(device));
-  return TSR_OK;
+  return tsr_cuda_check_arch();
 }
 
 tsr_err tsr_nccl_create(MPI_Comm comm, ncclComm_t *nccl) {

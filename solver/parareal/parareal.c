@@ -600,6 +600,10 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   const tsr_block_shape bs = tsr_pr_batch_block_shape(p->batch);
   tsr_json_int(j, "fine_block_cluster", bs.blocks);      /* blocks a slice; 0: in place */
   tsr_json_int(j, "fine_block_resident", bs.resident);   /* slices the GPU runs at once */
+#ifdef TSR_HAVE_CUDA
+  /* without clusters (code for GPUs before sm_90) far fewer grids fit one launch */
+  if (p->fx[0].be == &tsr_backend_cuda) tsr_json_bool(j, "block_clusters", tsr_block_clusters());
+#endif
   tsr_json_string(j, "link", tsr_pr_link_name(p->link));
   tsr_json_string(j, "coarse_scheme", names[c->parareal.coarse_scheme]);
   tsr_json_number(j, "coarse_dt_max", p->dtc_max);
