@@ -344,33 +344,14 @@ int copy_layers(int G, int nl, int glo, int ghi) {
 
 /* The shared memory a block may have on the current device (0 where it cannot be asked). */
 size_t smem_optin() {
-  int dev = 0, n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return (size_t)n;
+  size_t n = 0;
+  if (tsr_cuda_smem_optin(&n) != cudaSuccess) cudaGetLastError();
+  return n;
 }
 
-__global__ void cluster_probe() {}
-
-/* Whether the current device runs this file's kernels with clusters: code of sm_90 or later
+/* Whether the current device runs this build's kernels with clusters: code of sm_90 or later
  * (built for an older GPU, it may run on a newer one from its PTX, and then has none). */
-bool clusters_here() {
-  static int known[64]; /* per device: 0 not asked, 1 yes, 2 no */
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  if (dev >= 0 && dev < 64 && known[dev]) return known[dev] == 1;
-  cudaFuncAttributes fa;
-  const bool yes = cudaFuncGetAttributes(&fa, cluster_probe) == cudaSuccess && fa.ptxVersion >= 90;
-  cudaGetLastError();
-  if (dev >= 0 && dev < 64) known[dev] = yes ? 1 : 2;
-  return yes;
-}
+bool clusters_here() { return tsr_cuda_code_arch() >= 90; }
 
 /* Shared memory for G blocks' copies of narr arrays of field f (0: G does not divide its
  * layers into strips of one or more). */

@@ -25,6 +25,14 @@ tsr_err tsr_nccl_fail(int code, const char *call, const char *file, int line);
  * code; TSR_ERR_CUDA for other failures. */
 tsr_err tsr_cuda_check_arch(void);
 
+/* The PTX version (e.g. 90) of this build's device code as the current GPU runs it: sm_80 code
+ * run from its PTX on an H200 is 80. 0 where the GPU runs none of it. Asked once per device. */
+int tsr_cuda_code_arch(void);
+
+/* The shared memory a block may opt in to on the current GPU, in bytes (0 on an error, which
+ * is returned and left pending for the caller to take or clear). */
+cudaError_t tsr_cuda_smem_optin(size_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif

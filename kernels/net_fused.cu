@@ -46,18 +46,19 @@ extern "C" tsr_err tsr_net_fused_make_plan(const tsr_net_kdims *d, int nout, int
   const size_t wmax = (size_t)W * (W > nout ? W : nout);
   pl->fwd_smem = ((size_t)W * g.S + wmax) * es;
   pl->bwd_smem = (2 * (size_t)W * g.S + wmax + (size_t)nout * d->K * g.P) * es;
-  int dev, optin = 0, nsm = 0;
+  int dev, nsm = 0;
+  size_t optin = 0;
+  TSR_CUDA(tsr_cuda_smem_optin(&optin));
   TSR_CUDA(cudaGetDevice(&dev));
-  TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   TSR_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-  if (pl->bwd_smem > (size_t)optin) {
+  if (pl->bwd_smem > optin) {
     snprintf(pl->why, sizeof pl->why, "width %d needs %zu bytes of shared memory a block, the "
-             "device has %d", W, pl->bwd_smem, optin);
+             "device has %zu", W, pl->bwd_smem, optin);
     return TSR_OK;
   }
   /* the device's limit, not this network's size: networks of other widths share the kernels */
-  TSR_CUDA(cudaFuncSetAttribute(k.fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-  TSR_CUDA(cudaFuncSetAttribute(k.bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  TSR_CUDA(cudaFuncSetAttribute(k.fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)optin));
+  TSR_CUDA(cudaFuncSetAttribute(k.bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)optin));
   int per_sm = 0;
   TSR_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.bwd, g.threads,
                                                          pl->bwd_smem));

@@ -87,11 +87,10 @@ extern "C" tsr_err tsr_net_layer_plan(const tsr_net_kdims *d, int *ok, char *why
   if (!k.fwd)
     return snprintf(why, n, "channels (nd1 %d, nd2 %d, lap %d)", d->nd1, d->nd2, d->lap), TSR_OK;
   const size_t bytes = smem_bytes(d->width, d->K), wbytes = wgrad_smem_bytes(d->width, d->K);
-  int dev = 0, optin = 0;
-  TSR_CUDA(cudaGetDevice(&dev));
-  TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (bytes > (size_t)optin || wbytes > (size_t)optin)
-    return snprintf(why, n, "%zu bytes of shared memory a block (the device has %d)",
+  size_t optin = 0;
+  TSR_CUDA(tsr_cuda_smem_optin(&optin));
+  if (bytes > optin || wbytes > optin)
+    return snprintf(why, n, "%zu bytes of shared memory a block (the device has %zu)",
                     bytes > wbytes ? bytes : wbytes, optin), TSR_OK;
   TSR_CUDA(cudaFuncSetAttribute(k.fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   TSR_CUDA(cudaFuncSetAttribute(k.bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));

@@ -60,12 +60,10 @@ extern "C" int tsr_steps_cuda_max(int dim, tsr_prec prec, int model, int stages)
   else m = dim == 2 && !fp32 && tsr_models[model].ncomp == 2 ? 5 : 3;
   /* a 3D pass's shared planes must fit the GPU: RK4 of two components in double takes 211 KB,
    * which an H100 has and an A100 (163 KB) has not; there such steps go one stage a launch */
-  int dev = 0, optin = 0;
-  if (dim == 3 && m > 0 && cudaGetDevice(&dev) == cudaSuccess &&
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess) {
+  size_t optin = 0;
+  if (dim == 3 && m > 0 && tsr_cuda_smem_optin(&optin) == cudaSuccess) {
     const int S = stages > 1 ? stages : 1;
-    if (tsr_steps_cuda3_bytes(m * S, tsr_models[model].ncomp, tsr_prec_size(prec), S) >
-        (size_t)optin)
+    if (tsr_steps_cuda3_bytes(m * S, tsr_models[model].ncomp, tsr_prec_size(prec), S) > optin)
       m = 0;
   }
   cudaGetLastError();

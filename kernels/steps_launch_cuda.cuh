@@ -132,13 +132,12 @@ tsr_err steps3_typed(const tsr_stage_desc *s, int m, const tsr_box *rg, const ts
   TSR_CHECK(k3TX > 2 * ms && k3TY > 2 * ms, TSR_ERR_STATE,
             "tsr_steps_cuda: a 3D tile of %d x %d columns (TSR_STEPS3_*) cannot take %d levels "
             "(it needs more than %d along each axis)", k3TX, k3TY, ms, 2 * ms);
-  int dev = 0, optin = 0;
-  TSR_CUDA(cudaGetDevice(&dev));
-  TSR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  size_t optin = 0;
+  TSR_CUDA(tsr_cuda_smem_optin(&optin));
   const size_t need = steps3_bytes(ms, in->ncomp, sizeof(T), S);
-  TSR_CHECK(need <= (size_t)optin, TSR_ERR_STATE,
+  TSR_CHECK(need <= optin, TSR_ERR_STATE,
             "tsr_steps_cuda: a 3D pass of %d levels of %d components needs %zu bytes of shared "
-            "memory a block, the device has %d: take fewer steps or a smaller tile (TSR_STEPS3_*)",
+            "memory a block, the device has %zu: take fewer steps or a smaller tile (TSR_STEPS3_*)",
             ms, in->ncomp, need, optin);
   steps3_args<T> a;
   steps3_fill(&a, s, rg, bc, in, src, out);

@@ -1,6 +1,7 @@
-// Whether this build's device code runs on the current GPU (kernels/cuda_util.h). Without it
-// a GPU the build has no code for fails at the first launch with the runtime's "no kernel
-// image is available", which says nothing of the build's architectures or what to do.
+// The current GPU against this build's device code (kernels/cuda_util.h): whether the code
+// runs there, as which architecture, and the shared memory a block may have. Without the
+// check a GPU the build has no code for fails at the first launch with the runtime's "no
+// kernel image is available", which says nothing of the build's architectures or what to do.
 #include <cuda_runtime.h>
 #include <stdio.h>
 
@@ -13,6 +14,30 @@
 namespace {
 __global__ void arch_probe() {}
 }  // namespace
+
+extern "C" int tsr_cuda_code_arch(void) {
+  static int known[64]; /* per device: 0 not asked, else the PTX version + 1 */
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < 64 && known[dev]) return known[dev] - 1;
+  cudaFuncAttributes fa;
+  const int v = cudaFuncGetAttributes(&fa, arch_probe) == cudaSuccess ? fa.ptxVersion : 0;
+  cudaGetLastError();
+  if (dev >= 0 && dev < 64) known[dev] = v + 1;
+  return v;
+}
+
+extern "C" cudaError_t tsr_cuda_smem_optin(size_t *bytes) {
+  int dev = 0, n = 0;
+  *bytes = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (e == cudaSuccess) *bytes = (size_t)n;
+  return e;
+}
 
 extern "C" tsr_err tsr_cuda_check_arch(void) {
   cudaFuncAttributes fa;
