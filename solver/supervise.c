@@ -170,14 +170,18 @@ static int probe_seconds(void) {
   return e && parse_count(e, 1, 86400, &v) ? (int)v : 120;
 }
 
-/* What a hung probe started that outlived it, on this node. A launcher signalled while still
- * starting a rank may never reach it (the rank sits in a process group of its own: CI, under
- * the sanitizers, found the probe's rank still running 10 s after its launcher had been
- * killed). With this process a subreaper for the probe (PR_SET_CHILD_SUBREAPER), such ranks
- * become its children as the launcher exits; they are killed here with their groups, round by
- * round as their own children are handed over. Called when no other child is left. A rank
- * stuck in the driver ends only when it leaves it, so each round waits a second at most for
- * them, and then leaves them. Linux only; elsewhere they are left. */
+/* What a hung probe or a failed attempt started that outlived it, on this node. A launcher
+ * signalled while still starting a rank may never reach it (the rank sits in a process group of
+ * its own: CI, under the sanitizers, found the probe's rank still running 10 s after its
+ * launcher had been killed), and a launcher that was killed (SIGKILL, the OOM killer) ends none
+ * of its ranks. A rank of a failed attempt left running would go on writing checkpoints beside
+ * the relaunch, the two racing on the same temporary file. With this process a subreaper
+ * (PR_SET_CHILD_SUBREAPER), such ranks become its children as the launcher exits; they are
+ * killed here (SIGKILL: on SIGTERM a rank would write one more checkpoint) with their groups,
+ * round by round as their own children are handed over. Called when no other child is left.
+ * A rank stuck in the driver ends only when it leaves it, so each round waits a second at most
+ * for them, and then leaves them. Returns how many were signalled. Linux only; elsewhere they
+ * are left (0). */
 static void subreaper(int on) {
 #ifdef __linux__
   prctl(PR_SET_CHILD_SUBREAPER, on);
@@ -185,14 +189,14 @@ static void subreaper(int on) {
   (void)on;
 #endif
 }
-static void end_orphans(void) {
+static int end_orphans(void) {
 #ifdef __linux__
   const pid_t me = getpid();
   pid_t seen[64];
-  int nseen = 0;
+  int nseen = 0, ended = 0;
   for (int round = 0; round < 10; ++round) {
     DIR *d = opendir("/proc");
-    if (!d) return;
+    if (!d) return ended;
     int fresh = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -217,6 +221,7 @@ static void end_orphans(void) {
       if (known) continue;
       if (nseen < 64) seen[nseen++] = (pid_t)p;
       fresh = 1;
+      ++ended;
       if (getpgid((pid_t)p) == (pid_t)p) kill(-(pid_t)p, SIGKILL);
       kill((pid_t)p, SIGKILL);
     }
@@ -228,8 +233,11 @@ static void end_orphans(void) {
       if (r < 0 && errno == ECHILD) break; /* none left */
       nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
     }
-    if (!fresh) return;
+    if (!fresh) break;
   }
+  return ended;
+#else
+  return 0;
 #endif
 }
 
@@ -442,8 +450,10 @@ static int run_once(char **argv, int attempt, why *w) {
   fcntl(err_pipe[0], F_SETFD, FD_CLOEXEC);
   fflush(stdout);
   fflush(stderr);
+  subreaper(1); /* end_orphans */
   pid_t pid = fork();
   if (pid < 0) {
+    subreaper(0);
     fprintf(stderr, SAY "cannot fork: %s\n", strerror(errno));
     return -1;
   }
@@ -468,6 +478,15 @@ static int run_once(char **argv, int attempt, why *w) {
   int status = pump(pid, err_pipe[0], w);
   close(err_pipe[0]);
   child_pid = 0;
+  /* a run that succeeded has nothing of its own left; what a failed one left must not run on
+   * beside the relaunch */
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    const int left = end_orphans();
+    if (left > 0)
+      fprintf(stderr, SAY "attempt %d: ended %d process%s it left running on this node after "
+              "its launcher exited\n", attempt, left, left == 1 ? "" : "es");
+  }
+  subreaper(0);
   if (n == (ssize_t)sizeof e) {
     fprintf(stderr, SAY "cannot run '%s': %s; give the launcher as it is typed in a shell "
             "(mpirun -np 4 tessera run case.yaml)\n", argv[0], strerror(e));

@@ -194,6 +194,15 @@ log=$("$B" supervise --max-restarts 2 -- bash -c 'echo "attempt $TESSERA_ATTEMPT
 if [ $rc = 3 ] && [ "$(printf '%s' "$log" | grep -c '^attempt [123]$')" = 3 ]; then
   has "supervise: gives up after --max-restarts with the last code" "$log" "attempt 3/3 failed with exit code 3 (no reason given on its standard error); no restarts left (--max-restarts 2)"
 else printf '%s\n' "$log"; failure "supervise: retries rc $rc"; fi
+# a failed attempt's rank that outlived its launcher (a session of its own, as the probe's above;
+# or a launcher killed outright) is ended before the relaunch, which would otherwise race it on
+# the checkpoints' files: the second attempt looks for the first one's
+log=$("$B" supervise --max-restarts 1 -- bash -c 'if [ "$TESSERA_ATTEMPT" = 1 ]; then
+  setsid sleep 302 & exit 3; fi
+  ! pgrep -f "^sleep 302" >/dev/null || exit 5' 2>&1); rc=$?
+if [ $rc = 0 ]; then # (5 where the second attempt found it)
+  has "supervise: a failed attempt's leftover process is ended and said" "$log" "attempt 1: ended 1 process it left running on this node after its launcher exited"
+else printf '%s\n' "$log"; failure "supervise: leftover of attempt 1, rc $rc"; pkill -f "^sleep 302"; fi
 "$B" supervise -- sleep 30 2>"$work/sig.log" &
 pid=$!
 # a background job starts with SIGINT ignored until supervise installs its handler: signal it
