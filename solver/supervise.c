@@ -241,6 +241,22 @@ static int end_orphans(void) {
 #endif
 }
 
+/* fork() with this process the subreaper of what the child starts (end_orphans; the caller
+ * turns it off once the child is reaped), our buffered output flushed so that the child does
+ * not repeat it. */
+static pid_t fork_reaping(void) {
+  fflush(stdout);
+  fflush(stderr);
+  subreaper(1);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int e = errno;
+    subreaper(0);
+    errno = e;
+  }
+  return pid;
+}
+
 /* Runs the probe command with its standard output captured (its standard error is ours) and
  * reads what it counted into g. Returns 1, or 0 with *why saying what went wrong. */
 static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
@@ -251,12 +267,8 @@ static int probe(char **argv, tsr_supervise_gpus *g, char *why, size_t cap) {
     return 0;
   }
   fcntl(out[0], F_SETFD, FD_CLOEXEC);
-  fflush(stdout);
-  fflush(stderr);
-  subreaper(1); /* end_orphans */
-  pid_t pid = fork();
+  pid_t pid = fork_reaping();
   if (pid < 0) {
-    subreaper(0);
     close(out[0]);
     close(out[1]);
     snprintf(why, cap, "cannot fork: %s", strerror(errno));
@@ -448,12 +460,8 @@ static int run_once(char **argv, int attempt, why *w) {
   }
   fcntl(exec_pipe[1], F_SETFD, FD_CLOEXEC);
   fcntl(err_pipe[0], F_SETFD, FD_CLOEXEC);
-  fflush(stdout);
-  fflush(stderr);
-  subreaper(1); /* end_orphans */
-  pid_t pid = fork();
+  pid_t pid = fork_reaping();
   if (pid < 0) {
-    subreaper(0);
     fprintf(stderr, SAY "cannot fork: %s\n", strerror(errno));
     return -1;
   }
