@@ -3,6 +3,7 @@
 
 #include "solver/fault.h"
 #include "solver/schedule.h"
+#include "solver/supervise.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,10 +85,7 @@ tsr_err tsr_fault_parse(const char *spec, tsr_fault *f) {
   return TSR_OK;
 }
 
-int tsr_fault_armed(void) {
-  const char *a = getenv("TESSERA_ATTEMPT");
-  return !a || !*a || !strcmp(a, "1");
-}
+int tsr_fault_armed(void) { return tsr_supervise_attempt() == 1; }
 
 tsr_err tsr_fault_check(const tsr_fault *f, int size, int64_t nsteps, const tsr_case_every *every,
                         double dt) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/case.h"
+#include "solver/env.h"
 #include "solver/fault.h"
 #include "solver/implicit/implicit.h"
 #include "solver/info.h"
@@ -236,6 +237,10 @@ int main(int argc, char **argv) {
   cli o;
   int code = parse(argc, argv, rank, &o);
   tsr_case *c = NULL;
+  if (code < 0) {
+    tsr_err err = tsr_run_agree(MPI_COMM_WORLD, tsr_env_check(0));
+    if (err) code = fail(rank, err);
+  }
   if (code < 0 && !strcmp(o.command, "info")) {
     tsr_err err = tsr_info_print(MPI_COMM_WORLD, stdout);
     code = err ? fail(rank, err) : 0;

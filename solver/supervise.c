@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "solver/supervise.h"
+#include "solver/env.h"
 #include "solver/stop.h"
 
 #include <errno.h>
@@ -539,6 +540,10 @@ int tsr_supervise_main(int argc, char **argv) {
   tsr_supervise_opts o;
   int parsed = tsr_supervise_parse(argc, argv, &o);
   if (parsed != 0) return parsed < 0 ? 0 : 2;
+  if (tsr_env_check(1)) { /* before anything is launched with it */
+    fprintf(stderr, SAY "%s\n", tsr_err_message());
+    return 2;
+  }
   int n = argc - o.first, total = o.max_restarts + 1, at;
   char **cmd = calloc((size_t)n + 1, sizeof *cmd);
   if (!cmd) return 1;

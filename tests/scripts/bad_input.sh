@@ -138,4 +138,21 @@ expect_fail "slowdown steps" 1 "debug.slowdown.steps: expected [a, b]" "$good
 debug: {slowdown: {rank: 0, factor: 2, steps: [5]}}" run @CASE@ --out @OUT@
 expect_fail "slowdown rank beyond the ranks (check)" 1 ":5:26: debug.slowdown.rank: rank 3, but the run has 2 ranks" "$good
 debug: {slowdown: {rank: 3, factor: 2, steps: [1, 5]}}" check @CASE@ --ranks 2
+# the environment: a variable tessera reads whose value does not parse is refused by name
+# (solver/env.c), not taken as its default; on 2 ranks one message
+TESSERA_TIME_TILES=no expect_fail "env: TESSERA_TIME_TILES" 1 \
+  "environment variable TESSERA_TIME_TILES='no': expected on or off" "$good" run @CASE@ --out @OUT@
+TSR_NET_FUSED=3 expect_fail "env: TSR_NET_FUSED, 2 ranks" 2 \
+  "environment variable TSR_NET_FUSED='3': expected 0 (cuBLAS products)" "$good" run @CASE@ --out @OUT@
+TESSERA_ATTEMPT=first expect_fail "env: TESSERA_ATTEMPT" 1 \
+  "environment variable TESSERA_ATTEMPT='first': expected the attempt number" "$good" check @CASE@
+# supervise refuses before it launches anything (the run would leave its output directory)
+TESSERA_PROBE_TIMEOUT=2m expect_fail "env: TESSERA_PROBE_TIMEOUT, supervise" 1 \
+  "tessera supervise: environment variable TESSERA_PROBE_TIMEOUT='2m': expected whole seconds" \
+  "$good" supervise -- "$TESSERA_BIN" run @CASE@ --out @OUT@
+# and the values they take are taken
+if log=$(TESSERA_TIME_TILES=on TSR_NET_FUSED=2 TESSERA_PROBE_TIMEOUT=60 TESSERA_ATTEMPT= \
+  "$TESSERA_BIN" run <(printf '%s\n' "$good") --out "$work/envok" 2>&1); then
+  pass "env: values that parse run"
+else failure "env: values that parse refused"; printf '%s\n' "$log" | tail -3; fi
 finish

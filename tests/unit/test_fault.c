@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "solver/env.h"
 #include "solver/fault.h"
 #include "solver/stop.h"
 #include "solver/supervise.h"
@@ -117,6 +118,39 @@ static void test_fault_armed(void **state) {
   assert_int_equal(tsr_fault_armed(), 1);
   setenv("TESSERA_ATTEMPT", "2", 1);
   assert_int_equal(tsr_fault_armed(), 0);
+  unsetenv("TESSERA_ATTEMPT");
+}
+
+/* solver/env.c: each kind of value refused and taken, by name in the message */
+static void test_env_check(void **state) {
+  (void)state;
+  assert_int_equal(tsr_env_check(0), TSR_OK);
+  const struct {
+    const char *name, *value;
+    int ok;
+  } cases[] = {
+      {"TESSERA_TIME_TILES", "off", 1},     {"TESSERA_TIME_TILES", "on", 1},
+      {"TESSERA_TIME_TILES", "", 1},        {"TESSERA_TIME_TILES", "Off", 0},
+      {"TESSERA_PROBE_TIMEOUT", "86400", 1}, {"TESSERA_PROBE_TIMEOUT", "86401", 0},
+      {"TESSERA_PROBE_TIMEOUT", "0", 0},    {"TESSERA_PROBE_TIMEOUT", " 5", 0},
+      {"TSR_PINN_PROFILE", "0", 1},         {"TSR_PINN_PROFILE", "-1", 0},
+      {"TSR_NET_FUSED", "2", 1},            {"TSR_NET_FUSED", "22", 0},
+      {"TESSERA_ATTEMPT", "3", 1},          {"TESSERA_ATTEMPT", "x", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    setenv(cases[i].name, cases[i].value, 1);
+    const tsr_err e = tsr_env_check(0);
+    if (cases[i].ok) {
+      assert_int_equal(e, TSR_OK);
+    } else {
+      assert_int_equal(e, TSR_ERR_INPUT);
+      assert_non_null(strstr(tsr_err_message(), cases[i].name));
+    }
+    unsetenv(cases[i].name);
+  }
+  /* supervise sets TESSERA_ATTEMPT itself */
+  setenv("TESSERA_ATTEMPT", "x", 1);
+  assert_int_equal(tsr_env_check(1), TSR_OK);
   unsetenv("TESSERA_ATTEMPT");
 }
 
@@ -280,7 +314,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fault_parse),      cmocka_unit_test(test_walltime_parse),
       cmocka_unit_test(test_fault_parse_bad),  cmocka_unit_test(test_fault_check),
-      cmocka_unit_test(test_fault_armed),
+      cmocka_unit_test(test_fault_armed),      cmocka_unit_test(test_env_check),
       cmocka_unit_test(test_supervise_parse),  cmocka_unit_test(test_supervise_ranks),
       cmocka_unit_test(test_supervise_argv),   cmocka_unit_test(test_supervise_shrink),
       cmocka_unit_test(test_supervise_probe_argv), cmocka_unit_test(test_supervise_gpus_parse),
