@@ -68,15 +68,15 @@ static const char usage[] =
     "                   damage the checkpoint of step S and exit, or meet a full disk writing\n"
     "                   it; or fail to capture the step to S into a CUDA graph; or send itself\n"
     "                   SIGTERM (signal2: twice) after step S (0: before the first). Fires\n"
-    "                   only in\n"
-    "                   a first launch (TESSERA_ATTEMPT unset or 1)\n"
+    "                   only in a first launch (TESSERA_ATTEMPT unset or 1)\n"
     "  -h, --help       this text\n"
     "  --version        print the version\n"
     "  -OPTION [VALUE]  (run, method: implicit) after the case file: a PETSc option, e.g.\n"
     "                   -ksp_type cg -pc_type gamg -ksp_monitor -log_view; these win over\n"
     "                   the case's petsc: section. An option nothing reads is refused\n"
     "\n"
-    "The case-file reference is in README.md.\n";
+    "The case-file reference is in README.md, with the environment variables tessera\n"
+    "reads (Command line); a value of one that does not parse is refused.\n";
 
 typedef struct {
   const char *command, *case_path, *out_dir, *restart, *fault, *walltime;

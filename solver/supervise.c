@@ -50,8 +50,10 @@ int tsr_supervise_parse(int argc, char **argv, tsr_supervise_opts *o) {
     const char *a = argv[i], *v = NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       printf("usage: " USAGE "\n\nRuns the launch command and relaunches it with --restart latest "
-             "when it fails\n(exit code other than 0 and 2), at most N times (default 3). See "
-             "README.md, Recovery.\n");
+             "when it fails\n(exit code other than 0, 2 and 4), at most N times (default 3), on "
+             "fewer ranks when\nGPUs were lost (counted by tessera probe through the launcher, "
+             "TESSERA_PROBE_TIMEOUT\nseconds at most, default 120). Before a relaunch it ends "
+             "what the failed attempt\nleft running on this node. See README.md, Recovery.\n");
       return -1;
     }
     if (!strcmp(a, "--max-restarts")) {
@@ -179,10 +181,9 @@ static int probe_seconds(void) {
  * the relaunch, the two racing on the same temporary file. With this process a subreaper
  * (PR_SET_CHILD_SUBREAPER), such ranks become its children as the launcher exits; they are
  * killed here (SIGKILL: on SIGTERM a rank would write one more checkpoint) with their groups,
- * round by round as their own children are handed over. Called when no other child is left.
- * A rank stuck in the driver ends only when it leaves it, so each round waits a second at most
- * for them, and then leaves them. Returns how many were signalled. Linux only; elsewhere they
- * are left (0). */
+ * and so are their own children as they are handed over. Called when no other child is left.
+ * A rank stuck in the driver ends only when it leaves it, so this waits 10 s at most, and then
+ * leaves them. Returns how many were signalled. Linux only; elsewhere they are left (0). */
 static void subreaper(int on) {
 #ifdef __linux__
   prctl(PR_SET_CHILD_SUBREAPER, on);
@@ -195,10 +196,12 @@ static int end_orphans(void) {
   const pid_t me = getpid();
   pid_t seen[64];
   int nseen = 0, ended = 0;
-  for (int round = 0; round < 10; ++round) {
+  /* until no child is left: a process killed here hands its own children over only once it has
+   * died, which under load (CI's sanitizer run) took more than the second a round once waited,
+   * and those came after the last look (session 35); 10 s at most, for one stuck in a driver */
+  for (int tick = 0; tick < 100; ++tick) {
     DIR *d = opendir("/proc");
     if (!d) return ended;
-    int fresh = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
       char *end;
@@ -221,20 +224,16 @@ static int end_orphans(void) {
       for (int k = 0; k < nseen; ++k) known |= seen[k] == (pid_t)p;
       if (known) continue;
       if (nseen < 64) seen[nseen++] = (pid_t)p;
-      fresh = 1;
       ++ended;
       if (getpgid((pid_t)p) == (pid_t)p) kill(-(pid_t)p, SIGKILL);
       kill((pid_t)p, SIGKILL);
     }
     closedir(d);
-    for (int k = 0; k < 10; ++k) {
-      pid_t r;
-      while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
-      }
-      if (r < 0 && errno == ECHILD) break; /* none left */
-      nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+    pid_t r;
+    while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
     }
-    if (!fresh) break;
+    if (r < 0 && errno == ECHILD) break; /* none left, so nothing left below us either */
+    nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
   }
   return ended;
 #else
