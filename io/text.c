@@ -1,5 +1,6 @@
 #include "io/text.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,4 +71,15 @@ char *tsr_text_read_all(FILE *fp, size_t *len_out) {
   if (buf) buf[len] = '\0';
   if (len_out) *len_out = buf ? len : 0;
   return buf;
+}
+
+int tsr_text_count(const char *s, long lo, long hi, long *out) {
+  if (!s || !*s) return 0;
+  for (const char *p = s; *p; ++p)
+    if (*p < '0' || *p > '9') return 0;
+  errno = 0;
+  const long v = strtol(s, NULL, 10);
+  if (errno || v < lo || v > hi) return 0;
+  if (out) *out = v;
+  return 1;
 }

@@ -26,6 +26,10 @@ typedef struct {
  * its length; NULL when memory runs out. A read error shows as ferror(fp). */
 char *tsr_text_read_all(FILE *fp, size_t *len);
 
+/* Whether s is a whole number written in digits only (no sign, no spaces) within [lo, hi]; its
+ * value in *out when it is (out may be NULL). */
+int tsr_text_count(const char *s, long lo, long hi, long *out);
+
 /* Appends printf-formatted text. */
 void tsr_strbuf_printf(tsr_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

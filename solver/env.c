@@ -1,8 +1,9 @@
 #include "solver/env.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "io/text.h"
 
 typedef struct {
   const char *name;
@@ -36,14 +37,6 @@ static const env_var vars[] = {
      "a count of iterations from 0 to 1000000 (timed by phase after training; 0: none)", 1},
 };
 
-static int whole(const char *s, long lo, long hi) {
-  for (const char *p = s; *p; ++p)
-    if (*p < '0' || *p > '9') return 0;
-  errno = 0;
-  const long v = strtol(s, NULL, 10);
-  return !errno && v >= lo && v <= hi;
-}
-
 tsr_err tsr_env_check(int supervise) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) {
     const env_var *e = &vars[i];
@@ -54,11 +47,11 @@ tsr_err tsr_env_check(int supervise) {
     if (e->words) {
       for (const char *const *w = e->words; *w && !ok; ++w) ok = strcmp(v, *w) == 0;
     } else {
-      ok = whole(v, e->lo, e->hi);
+      ok = tsr_text_count(v, e->lo, e->hi, NULL);
     }
     TSR_CHECK(ok, TSR_ERR_INPUT,
-              "environment variable %s='%s': expected %s; set it to such a value or unset it", e->name,
-              v, e->takes);
+              "environment variable %s='%s': expected %s; set it to such a value or unset it",
+              e->name, v, e->takes);
   }
   return TSR_OK;
 }

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "solver/supervise.h"
+#include "io/text.h"
 #include "solver/env.h"
 #include "solver/stop.h"
 
@@ -31,17 +32,6 @@ static int usage_error(const char *fmt, const char *arg) {
   return 2;
 }
 
-static int parse_count(const char *s, long lo, long hi, long *out) {
-  if (!s || !*s) return 0;
-  for (const char *p = s; *p; ++p)
-    if (*p < '0' || *p > '9') return 0;
-  errno = 0;
-  long v = strtol(s, NULL, 10);
-  if (errno || v < lo || v > hi) return 0;
-  *out = v;
-  return 1;
-}
-
 int tsr_supervise_parse(int argc, char **argv, tsr_supervise_opts *o) {
   o->max_restarts = 3;
   o->first = -1;
@@ -69,7 +59,7 @@ int tsr_supervise_parse(int argc, char **argv, tsr_supervise_opts *o) {
       return usage_error("expected -- before the launch command, got '%s'", a);
     }
     long n;
-    if (!parse_count(v, 0, 1000, &n))
+    if (!tsr_text_count(v, 0, 1000, &n))
       return usage_error("--max-restarts: expected an integer from 0 to 1000, got '%s'", v);
     o->max_restarts = (int)n;
   }
@@ -86,13 +76,13 @@ int tsr_supervise_ranks(int n, char *const *cmd, int *at) {
   for (int i = 1; i < n && strcmp(cmd[i], "run") != 0; ++i) {
     long v;
     for (size_t f = 0; f < sizeof flags / sizeof *flags; ++f)
-      if (!strcmp(cmd[i], flags[f]) && i + 1 < n && parse_count(cmd[i + 1], 1, 1 << 24, &v)) {
+      if (!strcmp(cmd[i], flags[f]) && i + 1 < n && tsr_text_count(cmd[i + 1], 1, 1 << 24, &v)) {
         *at = i + 1;
         return (int)v;
       }
     for (size_t f = 0; f < sizeof joined / sizeof *joined; ++f) {
       size_t len = strlen(joined[f]);
-      if (!strncmp(cmd[i], joined[f], len) && parse_count(cmd[i] + len, 1, 1 << 24, &v)) {
+      if (!strncmp(cmd[i], joined[f], len) && tsr_text_count(cmd[i] + len, 1, 1 << 24, &v)) {
         *at = i;
         return (int)v;
       }
@@ -147,7 +137,7 @@ int tsr_supervise_shrink(int np, int gpus0, int gpus) {
 int tsr_supervise_attempt(void) {
   const char *a = getenv("TESSERA_ATTEMPT");
   long v;
-  return a && parse_count(a, 1, 1000000, &v) ? (int)v : 1;
+  return a && tsr_text_count(a, 1, 1000000, &v) ? (int)v : 1;
 }
 
 /* ---- GPUs: the probe (what it says is read in supervise_probe.c) ----------------------- */
@@ -170,7 +160,7 @@ static void default_signals(void) {
 static int probe_seconds(void) {
   long v;
   const char *e = getenv("TESSERA_PROBE_TIMEOUT");
-  return e && parse_count(e, 1, 86400, &v) ? (int)v : 120;
+  return e && tsr_text_count(e, 1, 86400, &v) ? (int)v : 120;
 }
 
 /* What a hung probe or a failed attempt started that outlived it, on this node. A launcher
