@@ -11,6 +11,7 @@
 #include "solver/ckpt_writer.h"
 #include "solver/fault.h"
 #include "solver/graph.h"
+#include "solver/method.h"
 #include "solver/schedule.h"
 #include "solver/stop.h"
 #include "solver/watchdog.h"
@@ -137,13 +138,17 @@ tsr_err tsr_explicit_advance(tsr_run_ctx *x, int64_t first, int64_t n, double t0
 
 void tsr_explicit_swap_slots(tsr_run_ctx *x) { swap_result(x); }
 
-/* The explicit method's set-up: the shared one, then its rebalancer and CUDA graphs. */
+/* The explicit method's set-up: the backend, the shared set-up, then its rebalancer, time
+ * tiles, time.fuse: auto and CUDA graphs; then what --inject-fault asks of this run. */
 static tsr_err setup(tsr_run_ctx *x) {
-  TSR_CALL(tsr_run_setup(x));
-  TSR_CALL(tsr_run_rebalance_create(x));
+  TSR_CALL(tsr_run_agree(x->comm, tsr_run_choose_backend(x)));
+  TSR_CALL(tsr_run_agree(x->comm, tsr_run_setup(x)));
+  TSR_CALL(tsr_run_agree(x->comm, tsr_run_rebalance_create(x)));
   tsr_run_tiles_setup(x); /* auto's candidates depend on the passes */
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_fuse_auto_create(x)));
-  return tsr_graph_create(x, &x->graph);
+  TSR_CALL(tsr_run_agree(x->comm, tsr_graph_create(x, &x->graph)));
+  const tsr_case_every *ckpt = x->opts.write_output ? &x->c->output.checkpoint_every : NULL;
+  return tsr_fault_check(x->opts.fault, x->size, x->nsteps, ckpt, x->dt);
 }
 
 /* A run continued to another end (time.end, time.steps) keeps the dt it started with, so
@@ -313,41 +318,25 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   return TSR_OK;
 }
 
-static tsr_err run_all(tsr_run_ctx *x, tsr_run_result *res) {
-  double t0 = MPI_Wtime();
-  TSR_CALL(tsr_run_agree(x->comm, tsr_run_choose_backend(x)));
-  TSR_CALL(tsr_run_agree(x->comm, setup(x)));
-  x->phase[PH_SETUP] = MPI_Wtime() - t0;
-  const tsr_case_every *ckpt = x->opts.write_output ? &x->c->output.checkpoint_every : NULL;
-  TSR_CALL(tsr_run_agree(x->comm,
-                         tsr_fault_check(x->opts.fault, x->size, x->nsteps, ckpt, x->dt)));
-  TSR_CALL(tsr_run_agree(x->comm, tsr_run_start_watchdog(x)));
-  if (x->opts.write_output) TSR_CALL(tsr_run_prepare_outdir_ctx(x));
-  if (tsr_run_relaunch_fresh(x->comm, x->opts.restart, x->out_dir)) x->opts.restart = NULL;
+/* U from the checkpoint or the initial conditions, the snapshots' series, and one exchange
+ * before the clock starts: NCCL connects to each peer at the first send to it (about a second
+ * over NVLink), which is set-up, not stepping; the ghosts it fills are filled again by the
+ * first stage. */
+static tsr_err start(tsr_run_ctx *x) {
   if (x->opts.restart) TSR_CALL(tsr_run_agree(x->comm, restart(x)));
   else TSR_CALL(tsr_run_agree(x->comm, tsr_run_initial(x)));
   if (x->opts.write_output && (tsr_schedule_any(&x->c->output.snapshot_every) || x->opts.restart))
     TSR_CALL(tsr_run_start_snapshots(x));
-  /* one exchange before the clock starts: NCCL connects to each peer at the first send to it
-   * (about a second over NVLink), which is set-up, not stepping; the ghosts it fills are
-   * filled again by the first stage */
-  tsr_err err = x->be->halo_begin(x, x->slot[TSR_SLOT_U]);
-  if (!err) err = x->be->halo_end(x, x->slot[TSR_SLOT_U]);
-  if (!err) err = x->be->sync(x);
-  TSR_CALL(tsr_run_agree(x->comm, err));
-  err = loop(x, res);
-  TSR_CALL(err);
-  /* stopped early: the checkpoint holds the state; final.h5 and the report are the end's */
-  if (!x->opts.write_output || res->stopped) return TSR_OK;
-  return tsr_run_finish(x, res);
+  TSR_CALL(x->be->halo_begin(x, x->slot[TSR_SLOT_U]));
+  TSR_CALL(x->be->halo_end(x, x->slot[TSR_SLOT_U]));
+  return x->be->sync(x);
 }
 
-tsr_err tsr_explicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
-                         tsr_run_result *res) {
-  tsr_run_ctx x;
-  tsr_run_ctx_init(&x, c, comm, opts);
-  memset(res, 0, sizeof *res);
-  tsr_err err = run_all(&x, res);
-  tsr_run_ctx_end(&x, err);
-  return err;
-}
+const tsr_method_ops tsr_method_explicit = {
+    .name = "explicit",
+    .setup = setup,
+    .peers = tsr_run_halo_peers,
+    .start = start,
+    .advance = loop,
+    .finish = tsr_run_finish,
+};

@@ -1,6 +1,7 @@
 /* The explicit method (DESIGN.md, Methods share one driver): Runge-Kutta steps of the fields
- * on the driver's shared pieces (solver/run_internal.h). Parareal's propagators take its steps
- * too (tsr_explicit_advance). */
+ * on the driver's shared pieces (solver/run_internal.h); the driver runs it through
+ * tsr_method_explicit (solver/method.h). Parareal's propagators take its steps too
+ * (tsr_explicit_advance). */
 #ifndef TSR_EXPLICIT_H
 #define TSR_EXPLICIT_H
 
@@ -8,12 +9,6 @@
 #include <stdint.h>
 
 #include "solver/run_internal.h"
-
-/* Runs case c with method explicit on comm (solver/run.c's tsr_run calls it): set-up, the
- * initial conditions or the checkpoint of opts->restart, the step loop with its monitors,
- * snapshots, checkpoints and stops, then final.h5 and report.json. Collective. */
-tsr_err tsr_explicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
-                         tsr_run_result *res);
 
 /* Advances U by n steps from step `first`, step s from time t0 + s dt, as the step loop does
  * without its monitors, outputs and checkpoints (with t0 = 0 the steps are the loop's, bit for

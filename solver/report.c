@@ -7,6 +7,7 @@
 #include "solver/threads.h"
 #include "solver/graph.h"
 #include "solver/implicit/implicit.h"
+#include "solver/method.h"
 #include "solver/pinn/pinn.h"
 #include "solver/parareal/parareal.h"
 #include "solver/run_internal.h"
@@ -90,7 +91,7 @@ tsr_err tsr_report_write(const tsr_run_ctx *x, const tsr_run_result *res, const 
     tsr_json_object_end(&j);
   }
   tsr_run_rebalance_report(x, &j);
-  if (x->report_more) x->report_more(x, &j);
+  if (x->m && x->m->report) x->m->report(x, &j);
   tsr_json_object_begin(&j, "fields");
   for (int q = 0; q < c->ncomp; ++q) {
     tsr_json_object_begin(&j, tsr_models[c->model].comp[q]);

@@ -16,11 +16,7 @@
 #include "io/output.h"
 #include "solver/ckpt_writer.h"
 #include "solver/device.h"
-#include "solver/explicit.h"
 #include "solver/graph.h"
-#include "solver/implicit/implicit.h"
-#include "solver/parareal/parareal.h"
-#include "solver/pinn/pinn.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
 #include "solver/stop.h"
@@ -564,13 +560,11 @@ tsr_err tsr_run_choose_backend(tsr_run_ctx *x) {
   return TSR_OK;
 }
 
-/* From here on a rank that stops (crash, hang, lost GPU) stops the job instead of leaving its
- * peers waiting: the watchdog names the halo peers this rank would wait for. */
-tsr_err tsr_run_start_watchdog(tsr_run_ctx *x) {
-  int peers[64], n = 0;
-  for (int p = 0; p < x->plan.npeer && n < 64; ++p)
+int tsr_run_halo_peers(const tsr_run_ctx *x, int *peers, int max) {
+  int n = 0;
+  for (int p = 0; p < x->plan.npeer && n < max; ++p)
     if (x->plan.peers[p].peer != x->rank) peers[n++] = x->plan.peers[p].peer;
-  return tsr_watchdog_start(x->rank, x->c->comm.timeout, peers, n);
+  return n;
 }
 
 /* A run that tessera supervise relaunches (--restart latest) after it failed before writing
@@ -628,11 +622,4 @@ void tsr_run_ctx_end(tsr_run_ctx *x, tsr_err err) {
   tsr_watchdog_stop(); /* before teardown: its abort hook may name the backend's communicator */
   if (err && x->created_dir && x->rank == 0) rmdir(x->out_dir); /* only succeeds when empty */
   tsr_run_ctx_free(x);
-}
-
-tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res) {
-  if (c->method == TSR_METHOD_PINN) return tsr_pinn_run(c, comm, opts, res);
-  if (c->decomp.time_slices > 1) return tsr_parareal_run(c, comm, opts, res);
-  if (c->method == TSR_METHOD_IMPLICIT) return tsr_implicit_run(c, comm, opts, res);
-  return tsr_explicit_run(c, comm, opts, res);
 }

@@ -87,11 +87,11 @@ typedef struct tsr_run_ctx {
   int stage;            /* the stage being issued (its index in tdev) */
   int64_t step;         /* the step being issued (the loop's; from 0) */
   struct tsr_run_rebal *rb; /* the rebalancer (solver/run_rebalance.c), NULL when off */
-  /* another method than explicit (solver/implicit/): the scheme's name for the report (NULL:
-   * scheme.name) and what it adds to report.json (NULL: nothing), with its own state */
-  const char *scheme_name;
-  void (*report_more)(const struct tsr_run_ctx *x, tsr_json *j);
+  /* the method (solver/method.h) and its own state; the scheme's name for the report where
+   * it is not scheme.name (method implicit: PETSc's) */
+  const struct tsr_method_ops *m;
   void *method;
+  const char *scheme_name;
 } tsr_run_ctx;
 
 /* Whether a step of x depends on its time: a source or a boundary value that varies with t.
@@ -122,8 +122,9 @@ tsr_err tsr_run_choose_backend(tsr_run_ctx *x);
  * time.dt/end/steps). Not collective by itself (the caller agrees on errors). */
 tsr_err tsr_run_setup(tsr_run_ctx *x);
 
-/* The watchdog, naming the halo peers this rank would wait for. */
-tsr_err tsr_run_start_watchdog(tsr_run_ctx *x);
+/* The halo peers this rank waits for (at most max, into peers), other than itself: their
+ * count. A method's peers (solver/method.h) for the watchdog. */
+int tsr_run_halo_peers(const tsr_run_ctx *x, int *peers, int max);
 
 /* Creates the output directory (rank 0) and checks that it takes files. Collective. */
 tsr_err tsr_run_prepare_outdir_ctx(tsr_run_ctx *x);

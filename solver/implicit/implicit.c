@@ -14,6 +14,9 @@ int tsr_implicit_is_option(const char *a) {
 
 #ifndef TSR_HAVE_PETSC
 
+#include "solver/method.h"
+#include "solver/run_internal.h"
+
 static const char no_petsc[] =
     "method implicit: this tessera was built without PETSc; install it (Debian, Ubuntu: "
     "apt-get install petsc-dev, which bash scripts/setup.sh does) and rebuild (cmake finds it "
@@ -32,9 +35,11 @@ tsr_err tsr_implicit_init(MPI_Comm comm, int argc, char *const *argv) {
 
 void tsr_implicit_finalize(void) {}
 
-tsr_err tsr_implicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
-                         tsr_run_result *res) {
-  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s: %s", c->path, no_petsc);
+static tsr_err refuse(tsr_run_ctx *x) {
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s: %s", x->c->path,
+                     no_petsc);
 }
+
+const tsr_method_ops tsr_method_implicit = {.name = "implicit", .setup = refuse};
 
 #endif

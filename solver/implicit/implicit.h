@@ -3,8 +3,9 @@
  * numbering) with backward Euler, Crank-Nicolson, BDF2 or an additive Runge-Kutta IMEX scheme;
  * the right-hand side is the model's pointwise definition fed by tessera's stencil and halo
  * exchange, the Jacobian is assembled (MPIAIJ) from the same definition's partials. The driver
- * (solver/run.c) calls tsr_implicit_run for method: implicit. Builds without PETSc keep the
- * interface: tsr_implicit_run then refuses the case with a message saying how to get PETSc. */
+ * (solver/driver.c) runs it as tsr_method_implicit for method: implicit. Builds without PETSc
+ * keep the method, whose set-up then refuses the case with a message saying how to get
+ * PETSc. */
 #ifndef TSR_IMPLICIT_H
 #define TSR_IMPLICIT_H
 
@@ -41,13 +42,11 @@ tsr_err tsr_implicit_init(MPI_Comm comm, int argc, char *const *argv);
  * nothing when PETSc was not initialised by tsr_implicit_init. */
 void tsr_implicit_finalize(void);
 
-/* Runs a case of method implicit on the ranks of comm (collective), initialising PETSc
- * without options when tsr_implicit_init was not called. res as tsr_run's: steps, t_final,
- * dt (the last step's), wall, norms and errors. Writes final.h5, final.xmf, report.json (with
- * the solver's iterations and times), snapshots. Errors: TSR_ERR_INPUT (a solve that
- * diverged: PETSc's reasons, the step and time; a PETSc option that nothing read; a
- * --restart; a build without PETSc), those of tsr_run otherwise. */
-tsr_err tsr_implicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
-                         tsr_run_result *res);
+/* The method itself is tsr_method_implicit (solver/method.h), which the driver runs: PETSc
+ * initialised without options when tsr_implicit_init was not called; res as tsr_run's: steps,
+ * t_final, dt (the last step's), wall, norms and errors; final.h5, final.xmf, report.json (with
+ * the solver's iterations and times), snapshots. Its errors: TSR_ERR_INPUT (a solve that
+ * diverged: PETSc's reasons, the step and time; a PETSc option that nothing read; a build
+ * without PETSc), those of tsr_run otherwise. */
 
 #endif

@@ -17,6 +17,7 @@
 #include "solver/implicit/operator.h"
 #include "solver/ckpt_writer.h"
 #include "solver/fault.h"
+#include "solver/method.h"
 #include "solver/schedule.h"
 #include "solver/stop.h"
 #include "solver/watchdog.h"
@@ -612,12 +613,16 @@ static tsr_err finish(impl *m, tsr_run_result *res) {
   return tsr_run_report(x, res);
 }
 
-static tsr_err run_all(impl *m, tsr_run_result *res) {
-  tsr_run_ctx *x = m->x;
+/* PETSc, the host backend (PETSc's vectors and matrices live on the host, whatever GPUs there
+ * are), the shared set-up, the TS, and what --inject-fault asks of this run: the faults of
+ * tessera supervise's recovery (a rank exits or hangs, the newest checkpoint is damaged) and
+ * of the stop (a signal); the others test the explicit method's own paths. */
+static tsr_err setup(tsr_run_ctx *x) {
   const tsr_case *c = x->c;
-  double t0 = MPI_Wtime();
-  /* the faults of tessera supervise's recovery (a rank exits or hangs, the newest checkpoint
-   * is damaged) and of the stop (a signal); the others test the explicit method's own paths */
+  impl *m = calloc(1, sizeof *m);
+  TSR_CHECK(m, TSR_ERR_MEMORY, "out of memory");
+  m->x = x;
+  x->method = m;
   const tsr_fault *f = x->opts.fault;
   const tsr_fault_kind fk = f ? f->kind : TSR_FAULT_NONE;
   TSR_CHECK(!f || fk == TSR_FAULT_SIGNAL || fk == TSR_FAULT_EXIT || fk == TSR_FAULT_HANG ||
@@ -630,24 +635,23 @@ static tsr_err run_all(impl *m, tsr_run_result *res) {
   TSR_CHECK(c->precision == TSR_PRECISION_DOUBLE, TSR_ERR_INPUT,
             "%s: method implicit solves in double", c->path);
   TSR_CALL(tsr_implicit_init(x->comm, 0, NULL));
-  /* PETSc's vectors and matrices live on the host: the host backend, whatever GPUs there are */
   x->be = &tsr_backend_host;
   x->scheme_name = tsr_implicit_scheme_name(c->implicit.scheme);
-  x->report_more = report_more;
-  x->method = m;
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_setup(x)));
   TSR_CALL(tsr_run_agree(x->comm, setup_ts(m)));
-  x->phase[PH_SETUP] = MPI_Wtime() - t0;
   const tsr_case_every *ckpt = x->opts.write_output ? &c->output.checkpoint_every : NULL;
-  if (f && !m->adaptive)
-    TSR_CALL(tsr_run_agree(x->comm, tsr_fault_check(f, x->size, x->nsteps, ckpt, x->dt)));
-  else if (f && tsr_fault_armed())
+  if (f && !m->adaptive) return tsr_fault_check(f, x->size, x->nsteps, ckpt, x->dt);
+  if (f && tsr_fault_armed())
     TSR_CHECK(f->rank < x->size, TSR_ERR_INPUT, "--inject-fault: rank %d, and the run has %d",
               f->rank, x->size);
-  TSR_CALL(tsr_run_agree(x->comm, tsr_run_start_watchdog(x)));
-  if (x->opts.write_output) TSR_CALL(tsr_run_prepare_outdir_ctx(x));
+  return TSR_OK;
+}
+
+/* U and the TS from the checkpoint (with BDF's history and the next step's size), or U from
+ * the initial conditions; the snapshots' series. */
+static tsr_err start(tsr_run_ctx *x) {
+  impl *m = x->method;
   m->ckpt_step = -1;
-  if (tsr_run_relaunch_fresh(x->comm, x->opts.restart, x->out_dir)) x->opts.restart = NULL;
   if (x->opts.restart) {
     double t0 = 0.0, next_dt = x->dt;
     TSR_CALL(tsr_implicit_restart(m, &t0, &next_dt));
@@ -664,27 +668,36 @@ static tsr_err run_all(impl *m, tsr_run_result *res) {
     TSR_CALL(tsr_run_agree(x->comm, tsr_run_initial(x)));
     TSR_CALL(tsr_implicit_op_to_vec(m->op, x->slot[TSR_SLOT_U], m->U));
   }
-  if (x->opts.write_output && (tsr_schedule_any(&c->output.snapshot_every) || x->opts.restart))
+  if (x->opts.write_output && (tsr_schedule_any(&x->c->output.snapshot_every) || x->opts.restart))
     TSR_CALL(tsr_run_start_snapshots(x));
-  TSR_CALL(solve(m, res));
-  if (!x->opts.write_output || res->stopped) return TSR_OK;
-  return finish(m, res);
+  return TSR_OK;
 }
 
-tsr_err tsr_implicit_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
-                         tsr_run_result *res) {
-  tsr_run_ctx x;
-  tsr_run_ctx_init(&x, c, comm, opts);
-  memset(res, 0, sizeof *res);
-  impl m = {.x = &x};
-  tsr_err err = run_all(&m, res);
-  if (m.ts) TSDestroy(&m.ts);
-  if (m.U) VecDestroy(&m.U);
-  if (m.P) MatDestroy(&m.P);
-  if (m.Jrhs) MatDestroy(&m.Jrhs);
-  tsr_implicit_op_destroy(&m.op);
-  free(m.state_buf);
-  clear_case_options(&m);
-  tsr_run_ctx_end(&x, err);
-  return err;
+static tsr_err advance(tsr_run_ctx *x, tsr_run_result *res) { return solve(x->method, res); }
+
+static tsr_err finish_run(tsr_run_ctx *x, tsr_run_result *res) { return finish(x->method, res); }
+
+static void teardown(tsr_run_ctx *x) {
+  impl *m = x->method;
+  if (!m) return;
+  if (m->ts) TSDestroy(&m->ts);
+  if (m->U) VecDestroy(&m->U);
+  if (m->P) MatDestroy(&m->P);
+  if (m->Jrhs) MatDestroy(&m->Jrhs);
+  tsr_implicit_op_destroy(&m->op);
+  free(m->state_buf);
+  clear_case_options(m);
+  free(m);
+  x->method = NULL;
 }
+
+const tsr_method_ops tsr_method_implicit = {
+    .name = "implicit",
+    .setup = setup,
+    .peers = tsr_run_halo_peers,
+    .start = start,
+    .advance = advance,
+    .finish = finish_run,
+    .report = report_more,
+    .teardown = teardown,
+};

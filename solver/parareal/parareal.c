@@ -13,6 +13,7 @@
 #include "solver/parareal/ops.h"
 #include "solver/parareal/parareal_impl.h"
 #include "solver/explicit.h"
+#include "solver/method.h"
 #include "solver/run_internal.h"
 #include "solver/schedule.h"
 #include "solver/stop.h"
@@ -644,8 +645,8 @@ static void report_more(const tsr_run_ctx *x, tsr_json *j) {
   tsr_json_object_end(j);
 }
 
-/* final.h5, report.json and the norms from the last group, the result to every rank. */
-static tsr_err finish(pr *p, tsr_run_result *res, double wall) {
+/* The result from the last group (its norms) to every rank. */
+static tsr_err result(pr *p, tsr_run_result *res, double wall) {
   tsr_run_ctx *x = &p->fx[0];
   const double t = (double)x->nsteps * x->dt;
   res->steps = x->nsteps;
@@ -660,30 +661,47 @@ static tsr_err finish(pr *p, tsr_run_result *res, double wall) {
     err = tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[p->m]);
     if (!err) err = tsr_run_monitor(x, t, &nm);
     if (!err) tsr_run_result_norms(x, &nm, res);
-    if (!err && x->opts.write_output) {
-      x->method = p;
-      x->report_more = report_more;
-      x->phase[PH_COMPUTE] = p->t[T_FINE] + p->t[T_COARSE];
-      err = tsr_run_finish(x, res);
-    }
   }
   TSR_CALL(tsr_run_agree(p->world, err));
   MPI_Bcast(res, (int)sizeof *res, MPI_BYTE, (p->ngroup - 1) * p->nspace, p->world);
   return TSR_OK;
 }
 
-static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
-  double t0 = MPI_Wtime();
-  TSR_CALL(tsr_run_agree(p->world, setup(p, opts)));
+/* ---- the method (solver/method.h): x is the driver's context on all the run's ranks; the
+ * groups' own are p->fx and p->coarse ------------------------------------------------------- */
+
+static tsr_err pr_setup(tsr_run_ctx *x) {
+  pr *p = calloc(1, sizeof *p);
+  TSR_CHECK(p, TSR_ERR_MEMORY, "out of memory");
+  x->method = p;
+  p->c = x->c;
+  p->world = x->comm;
+  p->slice = MPI_COMM_NULL;
+  p->rank = x->rank;
+  p->size = x->size;
+  p->nctx = 1;
+  TSR_ALLOC(p->fx, 1, "parareal's fine context");
+  tsr_run_ctx_init(&p->fx[0], p->c, p->world, &x->opts); /* safe to free until set-up */
+  tsr_run_ctx_init(&p->coarse, p->c, p->world, &x->opts);
+  TSR_CALL(tsr_run_agree(p->world, setup(p, &x->opts)));
   /* collective, agreed (and so after the set-up's agreement): NCCL's or MPI's */
   TSR_CALL(tsr_pr_link_create(&p->fx[0], p->world, p->group > 0 ? p->rank - p->nspace : -1,
                               last_group(p) ? -1 : p->rank + p->nspace, &p->link));
-  TSR_CALL(serial_probe(p));
-  p->fx[0].phase[PH_SETUP] = MPI_Wtime() - t0;
-  TSR_CALL(tsr_run_agree(p->world, tsr_run_start_watchdog(&p->fx[0])));
-  if (p->fx[0].opts.write_output)
-    TSR_CALL(tsr_run_prepare_outdir(p->world, p->fx[0].out_dir, &p->fx[0].created_dir));
-  if (p->rank == 0 && !p->fx[0].opts.quiet) {
+  return serial_probe(p);
+}
+
+static int pr_peers(const tsr_run_ctx *x, int *peers, int max) {
+  const pr *p = x->method;
+  return tsr_run_halo_peers(&p->fx[0], peers, max);
+}
+
+/* The plan on stdout, then every slice's start state from the checkpoint (the iteration it was
+ * written after) or from the initial conditions and the first coarse sweep. */
+static tsr_err pr_start(tsr_run_ctx *x) {
+  pr *p = x->method;
+  /* the driver's choice (a relaunch that failed before its first checkpoint starts over) */
+  for (int i = 0; i < p->nctx; ++i) p->fx[i].opts.restart = x->opts.restart;
+  if (p->rank == 0 && !x->opts.quiet) {
     char bat[96] = "";
     if (tsr_pr_batch_block(p->batch))
       snprintf(bat, sizeof bat, ", each slice's steps in one GPU launch, side by side");
@@ -702,21 +720,26 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
            p->limit, p->c->parareal.tol, p->c->parareal.max_iterations);
     fflush(stdout);
   }
-  double start = MPI_Wtime();
-  p->iter_start = start;
-  tsr_run_opts *o = &p->fx[0].opts;
+  p->start = p->iter_start = MPI_Wtime();
+  const tsr_run_opts *o = &x->opts;
   const tsr_case_every *every = o->write_output ? &p->c->output.checkpoint_every : NULL;
   TSR_CALL(tsr_run_agree(p->world, tsr_fault_check(o->fault, p->size,
                                                    p->c->parareal.max_iterations, every, 1.0)));
-  int k0 = 0;
-  if (tsr_run_relaunch_fresh(p->world, o->restart, p->fx[0].out_dir)) o->restart = NULL;
-  if (o->restart) TSR_CALL(tsr_pr_restart(p, &k0));
-  else TSR_CALL(tsr_run_agree(p->world, sweep0(p)));
+  if (o->restart) return tsr_pr_restart(p, &p->k0);
+  return tsr_run_agree(p->world, sweep0(p));
+}
+
+/* The iterations until the changes fall below tol, the last one, or a stop; the slices' ends
+ * due as snapshots; the result. */
+static tsr_err pr_advance(tsr_run_ctx *x, tsr_run_result *res) {
+  pr *p = x->method;
+  const tsr_run_opts *o = &x->opts;
+  const tsr_case_every *every = o->write_output ? &p->c->output.checkpoint_every : NULL;
   int why = 0;
-  for (int k = k0 + 1; k <= p->c->parareal.max_iterations; ++k) {
+  for (int k = p->k0 + 1; k <= p->c->parareal.max_iterations; ++k) {
     TSR_CALL(tsr_run_agree(p->world, sweep(p)));
     TSR_CALL(gather(p, k, &why));
-    say_iteration(p, k, MPI_Wtime() - start);
+    say_iteration(p, k, MPI_Wtime() - p->start);
     if (p->converged) break;
     /* an iteration's checkpoint, and one where a signal stops the run: it goes on from there */
     const int last = k == p->c->parareal.max_iterations; /* final.h5 holds that one */
@@ -724,7 +747,7 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
       TSR_CALL(tsr_pr_checkpoint(p, k));
       p->ckpt_iteration = k;
     }
-    tsr_fault_after_step(o->fault, p->rank, k, p->fx[0].out_dir);
+    tsr_fault_after_step(o->fault, p->rank, k, x->out_dir);
     if (why) break;
   }
   TSR_CALL(tsr_run_agree(p->world, tsr_pr_link_wait(p->link)));
@@ -741,7 +764,7 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
       if (p->ckpt_iteration == p->iterations && o->write_output)
         printf("parareal: stopped by %s after iteration %d, with its checkpoint "
                "%s/parareal_%04d.h5; continue with: tessera run %s --restart latest\n",
-               why > 0 ? "a signal" : "the wall-time limit", p->iterations, p->fx[0].out_dir,
+               why > 0 ? "a signal" : "the wall-time limit", p->iterations, x->out_dir,
                p->iterations, p->c->path);
       else
         printf("parareal: stopped by %s before its first iteration ended; nothing to continue "
@@ -751,32 +774,45 @@ static tsr_err run(pr *p, const tsr_run_opts *opts, tsr_run_result *res) {
     res->stopped = why;
     return TSR_OK;
   }
-  return finish(p, res, MPI_Wtime() - start);
+  return result(p, res, MPI_Wtime() - p->start);
 }
 
-tsr_err tsr_parareal_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
-                         tsr_run_result *res) {
-  pr p;
-  memset(&p, 0, sizeof p);
-  memset(res, 0, sizeof *res);
-  p.c = c;
-  p.world = comm;
-  p.slice = MPI_COMM_NULL;
-  tsr_run_opts o = opts ? *opts : tsr_run_opts_default();
-  p.nctx = 1;
-  p.fx = calloc(1, sizeof *p.fx);
-  if (!p.fx) return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
-  tsr_run_ctx_init(&p.fx[0], c, comm, &o); /* safe to free until set-up replaces them */
-  tsr_run_ctx_init(&p.coarse, c, comm, &o);
-  MPI_Comm_rank(comm, &p.rank);
-  MPI_Comm_size(comm, &p.size);
-  tsr_err err = run(&p, &o, res);
-  teardown(&p);
-  if (p.fx) tsr_run_ctx_end(&p.fx[0], err);
-  free(p.fx);
-  if (p.slice != MPI_COMM_NULL) MPI_Comm_free(&p.slice);
-  return err;
+/* final.h5 and report.json, written by the last group. */
+static tsr_err pr_finish(tsr_run_ctx *x, tsr_run_result *res) {
+  pr *p = x->method;
+  tsr_err err = TSR_OK;
+  if (last_group(p)) {
+    tsr_run_ctx *f = &p->fx[0];
+    f->m = x->m;
+    f->method = p;
+    f->phase[PH_SETUP] = x->phase[PH_SETUP];
+    f->phase[PH_COMPUTE] = p->t[T_FINE] + p->t[T_COARSE];
+    err = tsr_run_finish(f, res);
+  }
+  return tsr_run_agree(p->world, err);
 }
+
+static void pr_teardown(tsr_run_ctx *x) {
+  pr *p = x->method;
+  if (!p) return;
+  teardown(p);
+  if (p->fx) tsr_run_ctx_free(&p->fx[0]);
+  free(p->fx);
+  if (p->slice != MPI_COMM_NULL) MPI_Comm_free(&p->slice);
+  free(p);
+  x->method = NULL;
+}
+
+const tsr_method_ops tsr_method_parareal = {
+    .name = "parareal",
+    .setup = pr_setup,
+    .peers = pr_peers,
+    .start = pr_start,
+    .advance = pr_advance,
+    .finish = pr_finish,
+    .report = report_more,
+    .teardown = pr_teardown,
+};
 
 tsr_err tsr_parareal_plan(const tsr_case *c, int nranks, int *nspace, FILE *out) {
   pr p;

@@ -19,13 +19,11 @@
 #include "io/case.h"
 #include "solver/run.h"
 
-/* Runs a case with decomposition.time_slices > 1 (method explicit) on the ranks of comm;
- * writes final.h5, final.xmf, report.json and the slice ends due by output.snapshot_every.
- * Collective; *res on every rank. Errors: TSR_ERR_INPUT (a rank count that is not a multiple
- * of the groups, a coarse step past its stability limit, a solution that became non-finite),
- * and those of the explicit method. */
-tsr_err tsr_parareal_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
-                         tsr_run_result *res);
+/* The method itself is tsr_method_parareal (solver/method.h), which the driver runs for a case
+ * with decomposition.time_slices > 1 (method explicit): it writes final.h5, final.xmf,
+ * report.json and the slice ends due by output.snapshot_every; *res on every rank. Its errors:
+ * TSR_ERR_INPUT (a rank count that is not a multiple of the groups, a coarse step past its
+ * stability limit, a solution that became non-finite), and those of the explicit method. */
 
 /* For `tessera check`: the rank groups nranks makes (*nspace space ranks each) and the
  * parareal plan, printed to out. Errors: TSR_ERR_INPUT (nranks does not fit). */

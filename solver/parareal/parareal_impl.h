@@ -52,6 +52,8 @@ typedef struct {
                                (serial_probe in parareal.c; 0: not measured) */
   int ckpt_iteration;       /* the iteration of the last checkpoint written (0: none) */
   double iter_start, iter_longest; /* for the wall-time limit */
+  double start;             /* MPI_Wtime as the iterations began */
+  int k0;                   /* the iteration they go on from (a restart's) */
 } pr;
 
 static inline int last_group(const pr *p) { return p->group == p->ngroup - 1; }

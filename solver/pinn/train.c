@@ -1,6 +1,6 @@
-/* The PINN trainer's entry (tsr_pinn_run): set-up (backend, decomposition, points, network,
- * interface exchange, restart), the loop (train_loop.c), and the run's end (the profile, the
- * error, the outputs). The pieces are listed in solver/pinn/train_impl.h.
+/* The PINN trainer as a method of the run driver (tsr_method_pinn, solver/method.h): set-up
+ * (backend, decomposition, points, network), the start (restart, interface exchange), the loop
+ * (train_loop.c), and the run's end (the profile, the error, the outputs). The pieces are listed in solver/pinn/train_impl.h.
  *
  * On several ranks each rank trains the network of its own box (issue 18): the boxes are the
  * classical method's partition, the interface exchange runs inside every iteration of the
@@ -14,6 +14,8 @@
 
 #include "solver/device.h"
 #include "solver/fault.h"
+#include "solver/method.h"
+#include "solver/run_internal.h"
 #include "solver/watchdog.h"
 #include "solver/pinn/pinn.h"
 #include "solver/pinn/train_impl.h"
@@ -56,26 +58,26 @@ static tsr_err choose_device(tsr_pinn_ctx *x, MPI_Comm comm) {
   return tsr_device_select(comm, &dev);
 }
 
-/* From here on a rank that stops (crash, hang) stops the job instead of leaving its
- * neighbours waiting (solver/watchdog.h, comm.timeout), where x->watched: on several CPU ranks
- * that exchange every iteration (every iteration's exchange is progress; the ranks of a causal
- * run's later slabs wait whole chunks for the earlier one, and the GPU path's host waits are not
- * watched yet). The watchdog names the interface neighbours. */
-static tsr_err start_watchdog(tsr_pinn_ctx *x) {
-  if (!x->watched) return TSR_OK;
+/* The ranks the watchdog names (solver/watchdog.h, comm.timeout): the interface neighbours,
+ * where x->watched: on several CPU ranks that exchange every iteration (every iteration's
+ * exchange is progress; the ranks of a causal run's later slabs wait whole chunks for the
+ * earlier one, and the GPU path's host waits are not watched yet); else -1. */
+static int watch_peers(const tsr_run_ctx *r, int *peers, int max) {
+  const tsr_pinn_ctx *x = r->method;
+  if (!x->watched) return -1;
   const tsr_pinn_peers *pe = &x->batch.peers;
-  int peers[64], n = 0;
-  for (int i = 0; i < pe->npeer && n < 64; ++i) {
+  int n = 0;
+  for (int i = 0; i < pe->npeer && n < max; ++i) {
     int seen = pe->peer[i] == x->rank;
     for (int k = 0; k < n && !seen; ++k) seen = peers[k] == pe->peer[i];
     if (!seen) peers[n++] = pe->peer[i];
   }
-  return tsr_watchdog_start(x->rank, x->c->comm.timeout, peers, n);
+  return n;
 }
 
 /* --inject-fault in a PINN run (a first launch: a relaunch neither checks nor fires it): the
  * kinds that fire after an iteration, on a rank of the run, at an iteration of Adam's; corrupt
- * at one that writes a checkpoint; hang where the watchdog runs (start_watchdog). enospc and
+ * at one that writes a checkpoint; hang where the watchdog runs (peers). enospc and
  * graph need the explicit method's checkpoint writer and CUDA graphs, which the PINN's loop
  * does not have. */
 static tsr_err check_fault(const tsr_pinn_ctx *x) {
@@ -189,9 +191,13 @@ static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
   free(theta);
   TSR_CALL(tsr_run_agree(comm, err));
   x->watched = x->size > 1 && !x->device && !x->causal;
-  TSR_CALL(tsr_run_agree(comm, check_fault(x)));
-  if (x->opts.write_output && tsr_run_relaunch_fresh(comm, x->opts.restart, x->out_dir))
-    x->opts.restart = NULL;
+  return tsr_run_agree(comm, check_fault(x));
+}
+
+/* The network's state from the checkpoint (parameters, moments, history, L-BFGS's state) or
+ * as set up; the interface exchange; the batch of the first iteration. */
+static tsr_err start(tsr_pinn_ctx *x) {
+  MPI_Comm comm = x->comm;
   if (x->opts.restart) TSR_CALL(tsr_pinn_restart(x));
   TSR_CALL(exchange(x));
   /* NCCL connects a pair of ranks at their first send and receive (1.1-1.3 s on 2 H200s,
@@ -200,7 +206,6 @@ static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
    * fills again before its loss reads them, so training keeps its bits */
   if (x->device && x->size > 1)
     TSR_CALL(tsr_run_agree(comm, tsr_pinn_engine_exchange(x->eng, NULL, NULL)));
-  TSR_CALL(tsr_run_agree(comm, start_watchdog(x)));
   TSR_CALL(tsr_run_agree(comm, tsr_pinn_set_draw(x, tsr_pinn_draw_at(x, x->it0))));
   /* a causal run restarted inside slab k > 0: its slab face values again, from the finished
    * slab's restored network (the same bits as the handoff at its start); at the start of slab
@@ -254,56 +259,83 @@ static tsr_err gather_subdomains(tsr_pinn_ctx *x, tsr_pinn_subdomain **all) {
   return TSR_OK;
 }
 
-static tsr_err run(tsr_pinn_ctx *x, MPI_Comm comm, tsr_run_result *res) {
+/* ---- the method (solver/method.h): x->method is the trainer's state ----------------------- */
+
+static tsr_err pinn_setup(tsr_run_ctx *r) {
+  tsr_pinn_ctx *x = calloc(1, sizeof *x);
+  TSR_CHECK(x, TSR_ERR_MEMORY, "out of memory");
+  r->method = x;
+  *x = (tsr_pinn_ctx){.c = r->c, .opts = r->opts, .comm = r->comm, .rank = r->rank,
+                      .size = r->size, .out_dir = r->out_dir, .group = MPI_COMM_NULL,
+                      .lb_phase = -1, .lb_start = -1};
+  return setup(x, r->comm);
+}
+
+static tsr_err pinn_start(tsr_run_ctx *r) {
+  tsr_pinn_ctx *x = r->method;
   double t0 = MPI_Wtime();
-  int created = 0;
-  tsr_err err = TSR_OK;
-  if (x->opts.write_output) err = tsr_run_prepare_outdir(comm, x->out_dir, &created);
-  if (!err) err = setup(x, comm);
-  x->setup_s = MPI_Wtime() - t0;
-  if (!err) err = tsr_pinn_loop(x, res);
+  x->opts.restart = r->opts.restart; /* the driver's choice: a relaunch may start over */
+  tsr_err err = start(x);
+  x->setup_s = r->phase[PH_SETUP] + (MPI_Wtime() - t0);
+  return err;
+}
+
+/* Training, then the error against exact (res->rel_l2); what was trained stays on disk (the
+ * history) also when the loss blew up or a signal came. */
+static tsr_err pinn_advance(tsr_run_ctx *r, tsr_run_result *res) {
+  tsr_pinn_ctx *x = r->method;
+  res->pinn = 1;
+  res->rel_l2 = NAN;
+  tsr_err err = tsr_pinn_loop(x, res);
   tsr_watchdog_stop(); /* it watches the training loop, where the ranks exchange */
   res->wall = x->run_s;
   res->first_step = x->it0;
   if (!err && !res->stopped) err = profile(x);
   if (!err) err = tsr_pinn_error(x, &res->rel_l2);
-  if (!err && x->opts.write_output && x->nrow && !res->stopped) {
-    err = gather_subdomains(x, &x->subs);
-    if (!err) err = tsr_pinn_write_outputs(x, res);
-  } else if (x->opts.write_output && x->nrow && x->eng) {
-    /* what was trained stays on disk, also when the loss blew up or a signal came */
+  if ((err || res->stopped) && x->opts.write_output && x->nrow && x->eng) {
     tsr_err e2 = x->rank == 0 ? tsr_pinn_write_history(x) : TSR_OK;
-    if (!err) err = tsr_run_agree(comm, e2);
+    if (!err) err = tsr_run_agree(x->comm, e2);
   }
   return err;
 }
 
-tsr_err tsr_pinn_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
-                     tsr_run_result *res) {
-  memset(res, 0, sizeof *res);
-  res->pinn = 1;
-  res->rel_l2 = NAN;
-  tsr_pinn_ctx x = {.c = c, .opts = opts ? *opts : tsr_run_opts_default(), .comm = comm,
-                    .group = MPI_COMM_NULL, .lb_phase = -1, .lb_start = -1};
-  MPI_Comm_rank(comm, &x.rank);
-  MPI_Comm_size(comm, &x.size);
-  x.out_dir = x.opts.out_dir ? x.opts.out_dir : c->output.dir;
-  tsr_err err = run(&x, comm, res);
-  tsr_pinn_iface_destroy(&x.xch);
-  tsr_pinn_engine_destroy(&x.eng);
+/* final.h5 and the fields sampled on the grid, snapshots, history.csv, report.json. */
+static tsr_err pinn_finish(tsr_run_ctx *r, tsr_run_result *res) {
+  tsr_pinn_ctx *x = r->method;
+  if (!x->nrow) return TSR_OK;
+  TSR_CALL(gather_subdomains(x, &x->subs));
+  return tsr_pinn_write_outputs(x, res);
+}
+
+static void pinn_teardown(tsr_run_ctx *r) {
+  tsr_pinn_ctx *x = r->method;
+  if (!x) return;
+  tsr_pinn_iface_destroy(&x->xch);
+  tsr_pinn_engine_destroy(&x->eng);
 #ifdef TSR_HAVE_CUDA
-  if (x.nccl) {
-    ncclComm_t n = x.nccl;
+  if (x->nccl) {
+    ncclComm_t n = x->nccl;
     tsr_nccl_destroy(&n);
   }
 #endif
-  if (x.group != MPI_COMM_NULL) MPI_Comm_free(&x.group);
-  tsr_pinn_batch_free(&x.batch);
-  tsr_layout_free(&x.layout);
-  free(x.subs);
-  free(x.Xe);
-  free(x.ue);
-  free(x.lb_state);
-  free(x.hist);
-  return err;
+  if (x->group != MPI_COMM_NULL) MPI_Comm_free(&x->group);
+  tsr_pinn_batch_free(&x->batch);
+  tsr_layout_free(&x->layout);
+  free(x->subs);
+  free(x->Xe);
+  free(x->ue);
+  free(x->lb_state);
+  free(x->hist);
+  free(x);
+  r->method = NULL;
 }
+
+const tsr_method_ops tsr_method_pinn = {
+    .name = "pinn",
+    .setup = pinn_setup,
+    .peers = watch_peers,
+    .start = pinn_start,
+    .advance = pinn_advance,
+    .finish = pinn_finish,
+    .teardown = pinn_teardown,
+};
