@@ -138,6 +138,19 @@ expect_fail "slowdown steps" 1 "debug.slowdown.steps: expected [a, b]" "$good
 debug: {slowdown: {rank: 0, factor: 2, steps: [5]}}" run @CASE@ --out @OUT@
 expect_fail "slowdown rank beyond the ranks (check)" 1 ":5:26: debug.slowdown.rank: rank 3, but the run has 2 ranks" "$good
 debug: {slowdown: {rank: 3, factor: 2, steps: [1, 5]}}" check @CASE@ --ranks 2
+# refused in a method's set-up, before the driver makes the output directory (solver/driver.c):
+# the PINN made it first and left it behind
+pinn='model: heat
+method: pinn
+grid: {cells: [8, 8]}
+initial: {u: "sin(pi*x)"}
+time: {end: 0.1}
+boundary: {default: {type: dirichlet, value: 0}}
+pinn: {network: {width: 8, depth: 2}, adam: {iterations: 10}}'
+expect_fail "pinn: time slabs and ranks" 2 "time slabs need a rank count that is a multiple of 3" \
+  "$pinn" run @CASE@ --out @OUT@ --set decomposition.time_slices=3
+expect_fail "pinn: a fault kind it lacks" 1 "kind=graph is not available with method pinn" \
+  "$pinn" run @CASE@ --out @OUT@ --inject-fault rank=0,step=5,kind=graph
 # the environment: a variable tessera reads whose value does not parse is refused by name
 # (solver/env.c), not taken as its default; on 2 ranks one message
 TESSERA_TIME_TILES=no expect_fail "env: TESSERA_TIME_TILES" 1 \
