@@ -1,6 +1,7 @@
-/* The run driver: set-up (layout, fields, halo plan, expressions), the step loop with
- * split-phase halo exchange overlapped with the interior update, monitors, and the final
- * output (final.h5 + final.xmf + report.json in the output directory). */
+/* The run driver's public face: tsr_run (solver/driver.c) runs a case with its method
+ * (solver/method.h); the shared pieces behind it (set-up of layout, fields, halo plan and
+ * expressions, monitors, the final output: final.h5 + final.xmf + report.json) are
+ * solver/run.c's, listed in solver/run_internal.h. */
 #ifndef TSR_RUN_H
 #define TSR_RUN_H
 
@@ -70,7 +71,8 @@ tsr_run_opts tsr_run_opts_default(void);
  * the lowest failing rank (prefixed "rank R: " when R != 0), or TSR_OK when none failed. */
 tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err);
 
-/* Runs the case on the ranks of comm (collective). Fills *res on every rank. Errors:
+/* Runs the case on the ranks of comm (collective) with its method, through the one sequence
+ * of solver/method.h (solver/driver.c). Fills *res on every rank. Errors:
  * TSR_ERR_INPUT (a case this rank count cannot run, a solution that becomes non-finite),
  * TSR_ERR_IO (output directory), TSR_ERR_MEMORY, TSR_ERR_MPI, TSR_ERR_HDF5; every rank
  * returns the same code for problems found collectively. */
