@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/case.h"
+#include "io/text.h"
 #include "solver/env.h"
 #include "solver/fault.h"
 #include "solver/implicit/implicit.h"
@@ -146,9 +147,8 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       if (!strcmp(a, "--set")) o->sets[o->nset++] = (char *)v;
       else if (!strcmp(a, "--out")) o->out_dir = v;
       else {
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (*end || n < 1 || n > 1000000)
+        long n;
+        if (!tsr_text_count(v, 1, 1000000, &n))
           return say(rank, EXIT_BAD_INPUT, "--ranks: expected a positive integer, got '%s'%s", v, "");
         o->ranks = (int)n;
       }
