@@ -333,7 +333,6 @@ static tsr_err start(tsr_run_ctx *x) {
 }
 
 const tsr_method_ops tsr_method_explicit = {
-    .name = "explicit",
     .setup = setup,
     .peers = tsr_run_halo_peers,
     .start = start,

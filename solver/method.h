@@ -8,8 +8,8 @@
  * (solver/implicit/), the PINN's optimizer iterations (solver/pinn/) and parareal's iterations
  * over time slices (solver/parareal/).
  *
- * The sequence, on every rank of the run (each hook is collective, and its errors agreed over
- * the ranks before it returns unless it says otherwise):
+ * The sequence, on every rank of the run (each hook is collective except peers; the driver
+ * agrees the errors of setup and start over the ranks, advance and finish agree their own):
  *   setup → the watchdog on peers → the output directory → start → advance → finish
  *   (finish only when the run wrote output and was not stopped), then teardown, also after an
  *   error. */
@@ -22,7 +22,6 @@
 struct tsr_run_ctx;
 
 typedef struct tsr_method_ops {
-  const char *name; /* as the case's method key, or "parareal" */
   /* Its own state (x->method) and set-up: the backend, the decomposition, what it advances,
    * its checks of the case and of --inject-fault. Leaves x->phase[PH_SETUP] to the driver. */
   tsr_err (*setup)(struct tsr_run_ctx *x);

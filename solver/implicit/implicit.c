@@ -40,6 +40,6 @@ static tsr_err refuse(tsr_run_ctx *x) {
                      no_petsc);
 }
 
-const tsr_method_ops tsr_method_implicit = {.name = "implicit", .setup = refuse};
+const tsr_method_ops tsr_method_implicit = {.setup = refuse};
 
 #endif

@@ -692,7 +692,6 @@ static void teardown(tsr_run_ctx *x) {
 }
 
 const tsr_method_ops tsr_method_implicit = {
-    .name = "implicit",
     .setup = setup,
     .peers = tsr_run_halo_peers,
     .start = start,

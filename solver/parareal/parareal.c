@@ -804,7 +804,6 @@ static void pr_teardown(tsr_run_ctx *x) {
 }
 
 const tsr_method_ops tsr_method_parareal = {
-    .name = "parareal",
     .setup = pr_setup,
     .peers = pr_peers,
     .start = pr_start,

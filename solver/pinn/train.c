@@ -331,7 +331,6 @@ static void pinn_teardown(tsr_run_ctx *r) {
 }
 
 const tsr_method_ops tsr_method_pinn = {
-    .name = "pinn",
     .setup = pinn_setup,
     .peers = watch_peers,
     .start = pinn_start,
