@@ -36,9 +36,14 @@ static tsr_err drive(tsr_run_ctx *x, tsr_run_result *res) {
 }
 
 tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res) {
+  return tsr_run_method(c, comm, opts, tsr_method_of(c), res);
+}
+
+tsr_err tsr_run_method(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
+                       const tsr_method_ops *m, tsr_run_result *res) {
   tsr_run_ctx x;
   tsr_run_ctx_init(&x, c, comm, opts);
-  x.m = tsr_method_of(c);
+  x.m = m;
   memset(res, 0, sizeof *res);
   tsr_err err = drive(&x, res);
   /* before the method's teardown: the watchdog's abort hook may name its communicators */

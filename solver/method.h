@@ -53,4 +53,9 @@ extern const tsr_method_ops tsr_method_parareal;  /* solver/parareal/parareal.c 
  * implicit or explicit. */
 const tsr_method_ops *tsr_method_of(const tsr_case *c);
 
+/* tsr_run with method m instead of c's (tsr_run is this with tsr_method_of(c); the driver's
+ * tests give methods of their own). */
+tsr_err tsr_run_method(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts,
+                       const tsr_method_ops *m, tsr_run_result *res);
+
 #endif
