@@ -1,6 +1,7 @@
 /* The PINN trainer as a method of the run driver (tsr_method_pinn, solver/method.h): set-up
  * (backend, decomposition, points, network), the start (restart, interface exchange), the loop
- * (train_loop.c), and the run's end (the profile, the error, the outputs). The pieces are listed in solver/pinn/train_impl.h.
+ * (train_loop.c), and the run's end (the profile, the error, the outputs). The pieces are
+ * listed in solver/pinn/train_impl.h.
  *
  * On several ranks each rank trains the network of its own box (issue 18): the boxes are the
  * classical method's partition, the interface exchange runs inside every iteration of the
