@@ -1,5 +1,5 @@
-/* Parareal's state, shared by solver/parareal/parareal.c (the iterations) and
- * solver/parareal/state.c (checkpoints and restart). Private to solver/parareal/. */
+/* Parareal's state, shared by solver/parareal/setup.c (the set-up), parareal.c (the
+ * iterations) and state.c (checkpoints and restart). Private to solver/parareal/. */
 #ifndef TSR_PARAREAL_IMPL_H
 #define TSR_PARAREAL_IMPL_H
 
@@ -58,6 +58,14 @@ typedef struct {
 
 static inline int last_group(const pr *p) { return p->group == p->ngroup - 1; }
 
+/* The rank groups from the case's slices and the run's ranks into p (P, m, r, ngroup, nspace,
+ * group, srank, s0), or the rank counts that work (setup.c). */
+tsr_err tsr_pr_groups(pr *p);
+
+/* The set-up on p->world (not collective by itself: the caller agrees on errors), and what it
+ * holds freed; teardown is safe after a set-up that failed part way (setup.c). */
+tsr_err tsr_pr_setup(pr *p, const tsr_run_opts *opts);
+void tsr_pr_teardown(pr *p);
 
 /* G(in[j]) into gnew (parareal.c). */
 tsr_err tsr_pr_coarse_solve(pr *p, int j);
