@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,12 +261,35 @@ tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
     info->dim = meta.dim;
     for (int d = 0; d < 3; ++d) info->cells[d] = meta.cells[d];
   }
+  /* what the attributes hold is checked before any method compares it with its run */
+  if (!err && !(info->step >= 0 && isfinite(info->dt) && info->dt > 0.0 && isfinite(info->time)))
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "its attributes hold step %lld, dt %g and time %g, where a checkpoint has "
+                      "a step >= 0, a dt > 0 and a finite time", (long long)info->step, info->dt,
+                      info->time);
   if (!err && accept && (err = accept(info, arg)) != TSR_OK) {
     info->refused = 1;
     return err;
   }
   for (int f = 0; f < nfield && !err; ++f)
     err = tsr_output_read_field(comm, path, names[f], owned, data[f], f == 0 ? &meta : NULL);
+  /* a state that is not finite would only stop the run later, with a message about its dt */
+  const int64_t n = tsr_box_cells(owned);
+  int bad = -1;
+  for (int f = 0; f < nfield && !err && bad < 0; ++f)
+    for (int64_t i = 0; i < n; ++i)
+      if (!isfinite(data[f][i])) {
+        bad = f;
+        break;
+      }
+  if (!err) {
+    int any = bad;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (any >= 0)
+      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "field '%s' holds values that are "
+                        "not finite (NaN or inf): the run had blown up when it wrote it, or the "
+                        "file was damaged", names[any]);
+  }
   if (!err) return TSR_OK;
   /* every failure is collective (agreed in io/output.c), so every rank rewrites alike */
   char why[4096];

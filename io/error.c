@@ -15,11 +15,13 @@ static void vappend(const char *fmt, va_list ap) {
 }
 
 tsr_err tsr_err_set(tsr_err code, const char *file, int line, const char *fmt, ...) {
-  msg_buf[0] = '\0';
+  /* formatted apart first: an argument may be the message being replaced (tsr_err_message) */
+  char tmp[TSR_ERR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vappend(fmt, ap);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
+  memcpy(msg_buf, tmp, strlen(tmp) + 1);
   const char *dbg = getenv("TESSERA_DEBUG");
   if (dbg && *dbg && strcmp(dbg, "0") != 0) {
     size_t n = strlen(msg_buf);

@@ -551,6 +551,15 @@ out:
 
 /* ---- reading --------------------------------------------------------------------------- */
 
+/* Whether the open attribute a holds numbers (HDF5 converts any integer or float class to the
+ * memory type; a string or compound one fails the read with HDF5's own words only). */
+static int attr_numeric(hid_t a) {
+  hid_t t = H5Aget_type(a);
+  const H5T_class_t cls = t < 0 ? H5T_NO_CLASS : H5Tget_class(t);
+  if (t >= 0) H5Tclose(t);
+  return cls == H5T_INTEGER || cls == H5T_FLOAT;
+}
+
 static tsr_err attr_read(hid_t obj, const char *name, hid_t mtype, int n, void *v,
                          const char *path) {
   TSR_CHECK(H5Aexists(obj, name) > 0, TSR_ERR_INPUT,
@@ -560,7 +569,11 @@ static tsr_err attr_read(hid_t obj, const char *name, hid_t mtype, int n, void *
   hid_t sp = H5Aget_space(a);
   hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
   tsr_err err = TSR_OK;
-  if (np != (n ? n : 1))
+  if (!attr_numeric(a))
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "'%s': root attribute '%s' does not hold numbers; the file was not "
+                      "written by tessera, or was altered since", path, name);
+  else if (np != (n ? n : 1))
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                       "'%s': root attribute '%s' has %lld values where %d were expected", path, name,
                       (long long)np, n ? n : 1);
@@ -663,6 +676,10 @@ static tsr_err inspect(hid_t file, const char *path, const char *name, const tsr
 static tsr_err check_readable(const char *path) {
   TSR_CHECK(access(path, R_OK) == 0, TSR_ERR_IO, "cannot read '%s': %s; check the file name",
             path, strerror(errno));
+  /* HDF5 would wait on a FIFO's writer for ever, and words of its own about a directory */
+  struct stat st;
+  TSR_CHECK(stat(path, &st) == 0 && S_ISREG(st.st_mode), TSR_ERR_IO,
+            "cannot read '%s': not a regular file; check the file name", path);
   return TSR_OK;
 }
 
@@ -714,8 +731,11 @@ out:
 static tsr_err read_string_attr(hid_t file, const char *path, const char *name, char **out) {
   *out = NULL;
   hid_t a = H5Aexists(file, name) > 0 ? H5Aopen(file, name, H5P_DEFAULT) : -1;
-  hid_t t = a < 0 ? -1 : H5Aget_type(a);
-  size_t len = t < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0
+  hid_t t = a < 0 ? -1 : H5Aget_type(a), sp = a < 0 ? -1 : H5Aget_space(a);
+  /* one string: H5Aread fills every element of the attribute's space */
+  const hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+  if (sp >= 0) H5Sclose(sp);
+  size_t len = t < 0 || np != 1 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0
                    ? 0 : H5Tget_size(t);
   char *buf = len ? calloc(len + 1, 1) : NULL;
   tsr_err err = TSR_OK;
@@ -723,8 +743,8 @@ static tsr_err read_string_attr(hid_t file, const char *path, const char *name, 
     err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory reading '%s'", path);
   else if (!buf || H5Aread(a, t, buf) < 0)
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                      "'%s': root attribute '%s' is missing or not a fixed-length string", path,
-                      name);
+                      "'%s': root attribute '%s' is missing or not one fixed-length string",
+                      path, name);
   if (t >= 0) H5Tclose(t);
   if (a >= 0) H5Aclose(a);
   if (err) free(buf);
@@ -787,6 +807,10 @@ tsr_err tsr_output_read_ints(MPI_Comm comm, const char *path, const char *name, 
       hid_t a = H5Aopen(file, name, H5P_DEFAULT), sp = a < 0 ? -1 : H5Aget_space(a);
       hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
       if (np < 0) err = H5_FAIL("read an attribute", path);
+      else if (!attr_numeric(a))
+        err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                          "'%s': root attribute '%s' does not hold numbers; the file was not "
+                          "written by tessera, or was altered since", path, name);
       else if (np > max) *n = -1;
       else if (H5Aread(a, H5T_NATIVE_INT64, vals) < 0) err = H5_FAIL("read an attribute", path);
       else *n = (int)np;

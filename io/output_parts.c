@@ -249,9 +249,9 @@ static void read_id(hid_t obj, const char *name, char *buf, size_t n) {
 }
 
 /* Part ppath of path belongs to write id and holds dataset dname of rank dims (the block the
- * file maps to it). */
+ * file maps to it) and of the virtual dataset's type vtype (HDF5 would convert another). */
 static tsr_err check_part(const char *ppath, const char *path, const char *dname, const char *id,
-                          int rank, const hsize_t *dims) {
+                          int rank, const hsize_t *dims, hid_t vtype) {
   TSR_CHECK(access(ppath, R_OK) == 0, TSR_ERR_INPUT,
             "'%s' is written in parts, and its part '%s' cannot be read (%s); a file in parts "
             "needs its .part*.h5 files beside it",
@@ -266,6 +266,9 @@ static tsr_err check_part(const char *ppath, const char *path, const char *dname
   hsize_t have_dims[H5S_MAX_RANK];
   int same = sp >= 0 && H5Sget_simple_extent_dims(sp, have_dims, NULL) == rank;
   for (int a = 0; same && a < rank; ++a) same = have_dims[a] == dims[a];
+  hid_t t = d < 0 ? -1 : H5Dget_type(d);
+  same = same && t >= 0 && H5Tequal(t, vtype) > 0;
+  if (t >= 0) H5Tclose(t);
   if (sp >= 0) H5Sclose(sp);
   if (d >= 0) H5Dclose(d);
   H5Fclose(f);
@@ -273,8 +276,8 @@ static tsr_err check_part(const char *ppath, const char *path, const char *dname
             "'%s': its part '%s' belongs to another write of that name (parts_id '%s', not '%s')",
             path, ppath, have, id);
   TSR_CHECK(same, TSR_ERR_INPUT,
-            "'%s': its part '%s' has no dataset '%s' of the extent the file maps to it", path,
-            ppath, dname);
+            "'%s': its part '%s' has no dataset '%s' of the extent and type the file maps to "
+            "it", path, ppath, dname);
   return TSR_OK;
 }
 
@@ -288,7 +291,8 @@ tsr_err tsr_output_parts_check(hid_t file, hid_t d, const char *path, const tsr_
   TSR_CHECK(dcpl >= 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL && H5Pget_virtual_count(dcpl, &n) >= 0,
             TSR_ERR_INPUT, "'%s' says it is written in parts, but its fields are not virtual "
             "datasets over them; the file is damaged", path);
-  tsr_err err = TSR_OK;
+  hid_t vtype = H5Dget_type(d);
+  tsr_err err = vtype < 0 ? H5_FAIL("read a field's type", path) : TSR_OK;
   for (size_t i = 0; i < n && !err; ++i) {
     hid_t vs = H5Pget_virtual_vspace(dcpl, i);
     hsize_t lo[3], hi[3];
@@ -303,10 +307,11 @@ tsr_err tsr_output_parts_check(hid_t file, hid_t d, const char *path, const tsr_
       snprintf(ppath, sizeof ppath, "%s%s", fname[0] == '/' ? "" : dir, fname);
       hsize_t dims[3];
       for (int a = 0; a < s->rank; ++a) dims[a] = hi[a] - lo[a] + 1;
-      err = check_part(ppath, path, dname, id, s->rank, dims);
+      err = check_part(ppath, path, dname, id, s->rank, dims, vtype);
     }
     if (vs >= 0) H5Sclose(vs);
   }
+  if (vtype >= 0) H5Tclose(vtype);
   H5Pclose(dcpl);
   return err;
 }

@@ -136,20 +136,38 @@ tsr_err tsr_pinn_state_write(const tsr_case *c, const char *dir, const tsr_pinn_
   return TSR_OK;
 }
 
+/* The HDF5 class of attribute a's type (H5T_NO_CLASS where it has none). */
+static H5T_class_t attr_class(hid_t a) {
+  hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+  const H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+  if (t >= 0) H5Tclose(t);
+  return cls;
+}
+
+/* Damaged or altered files fail these quietly: the caller's message says which attribute. */
 static int read_ints(hid_t f, const char *name, int64_t *v, int n) {
-  hid_t a = H5Aexists(f, name) > 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
-  hid_t sp = a >= 0 ? H5Aget_space(a) : -1;
-  int ok = sp >= 0 && H5Sget_simple_extent_npoints(sp) == n &&
-           H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
-  if (sp >= 0) H5Sclose(sp);
-  if (a >= 0) H5Aclose(a);
+  int ok = 0;
+  H5E_BEGIN_TRY {
+    hid_t a = H5Aexists(f, name) > 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
+    hid_t sp = a >= 0 ? H5Aget_space(a) : -1;
+    const H5T_class_t cls = attr_class(a);
+    ok = sp >= 0 && (cls == H5T_INTEGER || cls == H5T_FLOAT) &&
+         H5Sget_simple_extent_npoints(sp) == n && H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
+    if (sp >= 0) H5Sclose(sp);
+    if (a >= 0) H5Aclose(a);
+  }
+  H5E_END_TRY;
   return ok;
 }
 
+/* One fixed-length string (H5Aread fills every element of the attribute's space), or NULL. */
 static char *read_str(hid_t f, const char *name) {
   hid_t a = H5Aexists(f, name) > 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
-  hid_t t = a >= 0 ? H5Aget_type(a) : -1;
-  size_t len = t >= 0 ? H5Tget_size(t) : 0;
+  hid_t t = a >= 0 ? H5Aget_type(a) : -1, sp = a >= 0 ? H5Aget_space(a) : -1;
+  const int one = sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1;
+  if (sp >= 0) H5Sclose(sp);
+  size_t len = t >= 0 && one && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0
+                   ? H5Tget_size(t) : 0;
   char *s = len ? calloc(1, len + 1) : NULL;
   if (s && H5Aread(a, t, s) < 0) {
     free(s);
@@ -163,9 +181,14 @@ static char *read_str(hid_t f, const char *name) {
 /* A dataset of n values (rows x cols for the history: *rows, *cols set) into a new array. */
 static double *read_set(hid_t f, const char *name, size_t want, int *rows, int *cols) {
   hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-  hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
-  hsize_t dims[2] = {0, 0};
-  int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+  hid_t sp = d >= 0 ? H5Dget_space(d) : -1, t = d >= 0 ? H5Dget_type(d) : -1;
+  hsize_t dims[H5S_MAX_RANK] = {0, 0};
+  int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+  if (rank == 1 || rank == 2) H5Sget_simple_extent_dims(sp, dims, NULL);
+  else rank = -1;
+  /* values, not integers HDF5 would convert: a checkpoint holds them as written */
+  if (t < 0 || H5Tget_class(t) != H5T_FLOAT || H5Tget_size(t) != sizeof(double)) rank = -1;
+  if (t >= 0) H5Tclose(t);
   size_t n = rank == 1 ? dims[0] : rank == 2 ? dims[0] * dims[1] : 0;
   double *v = rank > 0 && (!want || n == want) ? malloc((n ? n : 1) * sizeof *v) : NULL;
   if (v && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) {
@@ -305,9 +328,9 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' holds another network (width, "
                       "depth, activation or precision differ); keep pinn.network and precision "
                       "as they were", path);
-  else if (!read_ints(f, "iteration", &st->iteration, 1))
+  else if (!read_ints(f, "iteration", &st->iteration, 1) || st->iteration < 0)
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint (no "
-                      "iteration)", path);
+                      "iteration >= 0 in its attribute 'iteration')", path);
   if (!err) err = check_decomposition(f, path, st);
   int64_t lhead[2] = {0, 0};
   int has_lbfgs = 0;

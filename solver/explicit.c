@@ -191,6 +191,13 @@ static tsr_err restart(tsr_run_ctx *x) {
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                       "checkpoint %s is at step %lld, past this run's %lld steps", info.path,
                       (long long)info.step, (long long)x->nsteps);
+  /* the loop's time is step x dt exactly (a restart then matches bitwise): a file whose
+   * attributes disagree was damaged or altered */
+  if (!err && info.time != (double)info.step * info.dt)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "'%s' is not a valid checkpoint: its time %.17g is not its step x dt "
+                      "(%lld x %.17g); it was damaged or altered", info.path, info.time,
+                      (long long)info.step, info.dt);
   if (!err && info.dt != x->dt)
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                       "checkpoint %s has dt = %.17g where this run has %.17g; a run goes on "

@@ -287,6 +287,14 @@ tsr_err tsr_implicit_restart(impl *m, double *t0, double *next_dt) {
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                       "checkpoint %s is at step %lld, past this run's %lld steps", info.path,
                       (long long)info.step, (long long)x->nsteps);
+  /* with a fixed dt, step dt's summed by TS (rounding: a few ulps a step) */
+  const double tsum = (double)info.step * info.dt;
+  if (!err && (info.time < 0.0 ||
+               (!m->adaptive && fabs(info.time - tsum) > 1e-9 * (fabs(tsum) + info.dt))))
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "'%s' is not a valid checkpoint: its time %.17g is not its step x dt "
+                      "(%lld x %.17g); it was damaged or altered", info.path, info.time,
+                      (long long)info.step, info.dt);
   err = tsr_run_agree(x->comm, err);
   /* what the implicit method added (a checkpoint of the explicit method has none: --restart-
    * force took it, and it goes on from its state with the case's dt) */
@@ -301,20 +309,37 @@ tsr_err tsr_implicit_restart(impl *m, double *t0, double *next_dt) {
   PetscInt k = 0, bn = 0, order = 0;
   double th[MAX_HIST];
   *next_dt = x->dt;
+  const tsr_err early = err;
+  enum { BDF_BOUND = 8 }; /* past any order or count TSBDF holds (6, and 6 + 2 slots) */
   if (!err && implicit) {
     *next_dt = read_num(x->comm, info.path, "implicit_next_dt", x->dt, &err);
-    nh = (int)read_num(x->comm, info.path, "implicit_history", 0, &err);
-    k = (PetscInt)read_num(x->comm, info.path, "implicit_bdf_k", 0, &err);
-    if (nh < 0 || nh > MAX_HIST) nh = 0;
+    const double dh = read_num(x->comm, info.path, "implicit_history", 0, &err);
+    const double dk = read_num(x->comm, info.path, "implicit_bdf_k", 0, &err);
+    double dn = 0.0, dord = 0.0;
+    /* what the method wrote, or the file was damaged or altered (read before any is used) */
+    int ok = isfinite(*next_dt) && *next_dt > 0.0 && dh >= 0.0 && dh <= MAX_HIST &&
+             dh == floor(dh) && dk >= 0.0 && dk <= BDF_BOUND;
+    nh = ok ? (int)dh : 0;
+    k = ok ? (PetscInt)dk : 0;
     if (nh) {
-      bn = (PetscInt)read_num(x->comm, info.path, "implicit_bdf_n", 0, &err);
-      order = (PetscInt)read_num(x->comm, info.path, "implicit_bdf_order", 0, &err);
+      dn = read_num(x->comm, info.path, "implicit_bdf_n", 0, &err);
+      dord = read_num(x->comm, info.path, "implicit_bdf_order", 0, &err);
+      ok &= dn >= nh && dn < BDF_BOUND && dord >= 1.0 && dord < BDF_BOUND;
+      bn = ok ? (PetscInt)dn : 0;
+      order = ok ? (PetscInt)dord : 0;
       for (int i = 0; i < nh; ++i) {
         char an[32];
         snprintf(an, sizeof an, "implicit_prev_time%d", i);
         th[i] = read_num(x->comm, info.path, an, 0, &err);
+        /* the states 1, 2, ... steps back, each earlier than the one after it */
+        ok &= isfinite(th[i]) && th[i] < (i ? th[i - 1] : info.time);
       }
     }
+    if (!err && !ok)
+      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                        "its implicit_* attributes do not describe a step (next dt %g, %g states "
+                        "of history, BDF k %g, n %g, order %g, or their times): it was damaged "
+                        "or altered", *next_dt, dh, dk, dn, dord);
     if (strcmp(scheme, tsr_implicit_scheme_name(c->implicit.scheme)) != 0) nh = 0;
   }
   Vec hist[MAX_HIST] = {0};
@@ -330,6 +355,11 @@ tsr_err tsr_implicit_restart(impl *m, double *t0, double *next_dt) {
   }
   free(buf);
   err = tsr_run_agree(x->comm, err);
+  /* the file read as a checkpoint; what failed is the implicit method's part of it */
+  if (err && !early)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint of "
+                      "method implicit (%s); restart from an older checkpoint", info.path,
+                      tsr_err_message());
   if (!err) {
     m->restored = bdf_restore(m, nh, hist, th, k, bn, order) ? nh : 0;
     /* a one-step scheme, or BDF without its history: a fresh start from this state */

@@ -156,12 +156,17 @@ tsr_err tsr_pr_restart(pr *p, int *k) {
   int64_t ints[2] = {0, 0};
   int nint = 0;
   tsr_err err = tsr_output_read_ints(p->world, path, "parareal", ints, 2, &nint);
-  if (err || nint != 2) {
-    tsr_err_clear();
-    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                       "%s is not a parareal checkpoint (no attribute parareal); a parareal run "
-                       "continues only from its own parareal_<iteration>.h5", path);
-  }
+  if (err)
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s is not a valid parareal checkpoint "
+                       "(%s)", path, tsr_err_message());
+  TSR_CHECK(nint == 2, TSR_ERR_INPUT,
+            "%s is not a parareal checkpoint (no attribute parareal); a parareal run continues "
+            "only from its own parareal_<iteration>.h5", path);
+  /* an iteration's checkpoint is written after it, at most the last (stopped there) */
+  TSR_CHECK(ints[1] >= 1 && ints[1] <= p->c->parareal.max_iterations, TSR_ERR_INPUT,
+            "%s is not a valid parareal checkpoint: its attribute parareal says iteration %" PRId64
+            ", and this run's iterations are 1 to %d (parareal.max_iterations)", path, ints[1],
+            p->c->parareal.max_iterations);
   TSR_CHECK(ints[0] == p->P, TSR_ERR_INPUT,
             "checkpoint %s holds the states of %" PRId64 " time slices and this run has %d "
             "(decomposition.time_slices); restart with time_slices: %" PRId64 ", or run from "

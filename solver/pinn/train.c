@@ -199,7 +199,11 @@ static tsr_err setup(tsr_pinn_ctx *x, MPI_Comm comm) {
  * as set up; the interface exchange; the batch of the first iteration. */
 static tsr_err start(tsr_pinn_ctx *x) {
   MPI_Comm comm = x->comm;
-  if (x->opts.restart) TSR_CALL(tsr_pinn_restart(x));
+  if (x->opts.restart) {
+    TSR_CALL(tsr_pinn_restart(x));
+    /* before anything takes its iteration (the draw, the slab) */
+    TSR_CALL(tsr_pinn_check_restart_phase(x));
+  }
   TSR_CALL(exchange(x));
   /* NCCL connects a pair of ranks at their first send and receive (1.1-1.3 s on 2 H200s,
    * bench/README.md, pinn_scaling): one exchange here keeps that out of the training clock.

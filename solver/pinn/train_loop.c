@@ -73,7 +73,6 @@ tsr_err tsr_pinn_stop_here(tsr_pinn_ctx *x, tsr_stop *st, int64_t it, double chu
 tsr_err tsr_pinn_loop(tsr_pinn_ctx *x, tsr_run_result *res) {
   const tsr_case *c = x->c;
   const int64_t total = x->total;
-  TSR_CALL(tsr_pinn_check_restart_phase(x));
   tsr_stop st;
   TSR_CALL(tsr_stop_begin(&st, x->comm));
   tsr_progress pg;
