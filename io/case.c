@@ -654,12 +654,13 @@ tsr_err tsr_case_load_string(const char *name, const char *text, int noverride,
 tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, tsr_case **out) {
   *out = NULL;
   struct stat st;
+  /* a path that names no readable file is the user's input (exit 2: supervise does not retry) */
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                        "cannot read case file '%s': %s; check the path", path, strerror(EISDIR));
   FILE *f = fopen(path, "rb");
   if (!f)
-    return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                        "cannot read case file '%s': %s; check the path", path, strerror(errno));
   size_t len = 0;
   char *buf = tsr_text_read_all(f, &len);

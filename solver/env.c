@@ -18,6 +18,10 @@ static const char *const zero_one[] = {"0", "1", NULL};
 static const char *const net_paths[] = {"0", "1", "2", NULL};
 
 static const env_var vars[] = {
+    /* OpenMP's own: libgomp takes "abc" as its default and crashed at 100000 (session 37) */
+    {"OMP_NUM_THREADS", NULL, 1, 4096,
+     "a whole number of threads per rank from 1 to 4096 (unset: the rank's share of its CPUs)",
+     1},
     {"TESSERA_ATTEMPT", NULL, 1, 1000000,
      "the attempt number that tessera supervise sets (1, 2, ...)", 0},
     {"TESSERA_PROBE_TIMEOUT", NULL, 1, 86400,

@@ -39,6 +39,10 @@ expect_fail() {
 
 expect_fail "missing case file" 1 "cannot read case file" - run "$work/nonexistent.yaml" --out @OUT@
 expect_fail "case file is a directory" 1 "cannot read case file" - run "$work" --out @OUT@
+# exit 2, bad input, which tessera supervise does not relaunch (it was 1, an I/O error)
+"$TESSERA_BIN" run "$work/nonexistent.yaml" --out "$work/nx" >/dev/null 2>&1
+rc=$?
+[ $rc = 2 ] && pass "missing case file: exit 2" || failure "missing case file: exit $rc, not 2"
 expect_fail "YAML syntax" 1 "t3.yaml:3:1: YAML syntax error" 'model: heat
 grid: {cells: [8, 8]
 time: {end: 1}' run @CASE@ --out @OUT@
@@ -159,6 +163,9 @@ TESSERA_TIME_TILES=no expect_fail "env: TESSERA_TIME_TILES" 1 \
   "environment variable TESSERA_TIME_TILES='no': expected on or off" "$good" run @CASE@ --out @OUT@
 TSR_NET_FUSED=3 expect_fail "env: TSR_NET_FUSED, 2 ranks" 2 \
   "environment variable TSR_NET_FUSED='3': expected 0 (cuBLAS products)" "$good" run @CASE@ --out @OUT@
+OMP_NUM_THREADS=100000 expect_fail "env: OMP_NUM_THREADS" 1 \
+  "environment variable OMP_NUM_THREADS='100000': expected a whole number of threads" \
+  "$good" run @CASE@ --out @OUT@
 TESSERA_ATTEMPT=first expect_fail "env: TESSERA_ATTEMPT" 1 \
   "environment variable TESSERA_ATTEMPT='first': expected the attempt number" "$good" check @CASE@
 # supervise refuses before it launches anything (the run would leave its output directory)

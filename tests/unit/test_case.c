@@ -236,11 +236,11 @@ static void test_load_file(void **state) {
   tsr_case_destroy(&c);
   unlink(path);
 
-  assert_int_equal(tsr_case_load(path, 0, NULL, &c), TSR_ERR_IO);
+  assert_int_equal(tsr_case_load(path, 0, NULL, &c), TSR_ERR_INPUT);
   assert_null(c);
   assert_non_null(strstr(tsr_err_message(), "cannot read case file '/tmp/tsr_case_"));
   assert_non_null(strstr(tsr_err_message(), "check the path"));
-  assert_int_equal(tsr_case_load("/tmp", 0, NULL, &c), TSR_ERR_IO);
+  assert_int_equal(tsr_case_load("/tmp", 0, NULL, &c), TSR_ERR_INPUT);
   assert_non_null(strstr(tsr_err_message(), "cannot read case file '/tmp': Is a directory"));
 }
 
