@@ -225,8 +225,8 @@ int main(int argc, char **argv) {
    * where the library gives less, those fall back (MPI_Query_thread tells them) */
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  /* from here a signal asks for a clean stop (solver/stop.h): the library's own handlers, if
-   * any, are installed by now */
+  /* signals end the process without temporary files, and from tsr_stop_arm ask for a clean
+   * stop (solver/stop.h): the library's own handlers, if any, are installed by now */
   tsr_stop_install();
   /* before any OpenMP region: ranks that share CPUs share them out (OMP_NUM_THREADS rules) */
   tsr_threads threads;
@@ -278,6 +278,7 @@ int main(int argc, char **argv) {
       double limit = 0.0;
       if (o.walltime) tsr_stop_parse_walltime(o.walltime, &limit);
       tsr_stop_set_walltime(limit);
+      tsr_stop_arm();
       err = tsr_run(c, MPI_COMM_WORLD, &ro, &res);
       if (err) {
         code = fail(rank, err);

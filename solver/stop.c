@@ -6,37 +6,70 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/output.h"
 
 /* In the allreduce a wall-time stop rides above every signal number. */
 #define WALLTIME_FLAG 1000
 
-static volatile sig_atomic_t first_signal;
+static volatile sig_atomic_t first_signal, armed;
+static int speaks; /* rank 0 of the world says why it ended */
 static double walltime, started;
 
-static void on_signal(int sig) {
-  if (!first_signal) {
-    first_signal = sig;
-    return;
-  }
-  /* the second: at once, leaving no temporary file (unlink and raise are async-signal-safe) */
+static const char ended[] =
+    "tessera: ended at once by a signal, leaving no temporary file; 'latest' names the last "
+    "complete checkpoint: continue with the same command and --restart latest\n";
+
+/* Ends the process by sig, leaving no temporary file (unlink and raise are async-signal-safe;
+ * sig is blocked in its handler, so it lands when the handler returns). */
+static void die_now(int sig) {
   tsr_output_remove_tmp_files();
+  if (armed && speaks) {
+    ssize_t n = write(STDERR_FILENO, ended, sizeof ended - 1);
+    (void)n; /* nothing to do if stderr is gone too */
+  }
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
+static void on_signal(int sig) {
+  /* the kernel repeats these by itself: XCPU every CPU second past the soft limit, PIPE at each
+   * write to the closed pipe (the stop's own messages among them), so a repeat is no second ask */
+  if (first_signal && (sig == SIGPIPE || sig == SIGXCPU)) return;
+  /* before the run can act on it (reading the case, check, info) or at the second: at once */
+  if (!armed || first_signal) {
+    die_now(sig);
+    return;
+  }
+  first_signal = sig;
+}
+
+/* Asks for a stop: the job's own (TERM, INT, USR1), a batch system's warning before its kill
+ * (XCPU: a CPU limit; USR2: SGE's -notify), the terminal gone (HUP, and PIPE when the run's
+ * output was piped to a reader that ended). */
+static const int stop_signals[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP, SIGXCPU, SIGPIPE};
+/* Asks for the process's end, whose default leaves the temporary files of writes in flight. */
+static const int end_signals[] = {SIGQUIT, SIGALRM};
+
 void tsr_stop_install(void) {
   started = MPI_Wtime();
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  speaks = rank == 0;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART; /* the step loop polls the flag; no call should fail with EINTR */
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGUSR1, &sa, NULL);
+  for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; ++i)
+    sigaction(stop_signals[i], &sa, NULL);
+  sa.sa_handler = die_now;
+  for (size_t i = 0; i < sizeof end_signals / sizeof *end_signals; ++i)
+    sigaction(end_signals[i], &sa, NULL);
 }
+
+void tsr_stop_arm(void) { armed = 1; }
 
 void tsr_stop_set_walltime(double seconds) { walltime = seconds; }
 
@@ -56,11 +89,13 @@ static int read_uint(const char **p, long *v) {
 
 int tsr_stop_parse_walltime(const char *text, double *seconds) {
   const char *p = text;
-  long f[4], days = 0;
+  long f[3] = {0, 0, 0}, days = 0;
   int n = 0;
   if (read_uint(&p, &f[n++])) return -1;
-  if (*p == '-') { /* D-HH:MM:SS */
+  const int has_days = *p == '-';
+  if (has_days) { /* D-HH[:MM[:SS]]: after the days the first field is hours, as Slurm reads it */
     days = f[0];
+    f[0] = 0;
     n = 0;
     ++p;
     if (read_uint(&p, &f[n++])) return -1;
@@ -70,6 +105,10 @@ int tsr_stop_parse_walltime(const char *text, double *seconds) {
     if (read_uint(&p, &f[n++])) return -1;
   }
   if (*p) return -1;
+  if (has_days) {
+    if (f[0] > 23) return -1;
+    n = 3; /* the fields not given are 0 */
+  }
   double s = 0.0;
   if (n == 1) s = (double)f[0];
   else if (n == 2) s = 60.0 * (double)f[0] + (double)f[1];
@@ -146,6 +185,10 @@ const char *tsr_stop_reason(int why) {
   case SIGTERM: return "SIGTERM";
   case SIGINT: return "SIGINT";
   case SIGUSR1: return "SIGUSR1";
+  case SIGUSR2: return "SIGUSR2";
+  case SIGHUP: return "SIGHUP (the terminal or session ended)";
+  case SIGXCPU: return "SIGXCPU (the CPU-time limit)";
+  case SIGPIPE: return "SIGPIPE (the reader of the output ended)";
   case TSR_STOP_WALLTIME: return "the wall-time limit (--walltime)";
   default: return "a signal";
   }

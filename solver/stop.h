@@ -1,7 +1,8 @@
-/* Stopping a run cleanly before a batch job's end: on SIGTERM, SIGINT or SIGUSR1, or before a
- * wall-time limit (--walltime), every rank agrees on one step, writes a checkpoint there,
- * points `latest` at it and the run ends with TSR_STOP_EXIT_CODE. A second signal ends the
- * process at once, removing the temporary files of the writes in flight first.
+/* Stopping a run cleanly before a batch job's end: on SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP,
+ * SIGXCPU or SIGPIPE, or before a wall-time limit (--walltime), every rank agrees on one step,
+ * writes a checkpoint there, points `latest` at it and the run ends with TSR_STOP_EXIT_CODE. A
+ * second signal (not a repeated XCPU or PIPE), SIGQUIT, SIGALRM, or any of them before the run
+ * is armed ends the process at once, removing the temporary files of the writes in flight.
  *
  * The agreement costs one nonblocking allreduce of an int per step, posted after a step and
  * completed after the next one, so it has a whole step to travel and never adds a wait to
@@ -21,14 +22,19 @@ enum { TSR_STOP_EXIT_CODE = 4 };
 /* Why a run stopped: a signal number (> 0), or TSR_STOP_WALLTIME. */
 enum { TSR_STOP_WALLTIME = -1 };
 
-/* Installs the handlers of SIGTERM, SIGINT and SIGUSR1 (after MPI_Init, whose library may
- * install its own) and starts the wall-time clock. Not collective; once per process. */
+/* Installs the handlers of those signals (after MPI_Init, whose library may install its own)
+ * and starts the wall-time clock. Not collective; once per process. */
 void tsr_stop_install(void);
+
+/* From here a stop signal asks for a stop rather than the process's end: called when a run is
+ * about to start, so that reading a case (maybe from a pipe with no writer yet), `check` and
+ * `info` end on the first signal as any command does. */
+void tsr_stop_arm(void);
 
 /* Sets the wall-time limit in seconds from tsr_stop_install (0: none). */
 void tsr_stop_set_walltime(double seconds);
 
-/* Parses a wall-time limit: [D-]HH:MM:SS, MM:SS or seconds (Slurm's forms). Returns 0 and
+/* Parses a wall-time limit: [D-]HH:MM:SS, D-HH[:MM], MM:SS or seconds. Returns 0 and
  * *seconds > 0, or -1 for text of another form. */
 int tsr_stop_parse_walltime(const char *text, double *seconds);
 
@@ -65,7 +71,7 @@ tsr_err tsr_stop_poll(tsr_stop *s, int now, int *why);
 /* Completes a poll in flight and frees the communicator. Collective. */
 void tsr_stop_end(tsr_stop *s);
 
-/* "SIGTERM", "SIGINT", "SIGUSR1", "the wall-time limit" for why. */
+/* "SIGTERM", ..., "the wall-time limit (--walltime)" for why. */
 const char *tsr_stop_reason(int why);
 
 #endif

@@ -145,13 +145,17 @@ int tsr_supervise_attempt(void) {
 static volatile sig_atomic_t got_signal;
 static volatile pid_t child_pid;
 
-/* In a child about to exec: the signals the supervisor forwards take their default action
- * again. */
+/* The signals the supervisor passes on to the command, for the command to act on (a stop, or
+ * the end of the process): left to their defaults, QUIT or USR2 would end the supervisor and
+ * leave the job it launched running unsupervised. */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGXCPU,
+                                SIGALRM};
+
+/* In a child about to exec: the signals the supervisor forwards or ignores take their default
+ * action again (an ignored signal would stay ignored across exec). */
 static void default_signals(void) {
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGHUP, SIG_DFL);
-  signal(SIGUSR1, SIG_DFL);
+  for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; ++i) signal(forwarded[i], SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
 }
 
 /* How long a probe may take (TESSERA_PROBE_TIMEOUT seconds, default 120): starting every rank
@@ -543,12 +547,12 @@ int tsr_supervise_main(int argc, char **argv) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = forward;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  /* a batch system's "stop soon" (sbatch --signal=USR1@T): the run checkpoints and ends with
-   * exit status 4, which ends supervision */
-  sigaction(SIGUSR1, &sa, NULL);
+  /* among them a batch system's "stop soon" (sbatch --signal=USR1@T): the run checkpoints and
+   * ends with exit status 4, which ends supervision */
+  for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; ++i)
+    sigaction(forwarded[i], &sa, NULL);
+  /* a log reader that ended (| tee, | head) must not end the supervision of the job */
+  signal(SIGPIPE, SIG_IGN);
   tsr_supervise_gpus g0 = {0}, left = {0};
   int gpus0 = count_gpus(cmd, n, &g0, 1);
 

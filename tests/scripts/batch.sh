@@ -4,8 +4,9 @@
 # SIGINT and SIGUSR1 (before the first step, while stepping, while a background checkpoint is
 # written; to one rank, to every rank, to mpirun) stop a run with exit status 4, a checkpoint
 # that `latest` names and no temporary file, and --restart latest finishes it bitwise equal to
-# an uninterrupted run; a second signal ends the run at once, leaving no temporary file and a
-# `latest` that reads; --walltime stops before its limit with a checkpoint.
+# an uninterrupted run; so do HUP, USR2, XCPU and PIPE; a second signal, or QUIT, ends the run at
+# once, leaving no temporary file and a `latest` that reads; a signal while the case is read
+# ends the process; --walltime stops before its limit with a checkpoint.
 set -u
 . "$(dirname "$0")/lib.bash"
 work=$(mktemp -d)
@@ -127,6 +128,47 @@ d=$work/twice
 no_tmp "second signal" "$d"
 run_ok "second signal: restart from latest" 2 "$case" --out "$d" "${long[@]}" --restart latest &&
   same "second signal: finished = uninterrupted" "$work/full/final.h5" "$d/final.h5"
+
+# the other signals a job meets, on one rank (one process, as a batch system delivers them):
+# a batch system's warning (USR2: SGE's -notify; XCPU: a CPU limit) and the session's end (HUP)
+# stop as TERM does; QUIT ends the run at once, removing what was being written
+quick=(--set time.end=2 --set output.checkpoint_every=20)
+for sig in HUP USR2 XCPU QUIT; do
+  d=$work/one$sig
+  "$TESSERA_BIN" run "$case" --out "$d" "${quick[@]}" >"$d.log" 2>&1 &
+  pid=$!
+  started "$d" || failure "SIG$sig: the run did not start"
+  kill -"$sig" $pid
+  wait $pid; rc=$?
+  if [ $sig = QUIT ]; then
+    [ $rc = 131 ] && grep -q "ended at once by a signal" "$d.log" &&
+      pass "SIGQUIT: ended at once, said" || { tail -3 "$d.log"; failure "SIGQUIT: rc $rc"; }
+  else
+    [ $rc = 4 ] && grep -q "stopped by SIG$sig.* after step" "$d.log" &&
+      pass "SIG$sig: stopped with a checkpoint, exit 4" || { tail -3 "$d.log"; failure "SIG$sig: rc $rc"; }
+  fi
+  [ -f "$d/$(cat "$d/latest")" ] && pass "SIG$sig: latest names a checkpoint" ||
+    failure "SIG$sig: latest"
+  no_tmp "SIG$sig" "$d"
+done
+# the reader of the run's output ended (| head -1): a stop, whose own messages meet the closed
+# pipe without ending it
+d=$work/pipe
+"$TESSERA_BIN" run "$case" --out "$d" "${quick[@]}" --set output.progress=lines 2>"$d.log" |
+  head -1 >/dev/null
+rc=${PIPESTATUS[0]}
+[ $rc = 4 ] && grep -q "stopped by SIGPIPE" "$d.log" && [ -f "$d/$(cat "$d/latest")" ] &&
+  pass "SIGPIPE: stopped with a checkpoint, exit 4" || { tail -3 "$d.log"; failure "SIGPIPE: rc $rc"; }
+# before a run is under way a signal ends the process as it ends any other: a case read from a
+# pipe that no one writes
+rm -f "$work/fifo" && mkfifo "$work/fifo"
+timeout -k 2 20 "$TESSERA_BIN" run "$work/fifo" --out "$work/fifo_out" >"$work/fifo.log" 2>&1 &
+pid=$!
+sleep 1
+kill -TERM $pid 2>/dev/null; pkill -TERM -f "run $work/fifo --out"
+wait $pid; rc=$?
+[ $rc = 143 ] && [ ! -e "$work/fifo_out" ] && pass "SIGTERM while reading the case: ended" ||
+  failure "SIGTERM while reading the case: rc $rc"
 
 # --- the wall-time limit ------------------------------------------------------------------
 d=$work/wall

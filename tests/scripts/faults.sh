@@ -203,14 +203,18 @@ log=$("$B" supervise --max-restarts 1 -- bash -c 'if [ "$TESSERA_ATTEMPT" = 1 ];
 if [ $rc = 0 ]; then # (5 where the second attempt found it)
   has "supervise: a failed attempt's leftover process is ended and said" "$log" "attempt 1: ended 1 process it left running on this node after its launcher exited"
 else printf '%s\n' "$log"; failure "supervise: leftover of attempt 1, rc $rc"; pkill -f "^sleep 302"; fi
-"$B" supervise -- sleep 30 2>"$work/sig.log" &
-pid=$!
-# a background job starts with SIGINT ignored until supervise installs its handler: signal it
-# once its command runs (on a loaded machine that takes more than half a second)
-for _ in $(seq 100); do pgrep -P $pid -x sleep >/dev/null && break; sleep 0.1; done
-kill -INT $pid
-wait $pid; rc=$?
-if [ $rc = 130 ] && grep -q "stopped by signal 2 (forwarded to the command); not relaunching" "$work/sig.log"; then
-  pass "supervise: Ctrl-C is forwarded and ends supervision"
-else cat "$work/sig.log"; failure "supervise: SIGINT rc $rc"; fi
+# Ctrl-C, and QUIT (whose default would end supervise and leave the command running)
+for sig in INT:2 QUIT:3; do
+  "$B" supervise -- sleep 30 2>"$work/sig.log" &
+  pid=$!
+  # a background job starts with SIGINT ignored until supervise installs its handler: signal
+  # it once its command runs (on a loaded machine that takes more than half a second)
+  for _ in $(seq 100); do pgrep -P $pid -x sleep >/dev/null && break; sleep 0.1; done
+  kill -"${sig%:*}" $pid
+  wait $pid; rc=$?
+  if [ $rc = $((128 + ${sig#*:})) ] &&
+     grep -q "stopped by signal ${sig#*:} (forwarded to the command); not relaunching" "$work/sig.log"
+  then pass "supervise: SIG${sig%:*} is forwarded and ends supervision"
+  else cat "$work/sig.log"; failure "supervise: SIG${sig%:*} rc $rc"; fi
+done
 finish

@@ -51,12 +51,17 @@ static void test_walltime_parse(void **state) {
   assert_true(s == 5400.0);
   assert_int_equal(tsr_stop_parse_walltime("2-00:00:10", &s), 0);
   assert_true(s == 172810.0);
+  assert_int_equal(tsr_stop_parse_walltime("1-02:30", &s), 0); /* D-HH:MM, as Slurm reads it */
+  assert_true(s == 86400.0 + 9000.0);
+  assert_int_equal(tsr_stop_parse_walltime("1-02", &s), 0);
+  assert_true(s == 86400.0 + 7200.0);
   assert_int_equal(tsr_stop_parse_walltime("05:30", &s), 0);
   assert_true(s == 330.0);
   assert_int_equal(tsr_stop_parse_walltime("90", &s), 0);
   assert_true(s == 90.0);
   static const char *const bad[] = {"", "0", "1:2:3:4", "01:61:00", "00:00:75", "1h", "-5",
-                                    "1-", "01::00", " 10"};
+                                    "1-", "01::00", " 10", "1-24:00",
+                                    "1-02:61"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i)
     if (tsr_stop_parse_walltime(bad[i], &s) == 0) fail_msg("'%s' parsed as %g s", bad[i], s);
 }
