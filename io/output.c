@@ -551,13 +551,18 @@ out:
 
 /* ---- reading --------------------------------------------------------------------------- */
 
-/* Whether the open attribute a holds numbers (HDF5 converts any integer or float class to the
- * memory type; a string or compound one fails the read with HDF5's own words only). */
-static int attr_numeric(hid_t a) {
+int tsr_output_attr_numeric(hid_t a) {
   hid_t t = H5Aget_type(a);
   const H5T_class_t cls = t < 0 ? H5T_NO_CLASS : H5Tget_class(t);
   if (t >= 0) H5Tclose(t);
   return cls == H5T_INTEGER || cls == H5T_FLOAT;
+}
+
+/* A string or compound attribute read as numbers fails with HDF5's own words only. */
+static tsr_err not_numbers(int line, const char *path, const char *name) {
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, line,
+                     "'%s': root attribute '%s' does not hold numbers; the file was not "
+                     "written by tessera, or was altered since", path, name);
 }
 
 static tsr_err attr_read(hid_t obj, const char *name, hid_t mtype, int n, void *v,
@@ -569,10 +574,7 @@ static tsr_err attr_read(hid_t obj, const char *name, hid_t mtype, int n, void *
   hid_t sp = H5Aget_space(a);
   hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
   tsr_err err = TSR_OK;
-  if (!attr_numeric(a))
-    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                      "'%s': root attribute '%s' does not hold numbers; the file was not "
-                      "written by tessera, or was altered since", path, name);
+  if (!tsr_output_attr_numeric(a)) err = not_numbers(__LINE__, path, name);
   else if (np != (n ? n : 1))
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                       "'%s': root attribute '%s' has %lld values where %d were expected", path, name,
@@ -727,10 +729,9 @@ out:
   return err;
 }
 
-/* The fixed-length string attribute name of the open file, in a new string (*out). */
-static tsr_err read_string_attr(hid_t file, const char *path, const char *name, char **out) {
+tsr_err tsr_output_read_string(hid_t obj, const char *path, const char *name, char **out) {
   *out = NULL;
-  hid_t a = H5Aexists(file, name) > 0 ? H5Aopen(file, name, H5P_DEFAULT) : -1;
+  hid_t a = H5Aexists(obj, name) > 0 ? H5Aopen(obj, name, H5P_DEFAULT) : -1;
   hid_t t = a < 0 ? -1 : H5Aget_type(a), sp = a < 0 ? -1 : H5Aget_space(a);
   /* one string: H5Aread fills every element of the attribute's space */
   const hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
@@ -775,7 +776,7 @@ tsr_err tsr_output_read_attr(MPI_Comm comm, const char *path, const char *name, 
     if (!err && !str) err = attr_read(file, name, H5T_NATIVE_DOUBLE, 0, &v, path);
     if (!err && str) {
       char *buf;
-      err = read_string_attr(file, path, name, &buf);
+      err = tsr_output_read_string(file, path, name, &buf);
       if (!err) snprintf(text, sizeof text, "%s", buf);
       free(buf);
     }
@@ -807,10 +808,7 @@ tsr_err tsr_output_read_ints(MPI_Comm comm, const char *path, const char *name, 
       hid_t a = H5Aopen(file, name, H5P_DEFAULT), sp = a < 0 ? -1 : H5Aget_space(a);
       hssize_t np = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
       if (np < 0) err = H5_FAIL("read an attribute", path);
-      else if (!attr_numeric(a))
-        err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                          "'%s': root attribute '%s' does not hold numbers; the file was not "
-                          "written by tessera, or was altered since", path, name);
+      else if (!tsr_output_attr_numeric(a)) err = not_numbers(__LINE__, path, name);
       else if (np > max) *n = -1;
       else if (H5Aread(a, H5T_NATIVE_INT64, vals) < 0) err = H5_FAIL("read an attribute", path);
       else *n = (int)np;
@@ -839,7 +837,7 @@ tsr_err tsr_output_read_text(MPI_Comm comm, const char *path, const char *name, 
     quiet_state q = h5_quiet();
     hid_t file = -1;
     err = open_for_attrs(path, &file);
-    if (!err) err = read_string_attr(file, path, name, &buf);
+    if (!err) err = tsr_output_read_string(file, path, name, &buf);
     if (file >= 0) H5Fclose(file);
     h5_restore(q);
     tsr_io_unlock();

@@ -72,6 +72,18 @@ tsr_err tsr_output_fill_close(hid_t file, const char *tmp, const char *path,
 /* tmp becomes a link to /dev/full (--inject-fault kind=enospc), before anything opens it. */
 void tsr_output_plant_enospc(const char *tmp);
 
+/* ---- io/output.c's attribute readers that io/pinn_state.c uses ------------------------- */
+
+/* 1 when the open attribute a holds numbers (an integer or float class, which HDF5 converts
+ * to any numeric memory type), 0 otherwise; records no error, so the caller says what failed. */
+int tsr_output_attr_numeric(hid_t a);
+
+/* The attribute name of the open file or object obj as one fixed-length string, in a new
+ * string (*out) the caller frees. Where it is missing, of another type or several strings (a
+ * read of which would fill past one string), *out is NULL and TSR_ERR_INPUT names it and
+ * path; TSR_ERR_MEMORY where its copy cannot be allocated. */
+tsr_err tsr_output_read_string(hid_t obj, const char *path, const char *name, char **out);
+
 /* ---- checkpoints in parts (io/output_parts.c) ------------------------------------------ */
 
 /* Writes the fields file path as parts: every rank with cells writes its box, at the same time

@@ -136,46 +136,19 @@ tsr_err tsr_pinn_state_write(const tsr_case *c, const char *dir, const tsr_pinn_
   return TSR_OK;
 }
 
-/* The HDF5 class of attribute a's type (H5T_NO_CLASS where it has none). */
-static H5T_class_t attr_class(hid_t a) {
-  hid_t t = a >= 0 ? H5Aget_type(a) : -1;
-  const H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
-  if (t >= 0) H5Tclose(t);
-  return cls;
-}
-
 /* Damaged or altered files fail these quietly: the caller's message says which attribute. */
 static int read_ints(hid_t f, const char *name, int64_t *v, int n) {
   int ok = 0;
   H5E_BEGIN_TRY {
     hid_t a = H5Aexists(f, name) > 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
     hid_t sp = a >= 0 ? H5Aget_space(a) : -1;
-    const H5T_class_t cls = attr_class(a);
-    ok = sp >= 0 && (cls == H5T_INTEGER || cls == H5T_FLOAT) &&
-         H5Sget_simple_extent_npoints(sp) == n && H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
+    ok = sp >= 0 && tsr_output_attr_numeric(a) && H5Sget_simple_extent_npoints(sp) == n &&
+         H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
     if (sp >= 0) H5Sclose(sp);
     if (a >= 0) H5Aclose(a);
   }
   H5E_END_TRY;
   return ok;
-}
-
-/* One fixed-length string (H5Aread fills every element of the attribute's space), or NULL. */
-static char *read_str(hid_t f, const char *name) {
-  hid_t a = H5Aexists(f, name) > 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
-  hid_t t = a >= 0 ? H5Aget_type(a) : -1, sp = a >= 0 ? H5Aget_space(a) : -1;
-  const int one = sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1;
-  if (sp >= 0) H5Sclose(sp);
-  size_t len = t >= 0 && one && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0
-                   ? H5Tget_size(t) : 0;
-  char *s = len ? calloc(1, len + 1) : NULL;
-  if (s && H5Aread(a, t, s) < 0) {
-    free(s);
-    s = NULL;
-  }
-  if (t >= 0) H5Tclose(t);
-  if (a >= 0) H5Aclose(a);
-  return s;
 }
 
 /* A dataset of n values (rows x cols for the history: *rows, *cols set) into a new array. */
@@ -312,7 +285,10 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
   H5E_BEGIN_TRY { f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT); }
   H5E_END_TRY;
   TSR_CHECK(f >= 0, TSR_ERR_INPUT, "'%s' is not a valid checkpoint (HDF5 cannot open it)", path);
-  char *method = read_str(f, "method"), *hash = read_str(f, "case_hash");
+  char *method, *hash;
+  /* one that does not read is left NULL: the messages below say what that means for a restart */
+  (void)tsr_output_read_string(f, path, "method", &method);
+  (void)tsr_output_read_string(f, path, "case_hash", &hash);
   char want[17];
   snprintf(want, sizeof want, "%016" PRIx64, tsr_case_restart_hash(c));
   int64_t got[4];
