@@ -662,12 +662,21 @@ tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, t
   if (!f)
     return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                        "cannot read case file '%s': %s; check the path", path, strerror(errno));
+  /* the cap is kept while reading: a pipe (tessera run <(...)) has no size to stat first, and
+   * /dev/zero, or a huge file given by mistake, was read until memory ran out */
   size_t len = 0;
-  char *buf = tsr_text_read_all(f, &len);
+  char *buf = tsr_text_read_max(f, TSR_CASE_MAX_BYTES, &len);
   int bad = buf && ferror(f);
   int saved = errno;
   fclose(f);
   TSR_CHECK(buf, TSR_ERR_MEMORY, "out of memory reading case file '%s'", path);
+  if (len > TSR_CASE_MAX_BYTES) {
+    free(buf);
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "case file '%s' is larger than %d MiB, the most tessera reads (a case file "
+                       "is a few KB of YAML); check the path",
+                       path, TSR_CASE_MAX_BYTES >> 20);
+  }
   if (bad) {
     free(buf);
     return tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,

@@ -211,9 +211,14 @@ typedef struct {
   } debug;
 } tsr_case;
 
+/* The largest case file tsr_case_load reads, in bytes (a case file is a few KB). */
+#define TSR_CASE_MAX_BYTES (64 << 20)
+
 /* Reads and validates the case file at path with the overrides applied in order. On success
  * *out is a new case owned by the caller (tsr_case_destroy). Errors: TSR_ERR_INPUT with every
- * problem found, one per line; TSR_ERR_IO when the file cannot be read (message names it). */
+ * problem found, one per line, and for a path that names no readable file or a file larger
+ * than TSR_CASE_MAX_BYTES (a pipe too: the cap holds while reading); TSR_ERR_IO when reading
+ * fails part way (message names the file). */
 tsr_err tsr_case_load(const char *path, int noverride, char *const *overrides, tsr_case **out);
 
 /* As tsr_case_load, for a case held in memory; name stands for the file in messages. */

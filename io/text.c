@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,24 +54,32 @@ void tsr_strbuf_printf(tsr_strbuf *b, const char *fmt, ...) {
   b->n += (size_t)k;
 }
 
-char *tsr_text_read_all(FILE *fp, size_t *len_out) {
+char *tsr_text_read_max(FILE *fp, size_t max, size_t *len_out) {
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap);
   while (buf) {
-    len += fread(buf + len, 1, cap - len - 1, fp);
-    if (len < cap - 1) break;
-    char *bigger = realloc(buf, cap * 2);
+    size_t want = cap - len - 1;
+    if (want > max + 1 - len) want = max + 1 - len;
+    size_t got = fread(buf + len, 1, want, fp);
+    len += got;
+    if (got < want || len > max) break; /* the end (or an error), or more than max */
+    size_t bigger_cap = cap * 2 < max + 2 ? cap * 2 : max + 2;
+    char *bigger = realloc(buf, bigger_cap);
     if (!bigger) {
       free(buf);
       buf = NULL;
     } else {
       buf = bigger;
-      cap *= 2;
+      cap = bigger_cap;
     }
   }
   if (buf) buf[len] = '\0';
   if (len_out) *len_out = buf ? len : 0;
   return buf;
+}
+
+char *tsr_text_read_all(FILE *fp, size_t *len_out) {
+  return tsr_text_read_max(fp, SIZE_MAX / 2, len_out);
 }
 
 int tsr_text_count(const char *s, long lo, long hi, long *out) {

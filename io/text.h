@@ -26,6 +26,11 @@ typedef struct {
  * its length; NULL when memory runs out. A read error shows as ferror(fp). */
 char *tsr_text_read_all(FILE *fp, size_t *len);
 
+/* As tsr_text_read_all, reading at most max + 1 bytes (max at most SIZE_MAX / 2): *len > max
+ * says that fp holds more than max bytes, and the rest is left unread. For pipes and devices
+ * too, whose size is not known before they are read. */
+char *tsr_text_read_max(FILE *fp, size_t max, size_t *len);
+
 /* Whether s is a whole number written in digits only (no sign, no spaces) within [lo, hi]; its
  * value in *out when it is (out may be NULL). */
 int tsr_text_count(const char *s, long lo, long hi, long *out);

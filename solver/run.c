@@ -175,59 +175,103 @@ void tsr_run_monitor_line(const tsr_run_ctx *x, int64_t step, double t, const no
   if (w < n) snprintf(buf + w, n - w, " | %.3g cells/s", cps);
 }
 
-static int mkdir_p(const char *path, int *created) {
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  size_t len = strlen(tmp);
-  while (len > 1 && tmp[len - 1] == '/') tmp[--len] = '\0';
-  for (char *p = tmp + 1; *p; ++p) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
-    *p = '/';
+/* A directory that cannot be made or written is the user's to change (exit 2: tessera
+ * supervise would only fail again), unless the file system failed in a way that may pass. */
+static tsr_err dir_err(int e) {
+  return e == ENOSPC || e == EDQUOT || e == EIO || e == ENOMEM || e == ENFILE || e == EMFILE ||
+                 e == EINTR || e == EAGAIN
+             ? TSR_ERR_IO
+             : TSR_ERR_INPUT;
+}
+
+#define OUTDIR_WHAT_TO_DO "choose another with --out DIR or output.dir"
+
+/* mkdir -p of dir, each directory it makes recorded in *od (rank 0). */
+static tsr_err make_dirs(const char *dir, tsr_run_outdir *od) {
+  size_t n = strlen(dir);
+  if (n > TSR_RUN_OUTDIR_MAX) /* refused whole: a longer one was cut, and made in part */
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "output directory '%.60s...' is %zu bytes long, and the limit is %d "
+                       "(PATH_MAX, %d, less room for the files written in it); choose a shorter "
+                       "path with --out DIR or output.dir",
+                       dir, n, TSR_RUN_OUTDIR_MAX, PATH_MAX);
+  char *p = malloc(n + 1);
+  size_t *made = malloc((n + 1) * sizeof *made);
+  if (!p || !made) {
+    free(p);
+    free(made);
+    return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                       "out of memory making output directory '%s'", dir);
   }
-  if (mkdir(tmp, 0777) == 0) {
-    *created = 1;
-    return 0;
+  memcpy(p, dir, n + 1);
+  while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+  *od = (tsr_run_outdir){.path = p, .made = made, .nmade = 0};
+  for (size_t i = 1; i <= n; ++i) {
+    if (i < n && p[i] != '/') continue;
+    p[i] = '\0'; /* p: the directory of this level */
+    struct stat st;
+    int e = mkdir(p, 0777) == 0 ? 0 : errno, there = e == EEXIST;
+    if (!e) made[od->nmade++] = i;
+    else if (there) e = stat(p, &st) == 0 ? 0 : errno; /* stat fails for a link to nothing */
+    if (e && i == n)
+      return tsr_err_set(dir_err(e), __FILE__, __LINE__,
+                         "cannot create output directory '%s': %s; " OUTDIR_WHAT_TO_DO, dir,
+                         strerror(e));
+    if (e)
+      return tsr_err_set(dir_err(e), __FILE__, __LINE__,
+                         "cannot create output directory '%s': mkdir '%s': %s; " OUTDIR_WHAT_TO_DO,
+                         dir, p, strerror(e));
+    if (there && !S_ISDIR(st.st_mode) && i == n) /* a file, a FIFO, a device */
+      return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                         "cannot create output directory '%s': it exists and is not a directory; "
+                         OUTDIR_WHAT_TO_DO, dir);
+    if (there && !S_ISDIR(st.st_mode))
+      return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                         "cannot create output directory '%s': '%s' exists and is not a "
+                         "directory; " OUTDIR_WHAT_TO_DO, dir, p);
+    if (i < n) p[i] = '/';
   }
-  return errno == EEXIST ? 0 : -1;
+  return TSR_OK;
+}
+
+void tsr_run_outdir_end(tsr_run_outdir *od, int failed) {
+  /* deepest first: each prefix is shorter than the one made after it */
+  for (int k = od->nmade - 1; failed && k >= 0; --k) {
+    od->path[od->made[k]] = '\0';
+    rmdir(od->path); /* only succeeds when empty */
+  }
+  free(od->path);
+  free(od->made);
+  *od = (tsr_run_outdir){0};
 }
 
 tsr_err tsr_run_prepare_outdir_ctx(tsr_run_ctx *x) {
-  return tsr_run_prepare_outdir(x->comm, x->out_dir, &x->created_dir);
+  return tsr_run_prepare_outdir(x->comm, x->out_dir, &x->outdir);
 }
 
-tsr_err tsr_run_prepare_outdir(MPI_Comm comm, const char *dir, int *created) {
-  tsr_err err = TSR_OK;
+tsr_err tsr_run_prepare_outdir(MPI_Comm comm, const char *dir, tsr_run_outdir *od) {
   int rank;
   MPI_Comm_rank(comm, &rank);
-  if (rank == 0) {
-    struct stat st;
-    if (mkdir_p(dir, created) != 0 || stat(dir, &st) != 0 ||
-        !S_ISDIR(st.st_mode)) {
-      err = tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
-                        "cannot create output directory '%s': %s; choose another with --out DIR "
-                        "or output.dir",
-                        dir, errno ? strerror(errno) : "not a directory");
-    } else {
-      char probe[4200];
-      snprintf(probe, sizeof probe, "%s/.tessera-probe-%d", dir, (int)getpid());
-      FILE *fp = fopen(probe, "w");
-      if (!fp)
-        err = tsr_err_set(TSR_ERR_IO, __FILE__, __LINE__,
-                          "output directory '%s' is not writable: %s; choose another with --out "
-                          "DIR or output.dir",
-                          dir, strerror(errno));
-      else {
-        fclose(fp);
-        remove(probe);
-      }
+  tsr_err err = rank == 0 ? make_dirs(dir, od) : TSR_OK;
+  if (rank == 0 && !err) {
+    char probe[TSR_RUN_OUTDIR_MAX + 64];
+    snprintf(probe, sizeof probe, "%s/.tessera-probe-%d", dir, (int)getpid());
+    FILE *fp = fopen(probe, "w");
+    int e = errno;
+    if (!fp)
+      err = tsr_err_set(dir_err(e), __FILE__, __LINE__,
+                        "output directory '%s' is not writable: %s; " OUTDIR_WHAT_TO_DO, dir,
+                        strerror(e));
+    else {
+      fclose(fp);
+      remove(probe);
     }
   }
   return tsr_run_agree(comm, err);
 }
 
 void tsr_run_ctx_free(tsr_run_ctx *x) {
+  tsr_run_outdir_end(&x->outdir, 0); /* (tsr_run_ctx_end's removes what a failed run made) */
   tsr_ckpt_writer_destroy(&x->ckpt); /* first: it joins its thread and uses the backend */
   tsr_stop_end(&x->stop);
   tsr_graph_destroy(&x->graph);
@@ -620,6 +664,6 @@ void tsr_run_ctx_init(tsr_run_ctx *x, const tsr_case *c, MPI_Comm comm,
 
 void tsr_run_ctx_end(tsr_run_ctx *x, tsr_err err) {
   tsr_watchdog_stop(); /* before teardown: its abort hook may name the backend's communicator */
-  if (err && x->created_dir && x->rank == 0) rmdir(x->out_dir); /* only succeeds when empty */
+  tsr_run_outdir_end(&x->outdir, err != TSR_OK);
   tsr_run_ctx_free(x);
 }

@@ -73,9 +73,9 @@ tsr_err tsr_run_agree(MPI_Comm comm, tsr_err err);
 
 /* Runs the case on the ranks of comm (collective) with its method, through the one sequence
  * of solver/method.h (solver/driver.c). Fills *res on every rank. Errors:
- * TSR_ERR_INPUT (a case this rank count cannot run, a solution that becomes non-finite),
- * TSR_ERR_IO (output directory), TSR_ERR_MEMORY, TSR_ERR_MPI, TSR_ERR_HDF5; every rank
- * returns the same code for problems found collectively. */
+ * TSR_ERR_INPUT (a case this rank count cannot run, a solution that becomes non-finite, an
+ * output directory that cannot be made or written), TSR_ERR_IO, TSR_ERR_MEMORY, TSR_ERR_MPI,
+ * TSR_ERR_HDF5; every rank returns the same code for problems found collectively. */
 tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_run_result *res);
 
 /* Whether the run goes on GPUs: want (the case's backend or --backend) against the GPUs the
@@ -83,9 +83,29 @@ tsr_err tsr_run(const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts, tsr_
  * where a rank sees no GPU, or a build without CUDA: the message says what to do). */
 tsr_err tsr_run_use_cuda(MPI_Comm comm, tsr_backend want, int *cuda);
 
-/* Creates the output directory dir (rank 0; *created 1 when it made it) and checks that it
- * takes files: for every method. Collective. Errors: TSR_ERR_IO (the message says what to do). */
-tsr_err tsr_run_prepare_outdir(MPI_Comm comm, const char *dir, int *created);
+/* The longest output directory path tessera takes, in bytes: PATH_MAX (4096) less room for the
+ * names of the files it writes there. */
+#define TSR_RUN_OUTDIR_MAX 4000
+
+/* The directories that tsr_run_prepare_outdir made for a path, so that a run that fails
+ * removes them again: path[0, made[i]) names the i-th, shallowest first. Start from {0}. */
+typedef struct {
+  char *path;   /* the path without its trailing slashes; owned */
+  size_t *made; /* owned */
+  int nmade;
+} tsr_run_outdir;
+
+/* Creates the output directory dir and each missing directory above it (rank 0, which records
+ * them in *od; other ranks leave it empty) and checks that it takes files: for every method.
+ * Collective. End *od with tsr_run_outdir_end, on every return. Errors: TSR_ERR_INPUT (a path
+ * longer than TSR_RUN_OUTDIR_MAX, refused before anything is made; a path through a file, or
+ * where a directory cannot be made or written: the message names it and says what to do),
+ * TSR_ERR_IO (the file system failed in a way that may pass: no space, an I/O error). */
+tsr_err tsr_run_prepare_outdir(MPI_Comm comm, const char *dir, tsr_run_outdir *od);
+
+/* Ends *od (accepts an empty one): when failed, first removes the directories it made,
+ * deepest first, each only if it is empty (a file left in one keeps it and those above). */
+void tsr_run_outdir_end(tsr_run_outdir *od, int failed);
 
 /* 1 when this run was launched with --restart latest (restart) by tessera supervise after a
  * failure (TESSERA_ATTEMPT >= 2) and dir holds no checkpoint yet: the failed attempt ended

@@ -73,7 +73,7 @@ typedef struct tsr_run_ctx {
   int64_t nsteps;
   int64_t start_step;   /* 0, or the checkpoint's step on a restart */
   double phase[PH_COUNT];
-  int created_dir;
+  tsr_run_outdir outdir; /* the directories made for out_dir (rank 0), removed on failure */
   tsr_snapshot_series *snap; /* output.snapshot_every: the series being written, else NULL */
   struct tsr_ckpt_writer *ckpt; /* checkpoints (solver/ckpt_writer.h), NULL when none */
   struct tsr_graph *graph; /* CUDA graphs of whole steps (solver/graph.h), NULL when none */
@@ -108,8 +108,8 @@ static inline int tsr_run_timed(const tsr_run_ctx *x) {
 /* Zeroes *x and fills the case, options, output directory, communicator and its rank/size. */
 void tsr_run_ctx_init(tsr_run_ctx *x, const tsr_case *c, MPI_Comm comm, const tsr_run_opts *opts);
 
-/* Ends a run: stops the watchdog, removes the output directory it created when err and it is
- * empty, and frees everything x holds (tsr_run_ctx_free). */
+/* Ends a run: stops the watchdog, removes the directories it made for the output directory
+ * when err (those still empty), and frees everything x holds (tsr_run_ctx_free). */
 void tsr_run_ctx_end(tsr_run_ctx *x, tsr_err err);
 void tsr_run_ctx_free(tsr_run_ctx *x);
 

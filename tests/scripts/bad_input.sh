@@ -12,6 +12,8 @@ initial: {u: "sin(pi*x)"}
 time: {end: 0.01}'
 
 # expect_fail LABEL NP SUBSTRING CASE_TEXT ARGS...   (CASE_TEXT "-" = no case file written)
+# want_rc=CODE before it: that exit status too; wrap="timeout ..." before it: tessera run under
+# that command (one rank); last_log: its output, for further checks
 expect_fail() {
   local label=$1 np=$2 want=$3 text=$4
   shift 4
@@ -20,13 +22,18 @@ expect_fail() {
   [ "$text" = "-" ] || printf '%s\n' "$text" >"$case"
   local args=("$@")
   for i in "${!args[@]}"; do args[$i]=${args[$i]//@CASE@/$case}; args[$i]=${args[$i]//@OUT@/$dir}; done
-  local log rc
+  local log rc pre=()
+  [ -n "${wrap:-}" ] && read -ra pre <<<"$wrap"
   # one rank without the launcher (an MPI singleton, as a user runs tessera check): Open MPI's
   # launcher takes about 2 s to end a job that failed, and 35 of these fail on one rank
-  if [ "$np" = 1 ]; then log=$("$TESSERA_BIN" "${args[@]}" 2>&1)
+  if [ "$np" = 1 ]; then log=$("${pre[@]}" "$TESSERA_BIN" "${args[@]}" 2>&1)
   else log=$("$MPIEXEC" -n "$np" "$TESSERA_BIN" "${args[@]}" 2>&1); fi
   rc=$?
+  last_log=$log
   if [ "$rc" -eq 0 ]; then failure "$label: exit 0"; echo "$log" | tail -3; return; fi
+  if [ -n "${want_rc:-}" ] && [ "$rc" != "$want_rc" ]; then
+    failure "$label: exit $rc, not $want_rc"; echo "$log" | tail -3; return
+  fi
   if ! grep -qF -- "$want" <<<"$log"; then
     failure "$label: message lacks '$want'"; echo "$log" | tail -5; return
   fi
@@ -39,11 +46,14 @@ expect_fail() {
 
 expect_fail "missing case file" 1 "cannot read case file" - run "$work/nonexistent.yaml" --out @OUT@
 expect_fail "case file is a directory" 1 "cannot read case file" - run "$work" --out @OUT@
+# read up to a cap, not until memory runs out (17 GB); pipes stay readable (the end of this file)
+want_rc=2 wrap="timeout -k 5 30" expect_fail "case file /dev/zero" 1 \
+  "case file '/dev/zero' is larger than 64 MiB" - run /dev/zero --out @OUT@
 # exit 2, bad input, which tessera supervise does not relaunch (it was 1, an I/O error)
 "$TESSERA_BIN" run "$work/nonexistent.yaml" --out "$work/nx" >/dev/null 2>&1
 rc=$?
 [ $rc = 2 ] && pass "missing case file: exit 2" || failure "missing case file: exit $rc, not 2"
-expect_fail "YAML syntax" 1 "t3.yaml:3:1: YAML syntax error" 'model: heat
+expect_fail "YAML syntax" 1 "t$((n + 1)).yaml:3:1: YAML syntax error" 'model: heat
 grid: {cells: [8, 8]
 time: {end: 1}' run @CASE@ --out @OUT@
 expect_fail "unknown top key" 1 "did you mean 'model'" "modle: heat
@@ -104,7 +114,25 @@ initial: {u: "0"}
 time: {end: 0.01}' run @CASE@ --out @OUT@
 expect_fail "weights per rank" 2 "weights" "$good
 decomposition: {weights: [1, 2, 3]}" run @CASE@ --out @OUT@
-expect_fail "unwritable output" 1 "output directory" "$good" run @CASE@ --out /proc/tessera-denied/x
+# an output directory that cannot be made is the user's to change: exit 2 (supervise would only
+# fail again), one message naming the path and what was wrong
+want_rc=2 expect_fail "unwritable output" 1 \
+  "cannot create output directory '/proc/tessera-denied/x': mkdir '/proc/tessera-denied'" \
+  "$good" run @CASE@ --out /proc/tessera-denied/x
+want_rc=2 expect_fail "--out names a file" 1 \
+  "cannot create output directory '$work/t$((n + 1)).yaml': it exists and is not a directory" \
+  "$good" run @CASE@ --out @CASE@
+# a run that fails after making a new path removes each level it made, not just the last
+want_rc=2 expect_fail "deep new --out, failed run" 1 "non-finite" 'model: heat
+grid: {cells: [16, 16]}
+initial: {u: "sin(pi*x)*sin(pi*y)"}
+time: {dt: 0.01, steps: 200}' run @CASE@ --out @OUT@/a/b/c
+# longer than PATH_MAX: refused before anything is made (it made 21 levels of it), and said in
+# a line (all of it was printed, cut at 4096 characters)
+want_rc=2 expect_fail "over-long --out" 1 "bytes long, and the limit is 4000" "$good" \
+  run @CASE@ --out "@OUT@/$(printf '%05000d' 0 | sed 's/0\{100\}/&\//g')"
+[ "${#last_log}" -lt 400 ] && pass "over-long --out: a short message" ||
+  failure "over-long --out: a message of ${#last_log} characters"
 expect_fail "override value" 1 "--set time.end=abc" "$good" run @CASE@ --out @OUT@ --set time.end=abc
 expect_fail "fuse out of range" 1 "t$((n + 1)).yaml:4:" 'model: heat
 grid: {cells: [8, 8]}

@@ -152,12 +152,14 @@ if h5dump -H "$out/checkpoint_00000003.h5" >/dev/null 2>&1 &&
   same "enospc: restart from the previous checkpoint = uninterrupted" "$ref" "$out/final.h5"
 else failure "enospc: previous checkpoint does not verify"; fi
 
-# (e) an output location below a regular file (root ignores permissions; this it cannot pass)
+# (e) an output location below a regular file (root ignores permissions; this it cannot pass):
+# bad input, exit 2, which supervise does not relaunch
 : >"$work/plain"
 log=$("$MPIEXEC" -n 2 "$B" run "$case" --out "$work/plain/out" 2>&1); rc=$?
-if [ $rc = 1 ] && [ ! -s "$work/plain" ] && [ -f "$work/plain" ]; then pass "unwritable output: exit 1, nothing written"
+if [ $rc = 2 ] && [ ! -s "$work/plain" ] && [ -f "$work/plain" ]; then pass "unwritable output: exit 2, nothing written"
 else echo "$log" | tail -3; failure "unwritable output: rc $rc"; fi
-has "unwritable output: message names it" "$log" "cannot create output directory '$work/plain/out'"
+has "unwritable output: message names it" "$log" \
+  "cannot create output directory '$work/plain/out': '$work/plain' exists and is not a directory"
 
 # (f) bad input: exit 2 with a message, and supervise does not retry it
 bad() { # bad LABEL PATTERN COMMAND...: exit 2 and the message

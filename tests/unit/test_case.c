@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "io/case.h"
+#include "io/text.h"
 
 static const char full_case[] =
     "# a 2D wave on a strip, periodic in x\n"         /* 1 */
@@ -242,6 +243,33 @@ static void test_load_file(void **state) {
   assert_non_null(strstr(tsr_err_message(), "check the path"));
   assert_int_equal(tsr_case_load("/tmp", 0, NULL, &c), TSR_ERR_INPUT);
   assert_non_null(strstr(tsr_err_message(), "cannot read case file '/tmp': Is a directory"));
+  /* a device without end (or a huge file) is refused at the cap, not read until memory runs out */
+  assert_int_equal(tsr_case_load("/dev/zero", 0, NULL, &c), TSR_ERR_INPUT);
+  assert_null(c);
+  assert_non_null(strstr(tsr_err_message(), "case file '/dev/zero' is larger than 64 MiB"));
+}
+
+/* the cap holds while reading: max bytes read whole, one more says there are more */
+static void test_read_max(void **state) {
+  (void)state;
+  const size_t sizes[] = {0, 5, 6, 4095, 4096, 5000, 5001, 9000};
+  const size_t max[] = {5, 5000};
+  for (size_t m = 0; m < 2; ++m)
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; ++k) {
+      FILE *fp = tmpfile();
+      assert_non_null(fp);
+      for (size_t i = 0; i < sizes[k]; ++i) fputc('a' + (int)(i % 26), fp);
+      rewind(fp);
+      size_t len = 0;
+      char *s = tsr_text_read_max(fp, max[m], &len);
+      fclose(fp);
+      assert_non_null(s);
+      size_t want = sizes[k] <= max[m] ? sizes[k] : max[m] + 1;
+      assert_int_equal(len, want);
+      assert_int_equal(strlen(s), want);
+      if (want) assert_int_equal(s[want - 1], 'a' + (int)((want - 1) % 26));
+      free(s);
+    }
 }
 
 /* One bad input: the case text (lines named in the comments), up to three overrides, and up
@@ -627,6 +655,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_full_case), cmocka_unit_test(test_3d_case),
       cmocka_unit_test(test_overrides), cmocka_unit_test(test_load_file),
+      cmocka_unit_test(test_read_max),
       cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_comm_timeout),
       cmocka_unit_test(test_gpu_graphs), cmocka_unit_test(test_record_comment),
       cmocka_unit_test(test_rebalance_section), cmocka_unit_test(test_bad_rebalance),

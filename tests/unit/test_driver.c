@@ -1,7 +1,8 @@
 /* solver/driver.c: the one sequence every method runs through (solver/method.h), driven with a
  * method of the test's own that logs its hooks and fails or stops where told: the order of the
  * hooks, teardown after every failure, finish only for a run that completed with output, the
- * output directory made after set-up and removed (when empty) after an error, and a relaunch
+ * output directory made after set-up and removed after an error (each level of it that the run
+ * made, while empty), and a relaunch
  * under tessera supervise that failed before its first checkpoint starting over. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -25,6 +26,7 @@ static struct {
   const char *fail; /* the hook that fails (NULL: none) */
   int stop;         /* advance stops the run (a signal) */
 } M;
+static int litter; /* advance leaves a file beside the output directory */
 
 static void note(const char *what) {
   strncat(M.log, what, sizeof M.log - strlen(M.log) - 2);
@@ -60,9 +62,15 @@ static tsr_err m_start(tsr_run_ctx *x) {
 }
 
 static tsr_err m_advance(tsr_run_ctx *x, tsr_run_result *res) {
-  (void)x;
   res->steps = 7;
   res->stopped = M.stop;
+  if (litter) {
+    char path[160];
+    snprintf(path, sizeof path, "%.*s/litter", (int)(strrchr(x->out_dir, '/') - x->out_dir),
+             x->out_dir);
+    FILE *fp = fopen(path, "w");
+    if (fp) fclose(fp);
+  }
   return hook("advance");
 }
 
@@ -87,11 +95,11 @@ static const tsr_method_ops mock = {.setup = m_setup,
 
 static char base[64], out[96];
 
-/* Runs the mock with options o (out_dir set here) after a fresh output path; returns the
- * driver's error. */
+/* Runs the mock with options o after a fresh output path (o.out_dir, when set, goes below it:
+ * "/a/b"); returns the driver's error. */
 static tsr_err drive(tsr_run_opts o, const char *fail, int stop, tsr_run_result *res) {
   static int n;
-  snprintf(out, sizeof out, "%s/out%d", base, n++);
+  snprintf(out, sizeof out, "%s/out%d%s", base, n++, o.out_dir ? o.out_dir : "");
   memset(&M, 0, sizeof M);
   M.fail = fail;
   M.stop = stop;
@@ -145,6 +153,40 @@ static void advance_fails(void **state) {
   assert_false(is_dir(out));
 }
 
+/* a new path goes again whole, every level the run made (it made four: out<n>/a/b/c) ... */
+static void deep_path_fails(void **state) {
+  (void)state;
+  tsr_run_opts o = tsr_run_opts_default();
+  o.out_dir = "/a/b/c";
+  tsr_run_result r;
+  assert_int_equal(drive(o, "advance", 0, &r), TSR_ERR_INPUT);
+  char top[96];
+  snprintf(top, sizeof top, "%.*s", (int)(strlen(out) - strlen(o.out_dir)), out);
+  assert_false(is_dir(top));
+  assert_true(is_dir(base));
+}
+
+/* ... but only while empty: a file left in b keeps b and the levels above it */
+static void deep_path_fails_litter(void **state) {
+  (void)state;
+  tsr_run_opts o = tsr_run_opts_default();
+  o.out_dir = "/a/b/c";
+  tsr_run_result r;
+  litter = 1;
+  tsr_err err = drive(o, "advance", 0, &r);
+  litter = 0;
+  assert_int_equal(err, TSR_ERR_INPUT);
+  assert_false(is_dir(out));
+  *strrchr(out, '/') = '\0';
+  char path[160];
+  snprintf(path, sizeof path, "%s/litter", out);
+  assert_int_equal(remove(path), 0);
+  for (int k = 0; k < 3; ++k) { /* b, a, out<n> are there, and empty now */
+    assert_int_equal(rmdir(out), 0);
+    *strrchr(out, '/') = '\0';
+  }
+}
+
 /* a stopped run's checkpoint holds its state: no final files, and the directory stays */
 static void stopped_no_finish(void **state) {
   (void)state;
@@ -190,6 +232,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sequence_complete), cmocka_unit_test(setup_fails),
       cmocka_unit_test(start_fails),       cmocka_unit_test(advance_fails),
+      cmocka_unit_test(deep_path_fails),   cmocka_unit_test(deep_path_fails_litter),
       cmocka_unit_test(stopped_no_finish), cmocka_unit_test(no_output),
       cmocka_unit_test(relaunch_starts_over),
   };
