@@ -48,22 +48,16 @@ static int segment(const tsr_layout *L, const tsr_box *to, const tsr_box *from, 
   return 1;
 }
 
-typedef struct {
-  int owner, box;
-} owned_box;
-
-static int by_owner(const void *a, const void *b) {
-  const owned_box *x = a, *y = b;
-  if (x->owner != y->owner) return x->owner < y->owner ? -1 : 1;
-  return (x->box > y->box) - (x->box < y->box);
-}
-
-/* Every rank checks every box, so that all ranks agree on the error and none waits. */
-static tsr_err check_layout(const tsr_layout *L, int ghost, owned_box *order) {
+/* Every rank checks every box, so that all ranks agree on the error and none waits. Linear in
+ * the boxes: `tessera check` builds every rank's plan, so a sort here made it quadratic. */
+static tsr_err check_layout(const tsr_layout *L, int ghost) {
+  int top = 0;
   for (int b = 0; b < L->nbox; ++b) {
     const tsr_box *x = &L->boxes[b];
     TSR_CHECK(!tsr_box_empty(x) && tsr_box_contains(&L->global, x), TSR_ERR_INPUT,
               "box %d of the layout is empty or outside the grid", b);
+    TSR_CHECK(L->owner[b] >= 0, TSR_ERR_INPUT, "box %d of the layout has owner %d", b,
+              L->owner[b]);
     for (int d = 0; d < L->dim; ++d) {
       int len = tsr_box_len(x, d);
       int neighbours = L->periodic[d] || x->lo[d] > 0 || x->hi[d] < L->global.hi[d];
@@ -72,15 +66,30 @@ static tsr_err check_layout(const tsr_layout *L, int ghost, owned_box *order) {
                 "%d; use fewer ranks, a larger grid or min_width >= %d",
                 L->owner[b], len, len == 1 ? "" : "s", "xyz"[d], ghost, ghost);
     }
-    order[b].owner = L->owner[b];
-    order[b].box = b;
+    if (L->owner[b] > top) top = L->owner[b];
   }
-  qsort(order, (size_t)L->nbox, sizeof *order, by_owner);
-  for (int b = 1; b < L->nbox; ++b)
-    TSR_CHECK(order[b].owner != order[b - 1].owner, TSR_ERR_INPUT,
-              "rank %d owns more than one box; a halo plan needs one box per rank",
-              order[b].owner);
-  return TSR_OK;
+  unsigned char *seen;
+  TSR_ALLOC(seen, (size_t)top + 1, "the halo plan's owner check");
+  tsr_err e = TSR_OK;
+  for (int b = 0; b < L->nbox && !e; ++b)
+    if (seen[L->owner[b]]++)
+      e = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "rank %d owns more than one box; a halo plan needs one box per rank",
+                      L->owner[b]);
+  free(seen);
+  return e;
+}
+
+/* Whether grow(a, ghost) can meet b or one of its periodic images: the test of every pair,
+ * cheap enough for a plan of every rank (check) at tens of thousands of ranks. */
+static int may_touch(const tsr_layout *L, const tsr_box *a, const tsr_box *b, int ghost) {
+  for (int d = 0; d < L->dim; ++d) {
+    int n = tsr_box_len(&L->global, d), span = L->periodic[d] ? 1 : 0, hit = 0;
+    for (int k = -span; k <= span && !hit; ++k)
+      hit = b->lo[d] + k * n < a->hi[d] + ghost && b->hi[d] + k * n > a->lo[d] - ghost;
+    if (!hit) return 0;
+  }
+  return 1;
 }
 
 /* Fills peer's segment lists for the pair (me, q): receives from q, sends to q, both in the
@@ -105,60 +114,65 @@ static int pair_segments(const tsr_layout *L, int me, int q, int ghost, int s[27
   return nrecv == nsend ? nrecv : -1;
 }
 
+static int by_peer(const void *a, const void *b) {
+  const tsr_halo_peer *x = a, *y = b;
+  return (x->peer > y->peer) - (x->peer < y->peer);
+}
+
 tsr_err tsr_halo_plan_build(const tsr_layout *layout, int rank, int ghost, tsr_halo_plan *plan) {
   memset(plan, 0, sizeof *plan);
   TSR_CHECK(ghost >= 0, TSR_ERR_INPUT, "the ghost width is %d; it must be 0 or more", ghost);
   int me = tsr_layout_box_of(layout, rank);
   TSR_CHECK(me >= 0, TSR_ERR_INPUT, "rank %d owns no box of the layout (%d boxes)", rank,
             layout->nbox);
-  owned_box *order;
-  TSR_ALLOC(order, layout->nbox, "the halo plan's box order");
-  tsr_err e = check_layout(layout, ghost, order);
-  if (e) {
-    free(order);
-    return e;
-  }
+  TSR_CALL(check_layout(layout, ghost));
   int s[27][3];
   int nshift = image_shifts(layout, s);
 
   plan->rank = rank;
   plan->ghost = ghost;
   plan->owned = layout->boxes[me];
-  plan->peers = calloc((size_t)layout->nbox, sizeof *plan->peers);
-  if (!plan->peers) {
-    free(order);
-    return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
-                       "out of memory allocating the halo plan's %d peers", layout->nbox);
-  }
-  for (int i = 0; i < layout->nbox && ghost > 0; ++i) {
-    int q = order[i].box;
-    tsr_halo_peer *p = &plan->peers[plan->npeer];
-    int nseg = pair_segments(layout, me, q, ghost, s, nshift, p);
+  tsr_err e = TSR_OK;
+  int cap = 0;
+  for (int q = 0; q < layout->nbox && ghost > 0 && !e; ++q) {
+    if (!may_touch(layout, &layout->boxes[me], &layout->boxes[q], ghost)) continue;
+    tsr_halo_peer p = {0};
+    int nseg = pair_segments(layout, me, q, ghost, s, nshift, &p);
     if (nseg < 0) {
       e = tsr_err_set(TSR_ERR_INTERNAL, __FILE__, __LINE__,
                       "halo plan of rank %d: send and receive lists of peer %d differ in length",
-                      rank, order[i].owner);
+                      rank, layout->owner[q]);
       break;
     }
     if (nseg == 0) continue;
-    p->peer = order[i].owner;
-    p->nseg = nseg;
-    p->send = calloc((size_t)nseg, sizeof *p->send);
-    p->recv = calloc((size_t)nseg, sizeof *p->recv);
-    ++plan->npeer; /* counted before the check, so that free releases a partial peer */
-    if (!p->send || !p->recv) {
+    if (plan->npeer == cap) {
+      cap = cap ? 2 * cap : 32;
+      tsr_halo_peer *grown = realloc(plan->peers, (size_t)cap * sizeof *grown);
+      if (!grown) {
+        e = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                        "out of memory allocating the halo plan's %d peers", cap);
+        break;
+      }
+      plan->peers = grown;
+    }
+    p.peer = layout->owner[q];
+    p.nseg = nseg;
+    p.send = calloc((size_t)nseg, sizeof *p.send);
+    p.recv = calloc((size_t)nseg, sizeof *p.recv);
+    plan->peers[plan->npeer++] = p; /* counted before the check, so that free releases it */
+    if (!p.send || !p.recv) {
       e = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
                       "out of memory allocating the halo segments of rank %d", rank);
       break;
     }
-    pair_segments(layout, me, q, ghost, s, nshift, p);
+    pair_segments(layout, me, q, ghost, s, nshift, &plan->peers[plan->npeer - 1]);
     for (int k = 0; k < nseg; ++k) {
-      p->send_cells += tsr_box_cells(&p->send[k]);
-      p->recv_cells += tsr_box_cells(&p->recv[k]);
+      plan->peers[plan->npeer - 1].send_cells += tsr_box_cells(&p.send[k]);
+      plan->peers[plan->npeer - 1].recv_cells += tsr_box_cells(&p.recv[k]);
     }
   }
-  free(order);
   if (e) tsr_halo_plan_free(plan);
+  else if (plan->npeer > 1) qsort(plan->peers, (size_t)plan->npeer, sizeof *plan->peers, by_peer);
   return e;
 }
 
