@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <hdf5.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,6 +324,13 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
                         "dataset is missing, of the wrong size or fails its checksum)", path);
   }
   H5E_END_TRY;
+  /* training from NaN parameters fails at once with advice to continue from this very file;
+   * refused here, `latest` goes on to an older one */
+  for (size_t i = 0; !err && i < nwant; ++i)
+    if (!isfinite(st->theta[i]) || !isfinite(st->m[i]) || !(st->v[i] >= 0.0) || isinf(st->v[i]))
+      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid checkpoint: its "
+                        "parameters or Adam moments hold a non-finite value (at %zu); restart "
+                        "from an earlier checkpoint (--restart FILE) or from the start", path, i);
   if (!err && has_lbfgs) err = read_lbfgs(f, path, st);
   if (!err) st->lbfgs_start = has_lbfgs ? lhead[0] : -1;
   free(method);

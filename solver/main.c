@@ -1,5 +1,6 @@
 /* The tessera command: parses the command line, loads and validates the case, and runs or
  * checks it, or describes the machine. The only place that decides how the process ends. */
+#include <errno.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -302,6 +303,16 @@ int main(int argc, char **argv) {
                  size == 1 ? "" : "s", o.out_dir ? o.out_dir : c->output.dir);
         code = 0;
       }
+    }
+  }
+  /* what info, check and --help print is their result: lost to a full disk (> file) it is a
+   * failure; a run's result is its files, and its progress lines are not worth a relaunch */
+  if (rank == 0 && code == 0 && !(o.command && !strcmp(o.command, "run"))) {
+    errno = 0;
+    if (fflush(stdout) || ferror(stdout)) {
+      fprintf(stderr, "tessera: writing the standard output failed (%s); what it printed is "
+              "incomplete\n", errno ? strerror(errno) : "a write error");
+      code = EXIT_RUN_FAILED;
     }
   }
   tsr_case_destroy(&c);

@@ -49,6 +49,22 @@ tsr_err tsr_run_stop_checkpoint(tsr_run_ctx *x, int64_t step, double t, int why)
   return TSR_OK;
 }
 
+/* One shell word, so that the line can be pasted whatever the path or value holds: as it is
+ * where nothing in it is special to the shell, else in single quotes (a quote as '\''). */
+static void put_word(FILE *f, const char *w) {
+  if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-")
+                == strlen(w)) {
+    fputs(w, f);
+    return;
+  }
+  fputc('\'', f);
+  for (; *w; ++w) {
+    if (*w == '\'') fputs("'\\''", f);
+    else fputc(*w, f);
+  }
+  fputc('\'', f);
+}
+
 void tsr_run_stop_say(const tsr_run_ctx *x, int64_t step, const char *of, double t, int why,
                       double seconds) {
   const tsr_case *c = x->c;
@@ -60,9 +76,16 @@ void tsr_run_stop_say(const tsr_run_ctx *x, int64_t step, const char *of, double
   if (why == TSR_STOP_WALLTIME)
     fprintf(stderr, "tessera: %.2f s of the %.0f s --walltime spent, this checkpoint's write "
             "included\n", tsr_stop_elapsed(), tsr_stop_walltime());
-  fprintf(stderr, "tessera: continue with the same launch and: tessera run %s", c->path);
-  for (int i = 0; i < c->noverride; ++i) fprintf(stderr, " --set '%s'", c->overrides[i]);
-  if (x->opts.out_dir) fprintf(stderr, " --out '%s'", x->opts.out_dir);
+  fprintf(stderr, "tessera: continue with the same launch and: tessera run ");
+  put_word(stderr, c->path);
+  for (int i = 0; i < c->noverride; ++i) {
+    fprintf(stderr, " --set ");
+    put_word(stderr, c->overrides[i]);
+  }
+  if (x->opts.out_dir) {
+    fprintf(stderr, " --out ");
+    put_word(stderr, x->opts.out_dir);
+  }
   fprintf(stderr, " --restart latest\n");
   fflush(stderr);
 }

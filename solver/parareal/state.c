@@ -127,48 +127,71 @@ tsr_err tsr_pr_checkpoint(pr *p, int k) {
   return tsr_run_agree(p->world, err);
 }
 
-/* The file opts.restart names: "latest" (DIR/latest) or a path. */
-static tsr_err restart_path(const pr *p, char *path, size_t n) {
+/* The files a restart tries, newest first: the one --restart names; for "latest", the one
+ * DIR/latest names and then the older parareal_<k>.h5 still there (keep), so that a damaged
+ * newest file costs the iterations since the one before, not the run. On world rank 0, which
+ * reads the directory, then broadcast. */
+enum { MAX_CAND = 16 };
+static tsr_err restart_paths(const pr *p, char path[][4200], int *n) {
   const tsr_run_ctx *x = &p->fx[0];
   const char *spec = x->opts.restart;
+  *n = 0;
   if (strcmp(spec, "latest") != 0) {
-    snprintf(path, n, "%s", spec);
+    snprintf(path[(*n)++], sizeof path[0], "%s", spec);
     return TSR_OK;
   }
   char name[256] = "";
-  tsr_checkpoint_get_latest(x->out_dir, name, sizeof name);
+  int k = 0;
+  if (p->rank == 0) tsr_checkpoint_get_latest(x->out_dir, name, sizeof name);
+  MPI_Bcast(name, (int)sizeof name, MPI_CHAR, 0, p->world);
   TSR_CHECK(name[0], TSR_ERR_INPUT,
             "--restart latest: no checkpoint in '%s' (its file latest is missing); run the case "
             "from the start without --restart", x->out_dir);
-  TSR_CHECK(!strncmp(name, "parareal_", 9), TSR_ERR_INPUT,
+  TSR_CHECK(sscanf(name, "parareal_%d.h5", &k) == 1, TSR_ERR_INPUT,
             "--restart latest: '%s/latest' names %s, a checkpoint of the run without time slices; "
             "a parareal run continues only from its own parareal_<iteration>.h5: run it from "
             "the start without --restart, or with decomposition.time_slices: 1", x->out_dir, name);
-  snprintf(path, n, "%s/%s", x->out_dir, name);
+  snprintf(path[(*n)++], sizeof path[0], "%s/%s", x->out_dir, name);
+  int older[MAX_CAND], nolder = 0;
+  if (p->rank == 0)
+    for (int j = k - 1; j >= 1 && nolder < MAX_CAND - 1; --j) {
+      char f[4200], fn[64];
+      file_name(fn, sizeof fn, j);
+      snprintf(f, sizeof f, "%s/%s", x->out_dir, fn);
+      if (access(f, F_OK) == 0) older[nolder++] = j;
+    }
+  MPI_Bcast(&nolder, 1, MPI_INT, 0, p->world);
+  MPI_Bcast(older, nolder, MPI_INT, 0, p->world);
+  for (int i = 0; i < nolder; ++i) {
+    char fn[64];
+    file_name(fn, sizeof fn, older[i]);
+    snprintf(path[(*n)++], sizeof path[0], "%s/%s", x->out_dir, fn);
+  }
   return TSR_OK;
 }
 
-tsr_err tsr_pr_restart(pr *p, int *k) {
+/* Reads the states of one file into this group's in[] (a collective over the world). */
+static tsr_err restart_from(pr *p, const char *path, int *k, int *refused) {
   tsr_run_ctx *x = &p->fx[0];
   const int nc = p->c->ncomp, m = p->m;
-  char path[4200];
-  TSR_CALL(tsr_run_agree(p->world, restart_path(p, path, sizeof path)));
+  *refused = 0;
   int64_t ints[2] = {0, 0};
   int nint = 0;
   tsr_err err = tsr_output_read_ints(p->world, path, "parareal", ints, 2, &nint);
   if (err)
-    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "%s is not a valid parareal checkpoint "
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid parareal checkpoint "
                        "(%s)", path, tsr_err_message());
   TSR_CHECK(nint == 2, TSR_ERR_INPUT,
-            "%s is not a parareal checkpoint (no attribute parareal); a parareal run continues "
+            "'%s' is not a parareal checkpoint (no attribute parareal); a parareal run continues "
             "only from its own parareal_<iteration>.h5", path);
   /* an iteration's checkpoint is written after it, at most the last (stopped there) */
   TSR_CHECK(ints[1] >= 1 && ints[1] <= p->c->parareal.max_iterations, TSR_ERR_INPUT,
-            "%s is not a valid parareal checkpoint: its attribute parareal says iteration %" PRId64
+            "'%s' is not a valid parareal checkpoint: its attribute parareal says iteration %" PRId64
             ", and this run's iterations are 1 to %d (parareal.max_iterations)", path, ints[1],
             p->c->parareal.max_iterations);
+  if (ints[0] != p->P) *refused = 1; /* the run's choice, the same in every older file */
   TSR_CHECK(ints[0] == p->P, TSR_ERR_INPUT,
-            "checkpoint %s holds the states of %" PRId64 " time slices and this run has %d "
+            "checkpoint '%s' holds the states of %" PRId64 " time slices and this run has %d "
             "(decomposition.time_slices); restart with time_slices: %" PRId64 ", or run from "
             "the start", path, ints[0], p->P, ints[0]);
   /* this group's start states and end: slices s0 .. s0 + m */
@@ -179,7 +202,7 @@ tsr_err tsr_pr_restart(pr *p, int *k) {
   err = !names || !buf || !data ? tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory")
                                 : TSR_OK;
   for (int i = 0; !err && i < (m + 1) * nc; ++i) data[i] = buf + (size_t)i * (size_t)cells;
-  tsr_checkpoint_info info;
+  tsr_checkpoint_info info = {0};
   if (!err)
     err = tsr_checkpoint_read(x->comm, path, (m + 1) * nc, (const char *const *)names, &x->box,
                               data, &info, tsr_run_restart_accept, x);
@@ -188,17 +211,53 @@ tsr_err tsr_pr_restart(pr *p, int *k) {
   free_names(names, (m + 1) * nc);
   free(buf);
   free(data);
+  int mine = info.refused, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, p->world);
+  *refused |= any;
   TSR_CALL(tsr_run_agree(p->world, err));
-  for (int j = 0; j < m; ++j) { /* G of the states as they are: what the last sweep left */
+  *k = (int)ints[1];
+  return TSR_OK;
+}
+
+tsr_err tsr_pr_restart(pr *p, int *k) {
+  char(*path)[4200] = malloc(MAX_CAND * sizeof *path);
+  TSR_CHECK(path, TSR_ERR_MEMORY, "out of memory");
+  int n = 0, refused = 0, used = -1;
+  tsr_err err = tsr_run_agree(p->world, restart_paths(p, path, &n));
+  char failed[4096] = "";
+  for (int i = 0; !err && i < n && used < 0; ++i) {
+    tsr_err e = restart_from(p, path[i], k, &refused);
+    if (!e) used = i;
+    else if (refused || n == 1) err = e;
+    else {
+      size_t len = strlen(failed);
+      snprintf(failed + len, sizeof failed - len, "\n  %s", tsr_err_message());
+      if (p->rank == 0) {
+        fprintf(stderr, "tessera: restart: skipping %s\n", tsr_err_message());
+        fflush(stderr);
+      }
+    }
+  }
+  if (!err && used < 0)
+    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                      "--restart latest: no parareal checkpoint in '%s' reads:%s",
+                      p->fx[0].out_dir, failed);
+  if (!err && used > 0 && p->rank == 0)
+    printf("restart: the checkpoint 'latest' names does not read; using the older '%s'\n",
+           path[used]);
+  char from[4200] = "";
+  if (used >= 0) snprintf(from, sizeof from, "%s", path[used]);
+  free(path);
+  TSR_CALL(err);
+  for (int j = 0; j < p->m; ++j) { /* G of the states as they are: what the last sweep left */
     TSR_CALL(tsr_run_agree(p->world, tsr_pr_coarse_solve(p, j)));
     tsr_field *t = p->gold[j];
     p->gold[j] = p->gnew;
     p->gnew = t;
     p->fresh[j] = 0;
   }
-  *k = (int)ints[1];
   if (p->rank == 0) {
-    printf("restart: parareal iteration %d from %s\n", *k, path);
+    printf("restart: parareal iteration %d from %s\n", *k, from);
     fflush(stdout);
   }
   return TSR_OK;

@@ -155,8 +155,11 @@ refused "pinn: theta as integers" 1 pinn pinn $c "a dataset is missing, of the w
   reshape-dset /pinn/theta int
 refused "pinn: iteration -5" 1 pinn pinn $c "no iteration >= 0" set-attr iteration i64a -5
 refused "pinn: iteration as a string" 1 pinn pinn $c "no iteration >= 0" set-attr iteration str 30
-# parareal: the iteration it was written after
+refused "pinn: theta not finite" 1 pinn pinn $c "parameters or Adam moments hold a non-finite" \
+  reshape-dset /pinn/theta nan
+# parareal: the iteration it was written after; latest goes back to the iteration before
 p=parareal_0003.h5
+skipped "parareal: latest: iteration 99" 1 para para $p parareal_0002.h5 set-attr parareal i64 4 99
 refused "parareal: iteration -1" 1 para para $p "this run's iterations are 1 to 4" \
   set-attr parareal i64 4 -1
 refused "parareal: iteration 99" 1 para para $p "this run's iterations are 1 to 4" \
