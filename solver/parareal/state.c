@@ -179,16 +179,16 @@ static tsr_err restart_from(pr *p, const char *path, int *k, int *refused) {
   int nint = 0;
   tsr_err err = tsr_output_read_ints(p->world, path, "parareal", ints, 2, &nint);
   if (err)
-    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a valid parareal checkpoint "
-                       "(%s)", path, tsr_err_message());
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "'%s' is not a valid parareal checkpoint (%s)", path, tsr_err_message());
   TSR_CHECK(nint == 2, TSR_ERR_INPUT,
             "'%s' is not a parareal checkpoint (no attribute parareal); a parareal run continues "
             "only from its own parareal_<iteration>.h5", path);
   /* an iteration's checkpoint is written after it, at most the last (stopped there) */
   TSR_CHECK(ints[1] >= 1 && ints[1] <= p->c->parareal.max_iterations, TSR_ERR_INPUT,
-            "'%s' is not a valid parareal checkpoint: its attribute parareal says iteration %" PRId64
-            ", and this run's iterations are 1 to %d (parareal.max_iterations)", path, ints[1],
-            p->c->parareal.max_iterations);
+            "'%s' is not a valid parareal checkpoint: its attribute parareal says iteration "
+            "%" PRId64 ", and this run's iterations are 1 to %d (parareal.max_iterations)", path,
+            ints[1], p->c->parareal.max_iterations);
   if (ints[0] != p->P) *refused = 1; /* the run's choice, the same in every older file */
   TSR_CHECK(ints[0] == p->P, TSR_ERR_INPUT,
             "checkpoint '%s' holds the states of %" PRId64 " time slices and this run has %d "
