@@ -4,6 +4,7 @@
 #include "solver/explicit.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,12 @@ void tsr_explicit_swap_slots(tsr_run_ctx *x) { swap_result(x); }
 static tsr_err setup(tsr_run_ctx *x) {
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_choose_backend(x)));
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_setup(x)));
+  /* a fixed dt is the user's to give (the limit is an estimate), but past it a run that blows
+   * up may still end with finite garbage: said before the first step */
+  if (x->rank == 0 && x->dt > x->dt_stable * (1.0 + 1e-9))
+    fprintf(stderr, "tessera: warning: %s: time.dt %g is %.3g times the explicit stable limit "
+            "%g on this grid; the run will likely blow up: lower time.dt or use dt: auto\n",
+            x->c->path, x->dt, x->dt / x->dt_stable, x->dt_stable);
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_rebalance_create(x)));
   tsr_run_tiles_setup(x); /* auto's candidates depend on the passes */
   TSR_CALL(tsr_run_agree(x->comm, tsr_run_fuse_auto_create(x)));
@@ -245,6 +252,11 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   TSR_CALL(tsr_run_monitor(x, t, &nm));
   tsr_run_monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
+  for (int q = 0; q < c->ncomp && first == 0; ++q) /* no step has run: not the time step's fault */
+    TSR_CHECK(isfinite(nm.min[q]) && isfinite(nm.max[q]), TSR_ERR_INPUT,
+              "%s: the initial values of %s are not finite (min %g, max %g): check initial.%s "
+              "and the params and grid it uses", c->path, tsr_models[c->model].comp[q],
+              nm.min[q], nm.max[q], tsr_models[c->model].comp[q]);
   /* a signal (or a wall time spent) stops the run after step `done`, with a checkpoint there;
    * one that came during set-up stops it before its first step */
   int why = 0;

@@ -1,5 +1,6 @@
 /* The tessera command: parses the command line, loads and validates the case, and runs or
  * checks it, or describes the machine. The only place that decides how the process ends. */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
 #include <mpi.h>
@@ -224,6 +225,10 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "supervise")) return tsr_supervise_main(argc - 1, argv + 1);
   /* threads call MPI beside the step loop (the background checkpoint writer, the watchdog);
    * where the library gives less, those fall back (MPI_Query_thread tells them) */
+  /* Open MPI 4.1's lockedfile component (shared file pointers, which tessera does not use)
+   * formats "<file>.locktest.<rank>" into 256 bytes at every MPI_File_open: an output path
+   * past about 230 bytes aborted the run at its first HDF5 file. A user's own choice stands. */
+  setenv("OMPI_MCA_sharedfp", "^lockedfile", 0);
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   /* signals end the process without temporary files, and from tsr_stop_arm ask for a clean

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solver/integrate.h"
 #include "solver/parareal/batch.h"
 #include "solver/parareal/coarse.h"
 #include "solver/parareal/graphs.h"
@@ -92,9 +93,22 @@ static tsr_err time_plan(pr *p) {
               tsr_models[c->model].name);
     p->dtc_max = c->parareal.coarse_cfl * p->limit;
   }
+  double cheaper = 1.0; /* cells of the fine grid per coarse cell */
+  for (int d = 0; d < c->dim; ++d) cheaper *= (double)c->cells[d] / p->cc.cells[d];
   for (int n = 0; n < p->P; ++n) {
-    const double span = (double)(p->step_of[n + 1] - p->step_of[n]) * p->fx[0].dt;
+    const int64_t fine = p->step_of[n + 1] - p->step_of[n];
+    const double span = (double)fine * p->fx[0].dt;
     double k = ceil(span / p->dtc_max * (1.0 - 1e-12));
+    /* a coarse propagator that costs more than the fine one cannot make the run faster than
+     * one serial run (a tiny coarse_dt overflowed the step count, or ran for hours) */
+    const double cost = k * (double)tsr_integrate_plan(p->cc.time.scheme).nstage / cheaper,
+                 most = (double)fine * (double)tsr_integrate_plan(c->time.scheme).nstage;
+    TSR_CHECK(cost <= most, TSR_ERR_INPUT,
+              "%s: parareal: %s gives %.3g coarse steps of dt %g in slice %d, which cost more "
+              "than its %" PRId64 " fine steps of dt %g: the coarse propagator must be the "
+              "cheaper one; give a larger coarse dt or parareal.coarse_cfl", c->path,
+              c->parareal.coarse_dt > 0.0 ? "parareal.coarse_dt" : "parareal.coarse_cfl", k,
+              p->dtc_max, n + 1, fine, p->fx[0].dt);
     p->cn[n] = k < 1.0 ? 1 : (int64_t)k;
     p->cdt[n] = span / (double)p->cn[n];
   }
