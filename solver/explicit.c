@@ -289,10 +289,18 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     tsr_watchdog_beat(step + 1);
     double cps = cells * (double)(step + 1 - first) / (MPI_Wtime() - start);
     tsr_progress_step(&pg, step + 1, t, cps);
-    if ((step + 1) % every == 0 || step + 1 == x->nsteps) {
+    const int show = (step + 1) % every == 0 || step + 1 == x->nsteps;
+    /* none at the last step: final.h5 holds that state */
+    const int ckpt_due = x->opts.write_output && step + 1 < x->nsteps &&
+                         tsr_schedule_due(&c->output.checkpoint_every, step + 1, x->dt);
+    /* a state is checked before it is checkpointed: a run that blew up between monitor lines
+     * wrote checkpoints of infinities, `latest` named one, and keep had removed the good ones */
+    if (show || ckpt_due) {
       TSR_CALL(tsr_run_monitor(x, t, &nm));
-      tsr_run_monitor_line(x, step + 1, t, &nm, cps, line, sizeof line);
-      tsr_progress_line(&pg, line);
+      if (show) {
+        tsr_run_monitor_line(x, step + 1, t, &nm, cps, line, sizeof line);
+        tsr_progress_line(&pg, line);
+      }
       for (int q = 0; q < c->ncomp; ++q)
         TSR_CHECK(isfinite(nm.min[q]) && isfinite(nm.max[q]), TSR_ERR_INPUT,
                   "%s: the solution became non-finite by step %lld (t = %g, dt = %g, stable "
@@ -307,9 +315,7 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
     const tsr_fault *f = x->opts.fault;
     const int fault_now = f && f->kind != TSR_FAULT_NONE && f->step == step + 1;
     if (fault_now) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
-    /* none at the last step: final.h5 holds that state */
-    if (x->opts.write_output && step + 1 < x->nsteps &&
-        tsr_schedule_due(&c->output.checkpoint_every, step + 1, x->dt)) {
+    if (ckpt_due) {
       tsr_fault_before_checkpoint(x->opts.fault, step + 1);
       TSR_CALL(tsr_ckpt_writer_save(x->ckpt, x, step + 1, t));
       x->ckpt_step = step + 1;
