@@ -40,15 +40,22 @@ static int by_step_desc(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Steps of the checkpoints in dir, newest first; at most max. Returns the count (0 when dir
+/* Steps of the checkpoints in dir, newest first; the newest max. Returns the count (0 when dir
  * cannot be listed). */
 static int list_steps(const char *dir, int64_t *steps, int max) {
   DIR *d = opendir(dir);
-  if (!d) return 0;
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d)) && n < max;) {
+  if (!d || max < 1) {
+    if (d) closedir(d);
+    return 0;
+  }
+  int n = 0, low = 0; /* steps[low]: the oldest listed, which a newer one replaces when full */
+  for (struct dirent *e; (e = readdir(d));) {
     int64_t s = step_of(e->d_name);
-    if (s >= 0) steps[n++] = s;
+    if (s < 0 || (n == max && s <= steps[low])) continue;
+    steps[n < max ? n++ : low] = s;
+    if (n == max)
+      for (int i = low = 0; i < n; ++i)
+        if (steps[i] < steps[low]) low = i;
   }
   closedir(d);
   qsort(steps, (size_t)n, sizeof *steps, by_step_desc);
@@ -301,6 +308,56 @@ tsr_err tsr_checkpoint_read(MPI_Comm comm, const char *path, int nfield,
                      path, why);
 }
 
+int tsr_checkpoint_candidates(const char *dir, char (*name)[64], int max, int *named) {
+  char line[64];
+  read_latest(dir, line, sizeof line);
+  int n = 0;
+  *named = max > 0 && step_of(line) >= 0;
+  if (*named) snprintf(name[n++], sizeof name[0], "%s", line);
+  int64_t *steps = max > 0 ? malloc(sizeof *steps * (size_t)max) : NULL;
+  int ns = steps ? list_steps(dir, steps, max) : 0;
+  for (int i = 0; i < ns && n < max; ++i) {
+    char f[64];
+    file_name(f, sizeof f, steps[i]);
+    if (!*named || strcmp(f, name[0]) != 0) snprintf(name[n++], sizeof name[0], "%s", f);
+  }
+  free(steps);
+  return n;
+}
+
+tsr_err tsr_checkpoint_first(int say, const char *dir, int n, const char *const *path, int named,
+                             int lead, tsr_checkpoint_reader read, void *arg, int *used) {
+  *used = -1;
+  TSR_CHECK(n > 0, TSR_ERR_INPUT, "--restart latest: no checkpoint in '%s'; run without "
+            "--restart, or name a checkpoint file", dir);
+  char failed[4096] = "";
+  for (int i = 0; i < n; ++i) {
+    int refused = 0;
+    char at[64] = "";
+    tsr_err err = read(path[i], &refused, at, sizeof at, arg);
+    if (!err) {
+      *used = i;
+      if (say && i >= lead) {
+        printf("restart: %s; using the older '%s'%s%s%s\n",
+               named ? "the checkpoint 'latest' names does not read" : "no usable 'latest'",
+               path[i], at[0] ? " (" : "", at, at[0] ? ")" : "");
+        fflush(stdout);
+      }
+      return TSR_OK;
+    }
+    if (refused) return err;
+    size_t len = strlen(failed);
+    snprintf(failed + len, sizeof failed - len, "\n  %s", tsr_err_message());
+    if (say) {
+      fprintf(stderr, "tessera: restart: skipping %s\n", tsr_err_message());
+      fflush(stderr);
+    }
+  }
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "--restart latest: no checkpoint in "
+                     "'%s' reads; run without --restart, or name a checkpoint file:%s", dir,
+                     failed);
+}
+
 int tsr_checkpoint_count(MPI_Comm comm, const char *dir) {
   int rank, n = 0;
   MPI_Comm_rank(comm, &rank);
@@ -341,6 +398,27 @@ static int final_first(MPI_Comm comm, const char *dir, char (*cand)[64], int *nc
   return 1;
 }
 
+/* tsr_checkpoint_load's reader: one file, collective */
+typedef struct {
+  MPI_Comm comm;
+  int nfield;
+  const char *const *names;
+  const tsr_box *owned;
+  double *const *data;
+  tsr_checkpoint_info *info;
+  tsr_checkpoint_accept accept;
+  void *arg;
+} load_arg;
+
+static tsr_err load_one(const char *path, int *refused, char *at, size_t n, void *arg) {
+  load_arg *a = arg;
+  tsr_err err = tsr_checkpoint_read(a->comm, path, a->nfield, a->names, a->owned, a->data,
+                                    a->info, a->accept, a->arg);
+  *refused = err && a->info->refused;
+  snprintf(at, n, "step %" PRId64, a->info->step);
+  return err;
+}
+
 tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, int nfield,
                             const char *const *names, const tsr_box *owned, double *const *data,
                             tsr_checkpoint_info *info, tsr_checkpoint_accept accept, void *arg) {
@@ -348,29 +426,9 @@ tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, in
     return tsr_checkpoint_read(comm, spec, nfield, names, owned, data, info, accept, arg);
   int rank;
   MPI_Comm_rank(comm, &rank);
-  /* candidates, on rank 0: what latest names, then the others newest first */
   static char cand[MAX_CAND][64];
   int ncand = 0, named = 0;
-  if (rank == 0) {
-    char path[PATH_MAX_], line[64] = "";
-    snprintf(path, sizeof path, "%s/latest", dir);
-    FILE *fp = fopen(path, "r");
-    if (fp) {
-      if (fgets(line, sizeof line, fp)) line[strcspn(line, "\r\n")] = '\0';
-      fclose(fp);
-    }
-    if (step_of(line) >= 0) {
-      snprintf(cand[ncand++], sizeof cand[0], "%s", line);
-      named = 1;
-    }
-    int64_t steps[MAX_CAND];
-    int n = list_steps(dir, steps, MAX_CAND);
-    for (int i = 0; i < n && ncand < MAX_CAND; ++i) {
-      char name[64];
-      file_name(name, sizeof name, steps[i]);
-      if (!named || strcmp(name, cand[0]) != 0) snprintf(cand[ncand++], sizeof cand[0], "%s", name);
-    }
-  }
+  if (rank == 0) ncand = tsr_checkpoint_candidates(dir, cand, MAX_CAND, &named);
   MPI_Bcast(&ncand, 1, MPI_INT, 0, comm);
   MPI_Bcast(&named, 1, MPI_INT, 0, comm);
   MPI_Bcast(cand, (int)sizeof cand, MPI_CHAR, 0, comm);
@@ -380,36 +438,26 @@ tsr_err tsr_checkpoint_load(MPI_Comm comm, const char *spec, const char *dir, in
             "of a run that ended); run with output.checkpoint_every first, or give a checkpoint "
             "file",
             dir);
-  char failed[4096] = "";
+  char(*path)[PATH_MAX_] = malloc(sizeof *path * (size_t)ncand);
+  const char *paths[MAX_CAND];
+  TSR_CHECK(path, TSR_ERR_MEMORY, "out of memory");
   for (int i = 0; i < ncand; ++i) {
-    char path[PATH_MAX_];
-    snprintf(path, sizeof path, "%s/%s", dir, cand[i]);
-    tsr_err err = tsr_checkpoint_read(comm, path, nfield, names, owned, data, info, accept, arg);
-    if (err && info->refused) return err;
-    if (!err) {
-      if (rank == 0) {
-        if (fin && i == 0)
-          printf("restart: from '%s' (step %" PRId64 "), where the earlier run ended\n", path,
-                 info->step);
-        else if (i > fin || !named)
-          printf("restart: %s; using the older '%s' (step %" PRId64 ")\n",
-                 named ? "the checkpoint 'latest' names does not read" : "no usable 'latest'",
-                 path, info->step);
-        else
-          printf("restart: from '%s' (step %" PRId64 ")\n", path, info->step);
-        fflush(stdout);
-      }
-      return TSR_OK;
-    }
-    size_t len = strlen(failed);
-    snprintf(failed + len, sizeof failed - len, "\n  %s", tsr_err_message());
-    if (rank == 0) {
-      fprintf(stderr, "tessera: restart: skipping %s\n", tsr_err_message());
-      fflush(stderr);
-    }
+    snprintf(path[i], sizeof path[i], "%s/%s", dir, cand[i]);
+    paths[i] = path[i];
   }
-  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                     "--restart latest: no checkpoint in '%s' reads:%s", dir, failed);
+  load_arg a = {comm, nfield, names, owned, data, info, accept, arg};
+  int used;
+  /* final.h5, put first, is where the run that ended left off: not an older file */
+  const int lead = fin + named;
+  tsr_err err = tsr_checkpoint_first(rank == 0, dir, ncand, paths, named, lead, load_one, &a,
+                                     &used);
+  if (!err && rank == 0 && used < lead) {
+    printf("restart: from '%s' (step %" PRId64 ")%s\n", paths[used], info->step,
+           fin && used == 0 ? ", where the earlier run ended" : "");
+    fflush(stdout);
+  }
+  free(path);
+  return err;
 }
 
 tsr_err tsr_checkpoint_case_text(MPI_Comm comm, const char *path, char **text) {

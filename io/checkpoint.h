@@ -97,6 +97,29 @@ void tsr_checkpoint_get_latest(const char *dir, char *name, size_t n);
 /* dir/checkpoint_<step, 8 digits>.h5 into buf (n bytes). Returns buf. */
 char *tsr_checkpoint_path(char *buf, size_t n, const char *dir, int64_t step);
 
+/* --restart latest's search, which every method shares: the candidates in dir, newest first,
+ * and the first of them that reads. */
+
+/* The checkpoint_<step>.h5 names in dir (at most max, the newest kept), newest first, with the
+ * one dir/latest names first; *named says whether latest named one. Returns the count. Not
+ * collective: the caller's reading rank lists, and shares the names where others read. */
+int tsr_checkpoint_candidates(const char *dir, char (*name)[64], int max, int *named);
+
+/* Reads one candidate (tsr_checkpoint_first): TSR_OK when it was read, at ("step 40",
+ * "iteration 12") saying where it was written; *refused when it reads but this run refuses it
+ * (another case, another decomposition), which an older file would be refused for as well. */
+typedef tsr_err (*tsr_checkpoint_reader)(const char *path, int *refused, char *at, size_t n,
+                                         void *arg);
+
+/* Reads the first of path[0 .. n) that reads: a damaged one is skipped, and when say (the
+ * reading's rank 0) it is named on stderr; a refused one ends the search with its error. The
+ * first lead paths are where the run left off (what dir/latest names, when named, and the
+ * caller's own first choice): when a later one is used, say tells why on stdout, with the file
+ * and its at. *used: the index read. Collective where read is. Errors: TSR_ERR_INPUT naming each
+ * failure when none reads (and when n is 0); a refusal's error. */
+tsr_err tsr_checkpoint_first(int say, const char *dir, int n, const char *const *path, int named,
+                             int lead, tsr_checkpoint_reader read, void *arg, int *used);
+
 /* Reads the owned hyperslab of each field of the checkpoint at path (any decomposition) into
  * data[f] (tsr_box_cells(owned) values, x fastest) and its attributes into *info; accept (when
  * not NULL) sees the attributes first and may refuse the file. Collective. Errors:

@@ -1,7 +1,6 @@
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include "io/pinn_state.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <hdf5.h>
 #include <inttypes.h>
@@ -344,23 +343,18 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
   return err;
 }
 
-static int newest_first(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x < y) - (x > y);
-}
+/* tsr_pinn_state_read's reader for tsr_checkpoint_first */
+typedef struct {
+  const tsr_case *c;
+  const int64_t *net;
+  tsr_pinn_state *st;
+} read_arg;
 
-/* Iterations of the checkpoint files in dir (at most max), newest first; their count. */
-static int list_iterations(const char *dir, int64_t *it, int max) {
-  DIR *d = opendir(dir);
-  int n = 0;
-  struct dirent *de;
-  while (d && (de = readdir(d)) && n < max) {
-    char tail[8];
-    if (sscanf(de->d_name, "checkpoint_%" SCNd64 ".h%1[5]%1s", &it[n], tail, tail + 2) == 2) ++n;
-  }
-  if (d) closedir(d);
-  qsort(it, (size_t)n, sizeof *it, newest_first);
-  return n;
+static tsr_err read_one(const char *path, int *refused, char *at, size_t n, void *arg) {
+  read_arg *a = arg;
+  tsr_err err = read_file(a->c, path, a->net, a->st, refused);
+  if (!err) snprintf(at, n, "iteration %" PRId64, a->st->iteration);
+  return err;
 }
 
 tsr_err tsr_pinn_state_read(const tsr_case *c, const char *spec, const char *dir,
@@ -374,33 +368,21 @@ tsr_err tsr_pinn_state_read(const tsr_case *c, const char *spec, const char *dir
   }
   /* what latest names, then the others newest first; a damaged one (a node that died while
    * writing, a failing disk) is skipped, one of another run ends the search */
-  char name[256], named[4200] = "";
-  tsr_checkpoint_get_latest(dir, name, sizeof name);
-  if (name[0]) {
-    snprintf(path, n, "%s/%s", dir, name);
-    snprintf(named, sizeof named, "%s", path);
-    tsr_err err = read_file(c, path, net, st, &refused);
-    if (!err || refused) return err;
-    fprintf(stderr, "tessera: restart: skipping %s\n", tsr_err_message());
+  enum { MAX_CAND = 256 };
+  char(*cand)[64] = malloc(sizeof *cand * MAX_CAND);
+  char(*full)[4200] = malloc(sizeof *full * MAX_CAND);
+  const char **paths = malloc(sizeof *paths * MAX_CAND);
+  tsr_err err = cand && full && paths ? TSR_OK : tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                                                             "out of memory");
+  int named = 0, ncand = err ? 0 : tsr_checkpoint_candidates(dir, cand, MAX_CAND, &named);
+  for (int i = 0; i < ncand; ++i) {
+    snprintf(full[i], sizeof full[i], "%s/%s", dir, cand[i]);
+    paths[i] = full[i];
   }
-  int64_t its[1024];
-  int nit = list_iterations(dir, its, 1024);
-  TSR_CHECK(nit > 0 || named[0], TSR_ERR_INPUT, "--restart latest: no checkpoint in '%s'; run "
-            "without --restart, or name a checkpoint file", dir);
-  for (int i = 0; i < nit; ++i) {
-    tsr_checkpoint_path(path, n, dir, its[i]);
-    if (!strcmp(path, named)) continue;
-    tsr_err err = read_file(c, path, net, st, &refused);
-    if (err && refused) return err;
-    if (!err) {
-      printf("restart: %s; using the older '%s' (iteration %" PRId64 ")\n",
-             named[0] ? "the checkpoint 'latest' names does not read" : "no usable 'latest'",
-             path, its[i]);
-      fflush(stdout);
-      return TSR_OK;
-    }
-    fprintf(stderr, "tessera: restart: skipping %s\n", tsr_err_message());
-  }
-  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "--restart latest: no checkpoint in "
-                     "'%s' reads (each is named above); run without --restart", dir);
+  read_arg a = {c, net, st};
+  int used = -1;
+  if (!err) err = tsr_checkpoint_first(1, dir, ncand, paths, named, named, read_one, &a, &used);
+  if (!err) snprintf(path, n, "%s", paths[used]);
+  free(cand), free(full), free(paths);
+  return err;
 }

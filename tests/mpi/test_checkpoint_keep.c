@@ -3,7 +3,8 @@
  * tsr_checkpoint_prune keeps the newest `keep` and never the file that `latest` names, even
  * when that is not among them; (2) runs with background and with synchronous checkpoints
  * (5 of them, keep 2, heat 3D on a small grid) end with exactly the newest two, latest naming
- * the newest, and both hold the same bits; the files are final when tsr_run returns. Exits
+ * the newest, and both hold the same bits; the files are final when tsr_run returns; (3) the
+ * candidates of --restart latest are what latest names, then the newest. Exits
  * non-zero (MPI_Abort) on a failure. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -72,6 +73,34 @@ static void prune_checks(void) {
   CHECK(rmdir(d) == 0, "rmdir %s", d);
 }
 
+/* (3), on rank 0: --restart latest's candidates among more checkpoints than it lists (a run
+ * with a large keep): what latest names, then the newest, however the directory orders them */
+static void candidate_checks(void) {
+  char d[300], name[32];
+  snprintf(d, sizeof d, "%s/cand", g_dir);
+  CHECK(mkdir(d, 0755) == 0, "mkdir %s", d);
+  enum { N = 300, MAX = 256 };
+  for (int i = 0; i < N; ++i) {
+    snprintf(name, sizeof name, "checkpoint_%08d.h5", (i * 7) % N); /* not in step order */
+    touch(d, name, "x");
+  }
+  touch(d, "latest", "checkpoint_00000010.h5\n");
+  static char cand[MAX][64];
+  int named = 0, n = tsr_checkpoint_candidates(d, cand, MAX, &named);
+  CHECK(n == MAX && named && !strcmp(cand[0], "checkpoint_00000010.h5") &&
+            !strcmp(cand[1], "checkpoint_00000299.h5") &&
+            !strcmp(cand[MAX - 1], "checkpoint_00000045.h5"),
+        "candidates: %d, named %d, %s, %s, %s", n, named, cand[0], cand[1], cand[MAX - 1]);
+  touch(d, "latest", "final.h5\n"); /* not a checkpoint's name: none named */
+  n = tsr_checkpoint_candidates(d, cand, 3, &named);
+  CHECK(n == 3 && !named && !strcmp(cand[0], "checkpoint_00000299.h5") &&
+            !strcmp(cand[2], "checkpoint_00000297.h5"),
+        "candidates, latest naming no checkpoint: %d, named %d, %s", n, named, cand[0]);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+  CHECK(system(cmd) == 0, "cannot remove %s", d);
+}
+
 /* (2): one run, background (async 1) or synchronous checkpoints every 2 steps of 11, keep 2 */
 static void run_keep(int async, const char *out) {
   char text[1024];
@@ -125,6 +154,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   check_scratch_dir(g_dir, sizeof g_dir, "out_test_checkpoint_keep");
   if (g_rank == 0) prune_checks();
+  if (g_rank == 0) candidate_checks();
   char out[2][400];
   for (int a = 0; a < 2; ++a) {
     snprintf(out[a], sizeof out[a], "%s/%s", g_dir, a ? "async" : "sync");

@@ -82,6 +82,10 @@ stopped() {
   [ -f "$dir/$(cat "$dir/latest")" ] && [ ! -f "$dir/final.h5" ] &&
     pass "$label: latest names a checkpoint, no final.h5" || failure "$label: latest"
   no_tmp "$label" "$dir"
+  # under the sanitizers (tests/sanitize.sh) one stop of each kind is finished: the restarts
+  # run the same code, and the plain run finishes every one
+  [ -n "${TSR_SANITIZED:-}" ] && [ "$label" != "SIGTERM on rank 1 at step 100" ] &&
+    [ "$label" != SIGINT ] && return
   run_ok "$label: restart" 2 "$case" --out "$dir" "${long[@]}" --restart latest &&
     same "$label: finished = uninterrupted" "$work/full/final.h5" "$dir/final.h5"
 }
