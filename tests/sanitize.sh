@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds tessera with ASan + UBSan in $2 and runs its unit and MPI tests (CTest labels; not
 # the ParaView, install and progress tests, which check what ParaView reads, the install tree
-# and the terminal display, not how tessera handles memory).
+# and the terminal display, not how tessera handles memory; nor the examples', which check the
+# example cases and run at their sizes the code the other tests run).
 set -euo pipefail
 src=$1 dir=$2
 cmake -S "$src" -B "$dir" -DTESSERA_SANITIZE=ON -DTESSERA_ENABLE_CUDA=OFF \
@@ -11,5 +12,5 @@ cmake --build "$dir" -j2 >/dev/null
 export TSR_TIMING_CHECKS=0
 # pinn.sh's training to asserted errors takes minutes under ASan: the plain run has it
 export TSR_SANITIZED=1
-ctest --test-dir "$dir" -L "unit|mpi" -LE "sanitize|paraview" -E "e2e_install|e2e_progress" \
+ctest --test-dir "$dir" -L "unit|mpi" -LE "sanitize|paraview" -E "e2e_install|e2e_progress|e2e_examples" \
   --output-on-failure -j2
