@@ -40,8 +40,11 @@ void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total) {
   p->out = out;
   p->total = total > 0 ? total : 1;
   p->first = p->step = -1;
-  p->t0 = now();
+  p->t0 = p->last_line = now();
   p->unit = "step";
+  const char *q = getenv("TSR_PROGRESS_SECONDS"); /* checked as tessera starts (env.c) */
+  p->quiet_s = q && *q ? atof(q) : 0.0;
+  if (!(p->quiet_s > 0.0)) p->quiet_s = 60.0;
   switch (mode) {
   case 1: p->style = TSR_PROGRESS_STYLE_BAR; break;
   case 2: p->style = TSR_PROGRESS_STYLE_LINES; break;
@@ -57,7 +60,11 @@ void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total) {
 }
 
 static void fmt_time(char *buf, size_t n, double s) {
-  if (s < 0 || s > 1e7) snprintf(buf, n, "--:--");
+  if (!(s >= 0)) snprintf(buf, n, "--:--");
+  else if (s >= 1e9) snprintf(buf, n, "%.3g years", s / (365.25 * 86400)); /* no ETA to wait for */
+  else if (s >= 86400)
+    snprintf(buf, n, "%dd %02d:%02d:%02d", (int)(s / 86400), (int)(s / 3600) % 24,
+             (int)(s / 60) % 60, (int)s % 60);
   else if (s >= 3600)
     snprintf(buf, n, "%d:%02d:%02d", (int)(s / 3600), (int)(s / 60) % 60, (int)s % 60);
   else snprintf(buf, n, "%02d:%02d", (int)(s / 60), (int)s % 60);
@@ -93,6 +100,17 @@ static void draw(tsr_progress *p, double t, double cps) {
 void tsr_progress_step(tsr_progress *p, int64_t step, double t, double cps) {
   if (p->first < 0) p->first = step - 1;
   p->step = step;
+  if (p->style == TSR_PROGRESS_STYLE_LINES && step < p->total &&
+      now() - p->last_line >= (p->eta_shown ? 30.0 : 1.0) * p->quiet_s) {
+    char text[160];
+    if (p->per_s)
+      snprintf(text, sizeof text, "%s %lld/%lld loss %.4e | %.4g %s", p->unit, (long long)step,
+               (long long)p->total, t, cps, p->per_s);
+    else
+      snprintf(text, sizeof text, "step %lld/%lld t=%.6e | %.3g cells/s", (long long)step,
+               (long long)p->total, t, cps);
+    tsr_progress_line(p, text);
+  }
   if (p->style != TSR_PROGRESS_STYLE_BAR) return;
   if (step < p->total && now() - p->last_draw < 0.1) return;
   draw(p, t, cps);
@@ -108,6 +126,8 @@ void tsr_progress_line(tsr_progress *p, const char *text) {
   fprintf(p->out, "%s | elapsed %s ETA %s\n", text, spent, left);
   fflush(p->out);
   p->bar_shown = 0;
+  p->last_line = now();
+  if (p->step > p->first && p->first >= 0) p->eta_shown = 1;
 }
 
 void tsr_progress_finish(tsr_progress *p) {

@@ -23,6 +23,9 @@ typedef struct {
   const char *unit;   /* what the bar counts: "step" (tsr_progress_init's), or "iteration" */
   const char *per_s;  /* NULL: the bar shows t and cells/s; else it shows tsr_progress_step's
                          t as the loss and its rate with this unit (the PINN: "it/s") */
+  double last_line;   /* wall clock of the last line */
+  double quiet_s;     /* lines style: a step line after this long without a line */
+  int eta_shown;      /* a line with an ETA was printed */
 } tsr_progress;
 
 /* Chooses the style: mode 0 auto, 1 bar, 2 lines, 3 none. Auto is the bar when out is a
@@ -33,12 +36,15 @@ void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total);
 
 /* Called after every step with the steps done so far (counted from the run's start, so a
  * restart's first call gives its first step + 1): redraws the bar (at most 10 times a second);
- * lines style: only notes the step for the next line's ETA. */
+ * lines style: notes the step for the next line's ETA, and prints a step line of its own
+ * ("step N/total t=... | rate | elapsed ... ETA ...") when no line has come for a while: the
+ * first after 60 s (TSR_PROGRESS_SECONDS), later ones after 30 times that, so that a job's log
+ * gives its ETA early however far apart its monitor lines are. */
 void tsr_progress_step(tsr_progress *p, int64_t step, double t, double cells_per_s);
 
 /* A monitor line (already formatted, no newline): printed as a line in both styles, above the
  * bar when one is shown, with " | elapsed MM:SS ETA MM:SS" after it (ETA --:-- before the
- * first step; H:MM:SS from an hour on). */
+ * first step; H:MM:SS from an hour on, then "Nd HH:MM:SS"). */
 void tsr_progress_line(tsr_progress *p, const char *text);
 
 /* Ends the bar line. */

@@ -37,6 +37,9 @@ static const env_var vars[] = {
     {"TSR_NET_WGRAD", zero_one, 0, 0,
      "0 or 1 (1: the layers path's weight gradients from a kernel of its own)", 1},
     {"TSR_PINN_TRACE", zero_one, 0, 0, "0 or 1 (1: trace L-BFGS's line searches)", 1},
+    {"TSR_PROGRESS_SECONDS", NULL, 1, 86400,
+     "whole seconds from 1 to 86400 (progress lines: a step line after this long without a "
+     "line; default 60)", 0},
     {"TSR_PINN_PROFILE", NULL, 0, 1000000,
      "a count of iterations from 0 to 1000000 (timed by phase after training; 0: none)", 1},
 };

@@ -2,7 +2,8 @@
 # Progress as the README promises it, under a pseudo-terminal (script(1), util-linux): run
 # directly on a terminal, `tessera run` draws the live bar (carriage returns, percentage, ETA)
 # between its monitor lines; piped, and under mpirun on a terminal (1 and 2 ranks), it prints
-# lines only, each with the elapsed time and the ETA; output.progress overrides the choice.
+# lines only, each with the elapsed time and the ETA; output.progress overrides the choice; a
+# long run's log gets a step line with the ETA when monitor lines are far apart.
 set -u
 . "$(dirname "$0")/lib.bash"
 work=$(mktemp -d)
@@ -74,4 +75,12 @@ run_log "output.progress=bar when piped: the bar" "$work/fbar.log" yes \
 ! grep -qaE '^step |\[[#.]{30}\]' "$work/none.log" &&
   grep -qa '^done: 400 steps' "$work/none.log" &&
   pass "output.progress=none: neither" || failure "output.progress=none printed progress"
+# monitor lines far apart (a long job's): a step line with the ETA after TSR_PROGRESS_SECONDS
+# without a line (60 by default: none in these short runs, whose lines are checked above)
+TSR_PROGRESS_SECONDS=1 "${direct[@]}" "${run[@]}" --out "$work/o6" --set time.steps=60000 \
+  --set output.monitor_every=1000000 >"$work/quiet.log" 2>&1
+quiet="^step [0-9]+/60000 t=[^ ]+ \\| [^ ]+ cells/s \\| elapsed $mmss ETA [0-9][0-9:d ]*\$"
+[ "$(grep -cE "$quiet" "$work/quiet.log")" -ge 1 ] &&
+  pass "no line for TSR_PROGRESS_SECONDS: a step line with the ETA" ||
+  { cat "$work/quiet.log"; failure "no step line after TSR_PROGRESS_SECONDS"; }
 finish
