@@ -194,12 +194,7 @@ static tsr_err restart(tsr_run_ctx *x) {
                                     tsr_models[c->model].comp, &x->box, data, &info,
                                     tsr_run_restart_accept, x);
   if (!err && info.dt != x->dt && x->restart_same) err = continue_with_dt(x, info.dt);
-  if (!err && (info.step < 0 || info.step > x->nsteps))
-    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                      "checkpoint %s is at step %lld (t = %.9g), past this run's %lld steps: "
-                      "give the run a later end (--set time.end=T or time.steps=N) or restart "
-                      "from an earlier checkpoint (--restart FILE)", info.path,
-                      (long long)info.step, info.time, (long long)x->nsteps);
+  if (!err) err = tsr_run_restart_within(x, &info);
   /* the loop's time is step x dt exactly (a restart then matches bitwise): a file whose
    * attributes disagree was damaged or altered */
   if (!err && info.time != (double)info.step * info.dt)

@@ -171,6 +171,10 @@ tsr_part_opts tsr_run_part_opts(const tsr_case *c);
  * solver/run_restart.c. */
 tsr_err tsr_run_restart_accept(const tsr_checkpoint_info *info, void *arg);
 
+/* Refuses a checkpoint whose step is past this run's last (x->nsteps), saying what to do. Not
+ * collective: every rank read the same step. solver/run_restart.c. */
+tsr_err tsr_run_restart_within(const tsr_run_ctx *x, const tsr_checkpoint_info *info);
+
 /* report.json with the phases' times (their slowest rank's and their mean), written by rank 0.
  * Collective. solver/run.c. */
 tsr_err tsr_run_report(tsr_run_ctx *x, const tsr_run_result *res);

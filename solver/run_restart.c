@@ -131,3 +131,12 @@ tsr_err tsr_run_restart_accept(const tsr_checkpoint_info *info, void *arg) {
   }
   return tsr_run_agree(x->comm, compare_cases(x, info, mine));
 }
+
+tsr_err tsr_run_restart_within(const tsr_run_ctx *x, const tsr_checkpoint_info *info) {
+  TSR_CHECK(info->step >= 0 && info->step <= x->nsteps, TSR_ERR_INPUT,
+            "checkpoint %s is at step %lld (t = %.9g), past this run's %lld steps: give the run "
+            "a later end (--set time.end=T or time.steps=N) or restart from an earlier "
+            "checkpoint (--restart FILE)", info->path, (long long)info->step, info->time,
+            (long long)x->nsteps);
+  return TSR_OK;
+}

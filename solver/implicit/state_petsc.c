@@ -283,12 +283,7 @@ tsr_err tsr_implicit_restart(impl *m, double *t0, double *next_dt) {
                         info.path, info.dt, x->dt, info.dt);
     }
   }
-  if (!err && !m->adaptive && (info.step < 0 || info.step > x->nsteps))
-    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                      "checkpoint %s is at step %lld (t = %.9g), past this run's %lld steps: "
-                      "give the run a later end (--set time.end=T or time.steps=N) or restart "
-                      "from an earlier checkpoint (--restart FILE)", info.path,
-                      (long long)info.step, info.time, (long long)x->nsteps);
+  if (!err && !m->adaptive) err = tsr_run_restart_within(x, &info);
   /* with a fixed dt, step dt's summed by TS (rounding: a few ulps a step) */
   const double tsum = (double)info.step * info.dt;
   if (!err && (info.time < 0.0 ||

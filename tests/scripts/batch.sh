@@ -69,6 +69,9 @@ log=$("$MPIEXEC" -n 1 "$TESSERA_BIN" run "$case" --out "$work/cont" --set time.e
       --set params.kappa=0.8 --restart latest 2>&1); rc=$?
 [ $rc = 2 ] && echo "$log" | grep -q "params.kappa: checkpoint 0.7, this case 0.8" &&
   pass "a later end with another kappa: refused" || { echo "$log" | tail -3; failure "kappa: rc $rc"; }
+log=$("$TESSERA_BIN" run "$case" --out "$work/cont" --set time.end=0.01 --restart latest 2>&1); rc=$?
+[ $rc = 2 ] && echo "$log" | grep -q "at step 120 (t = 0.06), past this run's 20 steps: give the run a later end" &&
+  pass "an earlier end: refused, saying what to do" || { echo "$log" | tail -3; failure "earlier end: rc $rc"; }
 
 # --- signals ------------------------------------------------------------------------------
 long=(--set time.end=2 --set output.checkpoint_every=100)  # 4000 steps: long enough to signal
