@@ -109,7 +109,7 @@ static tsr_err host_alloc(tsr_pinn_engine *e) {
   for (size_t i = 0; i < sizeof a / sizeof *a; ++i) {
     *a[i].p = calloc(1, a[i].bytes ? a[i].bytes : 1);
     TSR_CHECK(*a[i].p, TSR_ERR_MEMORY,
-              "out of memory: the PINN's arrays need %zu more bytes; use fewer points or a "
+              "the PINN's arrays need %zu more bytes; use fewer points or a "
               "smaller network", a[i].bytes);
   }
   return TSR_OK;

@@ -60,7 +60,7 @@ tsr_err tsr_pinn_lbfgs_create(tsr_pinn_engine *e, size_t n, int m, int nterm, in
   if (!a) {
     free(l);
     return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
-                       "out of memory: L-BFGS needs %zu bytes; lower pinn.lbfgs.history",
+                       "L-BFGS needs %zu bytes; lower pinn.lbfgs.history",
                        need * sizeof *a);
   }
   l->theta = a;

@@ -428,7 +428,7 @@ tsr_err tsr_pinn_batch_build(const tsr_case *c, const tsr_pinn_sub *sub, uint64_
   if (!b->X || !b->T) {
     tsr_pinn_batch_free(b);
     return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
-                       "out of memory: %d PINN points; give fewer (pinn.points)", n);
+                       "%d PINN points; give fewer (pinn.points)", n);
   }
   int ni = (int)k.interior;
   interior(c, b, lo, hi, so, draw, ni);
@@ -499,7 +499,7 @@ tsr_err tsr_pinn_grid_points(const tsr_case *c, const tsr_pinn_sub *sub, double 
   int len[3] = {tsr_box_len(&b, 0), tsr_box_len(&b, 1), tsr_box_len(&b, 2)};
   *n = nc;
   *X = malloc((size_t)(nc ? nc : 1) * nin * sizeof **X);
-  TSR_CHECK(*X, TSR_ERR_MEMORY, "out of memory: %lld grid points", (long long)nc);
+  TSR_CHECK(*X, TSR_ERR_MEMORY, "%lld grid points", (long long)nc);
   for (int64_t p = 0; p < nc; ++p) {
     double *x = *X + (size_t)nin * p;
     int idx[3] = {(int)(p % len[0]), (int)(p / len[0] % len[1]),
