@@ -138,6 +138,7 @@ void tsr_stop_margin(tsr_stop *s, double measured_write, double est_write, doubl
 
 static int local_flag(const tsr_stop *s) {
   if (first_signal) return first_signal;
+  if (s->asked) return s->asked;
   int rank;
   MPI_Comm_rank(s->comm, &rank);
   if (rank == 0 && walltime > 0.0 && MPI_Wtime() - s->start + s->margin >= walltime)
@@ -146,6 +147,15 @@ static int local_flag(const tsr_stop *s) {
 }
 
 static int reason(int flag) { return flag == WALLTIME_FLAG ? TSR_STOP_WALLTIME : flag; }
+
+void tsr_stop_ask(tsr_stop *s, int why) {
+  s->asked = why == TSR_STOP_WALLTIME ? WALLTIME_FLAG : why;
+}
+
+void tsr_stop_settle(tsr_stop *s) {
+  if (s->posted) MPI_Wait(&s->req, MPI_STATUS_IGNORE);
+  s->posted = 0;
+}
 
 tsr_err tsr_stop_poll(tsr_stop *s, int now, int *why) {
   *why = 0;

@@ -53,6 +53,7 @@ typedef struct {
   int posted;
   double start;         /* MPI_Wtime at tsr_stop_install */
   double margin;        /* seconds kept before the wall-time limit (tsr_stop_margin) */
+  int asked;            /* a stop asked for from outside comm (tsr_stop_ask): its flag */
 } tsr_stop;
 
 /* Duplicates comm. Collective. Errors: TSR_ERR_MPI. */
@@ -67,6 +68,16 @@ void tsr_stop_margin(tsr_stop *s, double measured_write, double est_write, doubl
  * first step); otherwise it completes the poll posted at the previous call and posts the next
  * one, so a signal is acted on within two steps. Collective over the comm of begin. */
 tsr_err tsr_stop_poll(tsr_stop *s, int now, int *why);
+
+/* A stop asked for from outside the poll's communicator (parareal: another rank group stopped
+ * its iteration; why as tsr_stop_poll gives it): this rank's next poll counts it as a signal
+ * of its own. Not collective. */
+void tsr_stop_ask(tsr_stop *s, int why);
+
+/* Completes a poll in flight and drops its answer, so that the next poll starts afresh (a
+ * step loop that ended before the answer was needed). Collective over the comm of begin, as
+ * the poll is. */
+void tsr_stop_settle(tsr_stop *s);
 
 /* Completes a poll in flight and frees the communicator. Collective. */
 void tsr_stop_end(tsr_stop *s);

@@ -32,7 +32,9 @@ tsr_err tsr_pr_batch_create(struct tsr_run_ctx *fx, int n, tsr_pr_batch **b);
  * launch group by launch group (group g: the contexts of act in g group .. (g + 1) group - 1;
  * act ascending); waits for the result. CUDA graphs of a whole number of steps for each group
  * (captured again when a group's contexts change: where a slice turned exact); plain
- * batched launches for the rest, and everywhere when gpu.graphs is off or a capture failed. */
+ * batched launches for the rest, and everywhere when gpu.graphs is off or a capture failed.
+ * Not interruptible: a stop signal that comes during it is acted on once it returns (the fine
+ * solves' polls, solver/parareal/halt.c, come before and after it). */
 tsr_err tsr_pr_batch_solve(tsr_pr_batch *b, int na, const int *act, const int64_t *steps,
                            tsr_field *const *in, tsr_field *const *out);
 

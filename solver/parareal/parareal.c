@@ -45,37 +45,52 @@ static tsr_err fine_batched(pr *p) {
 /* fv[j] = F(in[j]) for the slices whose inputs changed since their last fine solve: the
  * case's own steps of slice s0 + j at the serial run's times. With a context per slice the
  * slices' steps are issued in turn, a graph launch (or a step) of each at a time, so that the
- * GPU runs the slices together; in batches where they apply (batch.h). */
+ * GPU runs the slices together; in batches where they apply (batch.h).
+ *
+ * A stop (halt.c) is polled before the first step and every h.every steps (at most 16, or a
+ * graph launch of each slice, apart); once the group stops, no step more is issued, those
+ * issued run to their end (the streams are left idle, the slots as any step leaves them: the
+ * next use of a context starts with tsr_pr_graph_begin, and a capture is always whole, begun
+ * and ended within one issue), fv[] is not written and no slice is marked fresh. On the GPU the
+ * poll is on the host, which issues launches ahead of the device: what was queued still runs.
+ * The batched solve (tsr_pr_batch_solve) issues every slice's steps at once and waits for
+ * them, so it is not interrupted: a stop during it is acted on after it. */
 static tsr_err fine_solves(pr *p) {
   double t0 = MPI_Wtime();
   const int m = p->m;
-  if (p->batch) {
-    TSR_CALL(p->fx[0].be->sync(&p->fx[0]));
-    TSR_CALL(fine_batched(p));
-    for (int j = 0; j < m; ++j) p->fresh[j] = 1;
+  /* a stop that came since the last iteration's fine solves: none of this one's steps run */
+  tsr_err err = tsr_pr_halt_poll(p, 1);
+  if (!err && p->batch) {
+    err = p->fx[0].be->sync(&p->fx[0]);
+    if (!err && !p->h.why) err = fine_batched(p);
+    for (int j = 0; j < m && !err && !p->h.why; ++j) p->fresh[j] = 1;
     p->t_iter[T_FINE] += MPI_Wtime() - t0;
-    return TSR_OK;
+    tsr_pr_halt_settle(p);
+    return err;
   }
-  TSR_CALL(p->fx[0].be->sync(&p->fx[0])); /* the inputs were written on its stream */
-  int64_t *done = calloc((size_t)m, sizeof *done);
-  TSR_CHECK(done, TSR_ERR_MEMORY, "out of memory");
-  tsr_err err = TSR_OK;
-  for (int j = 0; j < m && !err; ++j) {
+  if (!err) err = p->fx[0].be->sync(&p->fx[0]); /* the inputs were written on its stream */
+  int64_t *done = calloc((size_t)m, sizeof *done), since = 0;
+  if (!err && !done) err = tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory");
+  for (int j = 0; j < m && !err && !p->h.why; ++j) {
     if (p->fresh[j]) continue;
     const int i = p->nctx > 1 ? j : 0, s = p->s0 + j;
     tsr_run_ctx *x = &p->fx[i];
     err = tsr_pr_graph_begin(p->g[i], x, p->step_of[s]);
     if (!err) err = tsr_parareal_copy(x, x->slot[TSR_SLOT_U], p->in[j]);
-    for (int64_t n = p->step_of[s + 1] - p->step_of[s]; p->nctx == 1 && !err && done[j] < n;) {
+    const int64_t n = p->step_of[s + 1] - p->step_of[s];
+    while (p->nctx == 1 && !err && !p->h.why && done[j] < n) {
       int64_t k;
       err = tsr_pr_graph_issue(p->g[0], x, p->step_of[s] + done[j], n - done[j], &k);
       done[j] += k;
+      if (!err) err = tsr_pr_halt_steps(p, k, &since);
     }
-    if (p->nctx == 1 && !err) err = tsr_parareal_copy(x, p->fv[j], x->slot[TSR_SLOT_U]);
+    if (p->nctx == 1 && !err && !p->h.why)
+      err = tsr_parareal_copy(x, p->fv[j], x->slot[TSR_SLOT_U]);
     if (p->nctx == 1 && !err) err = x->be->sync(x);
   }
-  for (int busy = p->nctx > 1; busy && !err;) {
+  for (int busy = p->nctx > 1; busy && !err && !p->h.why;) {
     busy = 0;
+    int64_t most = 0; /* a round: one launch of each slice */
     for (int j = 0; j < m && !err; ++j) {
       const int s = p->s0 + j;
       const int64_t n = p->step_of[s + 1] - p->step_of[s];
@@ -83,16 +98,19 @@ static tsr_err fine_solves(pr *p) {
       int64_t k;
       err = tsr_pr_graph_issue(p->g[j], &p->fx[j], p->step_of[s] + done[j], n - done[j], &k);
       done[j] += k;
+      most = k > most ? k : most;
       busy = 1;
     }
+    if (!err) err = tsr_pr_halt_steps(p, most, &since);
   }
-  for (int j = 0; p->nctx > 1 && j < m && !err; ++j)
+  for (int j = 0; p->nctx > 1 && j < m && !err && !p->h.why; ++j)
     if (!p->fresh[j]) err = tsr_parareal_copy(&p->fx[j], p->fv[j], p->fx[j].slot[TSR_SLOT_U]);
   for (int j = 0; p->nctx > 1 && j < m && !err; ++j)
     if (!p->fresh[j]) err = p->fx[j].be->sync(&p->fx[j]);
   free(done);
+  tsr_pr_halt_settle(p);
   TSR_CALL(err);
-  for (int j = 0; j < m; ++j) p->fresh[j] = 1;
+  for (int j = 0; j < m && !p->h.why; ++j) p->fresh[j] = 1;
   p->t_iter[T_FINE] += MPI_Wtime() - t0;
   return TSR_OK;
 }
@@ -173,12 +191,20 @@ static tsr_err sweep0(pr *p) {
   return send_end(p, 1.0);
 }
 
+/* The change a group sends on in an iteration that is dropped (no change is negative). */
+#define DROPPED (-1.0)
+
 /* Iteration k >= 1: the fine solves whose inputs changed, then the sweep with the correction.
- * Every decision below is taken from figures reduced over the group, so its ranks agree. */
+ * Every decision below is taken from figures reduced over the group, so its ranks agree. A
+ * group whose fine solves stopped (halt.c), or whose predecessor's did, computes no more: it
+ * still receives and sends on (so that no group waits for it), and the gather drops the
+ * iteration, in[] back as keep[] holds it. */
 static tsr_err sweep(pr *p) {
+  TSR_CALL(tsr_pr_keep(p));
   TSR_CALL(fine_solves(p));
   double ch = 0.0;
   if (p->group > 0) TSR_CALL(recv_start(p, &ch));
+  if (p->h.why || ch < 0.0) return send_end(p, DROPPED);
   int changed = ch != 0.0;
   if (changed) p->fresh[0] = 0;
   for (int j = 0; j < p->m; ++j) {
@@ -201,11 +227,13 @@ static tsr_err sweep(pr *p) {
   return send_end(p, p->chg[2 * (p->m - 1)]);
 }
 
-/* Shares every slice's change and the iteration's times; decides whether to go on. */
-static tsr_err gather(pr *p, int k, int *stop_why) {
-  const int m = p->m, P = p->P;
-  double *mine = malloc(sizeof(double) * (2 * (size_t)m + 1));
-  double *all = malloc(sizeof(double) * (2 * (size_t)m + 1) * (size_t)p->size);
+/* Shares every slice's change and the iteration's times; decides whether to go on. *stop_why:
+ * a signal's number or TSR_STOP_WALLTIME (solver/stop.h), else 0; *dropped: some group's fine
+ * solves stopped, so iteration k did not end: it is not counted, its figures mean nothing. */
+static tsr_err gather(pr *p, int k, int *stop_why, int *dropped) {
+  const int m = p->m, P = p->P, w = 2 * m + 2; /* a rank's row: changes, stop, fine solves cut */
+  double *mine = malloc(sizeof(double) * (size_t)w);
+  double *all = malloc(sizeof(double) * (size_t)w * (size_t)p->size);
   double *h = realloc(p->hist, sizeof(double) * ((size_t)P + T_COUNT) * (size_t)(k + 1));
   if (!mine || !all || !h) {
     free(mine), free(all);
@@ -214,24 +242,38 @@ static tsr_err gather(pr *p, int k, int *stop_why) {
   }
   p->hist = h;
   memcpy(mine, p->chg, sizeof(double) * 2 * (size_t)m);
-  mine[2 * m] = (double)tsr_stop_signal();
+  mine[2 * m] = (double)(p->h.why ? p->h.why : tsr_stop_signal());
+  mine[2 * m + 1] = p->h.why != 0;
   /* the wall time: stop when another iteration (as long as the longest so far) and its
    * checkpoint might not fit */
   const double wt = tsr_stop_walltime(), last = MPI_Wtime() - p->iter_start;
-  if (last > p->iter_longest) p->iter_longest = last;
+  if (last > p->iter_longest && !p->h.why) p->iter_longest = last;
   p->iter_start = MPI_Wtime();
   if (!mine[2 * m] && wt > 0.0 && tsr_stop_elapsed() + 2.0 * p->iter_longest + 1.0 > wt)
     mine[2 * m] = (double)TSR_STOP_WALLTIME;
   double t0 = MPI_Wtime();
-  MPI_Allgather(mine, 2 * m + 1, MPI_DOUBLE, all, 2 * m + 1, MPI_DOUBLE, p->world);
+  MPI_Allgather(mine, w, MPI_DOUBLE, all, w, MPI_DOUBLE, p->world);
   p->t_iter[T_COMM] += MPI_Wtime() - t0;
   double tmax[T_COUNT];
   MPI_Allreduce(p->t_iter, tmax, T_COUNT, MPI_DOUBLE, MPI_MAX, p->world);
+  int sig = 0;
+  *dropped = 0;
+  for (int r = 0; r < p->size; ++r) { /* a signal's number over the wall time's -1 */
+    const double *a = all + (size_t)r * (size_t)w;
+    if (a[2 * m] != 0.0 && sig <= 0) sig = (int)a[2 * m];
+    if (a[2 * m + 1] != 0.0) *dropped = 1;
+  }
+  *stop_why = sig;
+  for (int q = 0; q < T_COUNT; ++q) p->t_iter[q] = 0.0;
+  if (*dropped) {
+    tsr_err err = tsr_pr_halt_drain(p, all, w, 2 * m + 1);
+    free(mine), free(all);
+    return err;
+  }
   double *row = p->hist + (size_t)(k - 1) * (size_t)(P + T_COUNT);
   double worst = 0.0;
-  int sig = 0;
   for (int g = 0; g < p->ngroup; ++g) { /* the group's space rank 0 holds its reduced figures */
-    const double *a = all + (size_t)g * (size_t)p->nspace * (size_t)(2 * m + 1);
+    const double *a = all + (size_t)g * (size_t)p->nspace * (size_t)w;
     for (int j = 0; j < m; ++j) {
       const double d = a[2 * j], u = a[2 * j + 1];
       const double rel = u > 0.0 ? d / u : d;
@@ -239,13 +281,9 @@ static tsr_err gather(pr *p, int k, int *stop_why) {
       worst = rel <= worst ? worst : (isnan(rel) ? INFINITY : rel);
     }
   }
-  for (int r = 0; r < p->size; ++r) /* a signal's number over the wall time's -1 */
-    if (all[(size_t)r * (size_t)(2 * m + 1) + 2 * m] != 0.0 && sig <= 0)
-      sig = (int)all[(size_t)r * (size_t)(2 * m + 1) + 2 * m];
   for (int q = 0; q < T_COUNT; ++q) {
     row[P + q] = tmax[q];
     p->t[q] += tmax[q];
-    p->t_iter[q] = 0.0;
   }
   free(mine), free(all);
   p->nhist = k;
@@ -256,7 +294,6 @@ static tsr_err gather(pr *p, int k, int *stop_why) {
             "parareal.coarse_cfl or parareal.coarse_dt", p->c->path, k, p->fx[0].dt,
             p->fx[0].dt_stable, p->dtc_max, p->limit);
   p->converged = worst < p->c->parareal.tol;
-  *stop_why = sig;
   return TSR_OK;
 }
 
@@ -470,6 +507,8 @@ static tsr_err pr_setup(tsr_run_ctx *x) {
   p->rank = x->rank;
   p->size = x->size;
   p->nctx = 1;
+  p->h.comm = MPI_COMM_NULL;
+  p->h.in = MPI_REQUEST_NULL;
   TSR_ALLOC(p->fx, 1, "parareal's fine context");
   tsr_run_ctx_init(&p->fx[0], p->c, p->world, &x->opts); /* safe to free until set-up */
   tsr_run_ctx_init(&p->coarse, p->c, p->world, &x->opts);
@@ -477,6 +516,7 @@ static tsr_err pr_setup(tsr_run_ctx *x) {
   /* collective, agreed (and so after the set-up's agreement): NCCL's or MPI's */
   TSR_CALL(tsr_pr_link_create(&p->fx[0], p->world, p->group > 0 ? p->rank - p->nspace : -1,
                               last_group(p) ? -1 : p->rank + p->nspace, &p->link));
+  TSR_CALL(tsr_run_agree(p->world, tsr_pr_halt_begin(p)));
   return serial_probe(p);
 }
 
@@ -519,16 +559,47 @@ static tsr_err pr_start(tsr_run_ctx *x) {
   return tsr_run_agree(p->world, sweep0(p));
 }
 
+/* After iteration k was dropped (gather): in[] back to the states iteration k - 1 ended with,
+ * their checkpoint where output.checkpoint_every skipped it (so that the stop costs only the
+ * iteration it cut), and the message. Collective over the world. */
+static tsr_err stop_dropped(pr *p, tsr_run_ctx *x, int k, int why) {
+  const tsr_run_opts *o = &x->opts;
+  const char *by = why > 0 ? "a signal" : "the wall-time limit";
+  TSR_CALL(tsr_run_agree(p->world, tsr_pr_restore(p)));
+  const int have = k - 1; /* 0: the run's first iteration, or a restart's from nothing */
+  if (o->write_output && have >= 1 && p->ckpt_iteration != have) {
+    TSR_CALL(tsr_pr_checkpoint(p, have));
+    p->ckpt_iteration = have;
+  }
+  if (p->rank != 0) return TSR_OK;
+  if (have < 1)
+    printf("parareal: stopped by %s before its first iteration ended; nothing to continue "
+           "from\n", by);
+  else if (!o->write_output)
+    printf("parareal: stopped by %s during iteration %d, which is dropped; the run writes no "
+           "output: nothing to continue from\n", by, k);
+  else
+    printf("parareal: stopped by %s during iteration %d, which is dropped; continue from the "
+           "checkpoint of iteration %d, %s/parareal_%04d.h5, with: tessera run %s --restart "
+           "latest\n", by, k, have, x->out_dir, have, p->c->path);
+  fflush(stdout);
+  return TSR_OK;
+}
+
 /* The iterations until the changes fall below tol, the last one, or a stop; the slices' ends
- * due as snapshots; the result. */
+ * due as snapshots; the result. A stop is acted on inside an iteration (halt.c): that
+ * iteration is dropped, and the run stops with the states of the one before. */
 static tsr_err pr_advance(tsr_run_ctx *x, tsr_run_result *res) {
   pr *p = x->method;
   const tsr_run_opts *o = &x->opts;
   const tsr_case_every *every = o->write_output ? &p->c->output.checkpoint_every : NULL;
-  int why = 0;
-  for (int k = p->k0 + 1; k <= p->c->parareal.max_iterations; ++k) {
+  int why = 0, dropped = 0, k;
+  /* --inject-fault step=0 (kind signal): before the first iteration, which is then dropped */
+  if (p->k0 == 0) tsr_fault_after_step(o->fault, p->rank, 0, x->out_dir);
+  for (k = p->k0 + 1; k <= p->c->parareal.max_iterations; ++k) {
     TSR_CALL(tsr_run_agree(p->world, sweep(p)));
-    TSR_CALL(gather(p, k, &why));
+    TSR_CALL(gather(p, k, &why, &dropped));
+    if (dropped) break;
     say_iteration(p, k, MPI_Wtime() - p->start);
     if (p->converged) break;
     /* an iteration's checkpoint, and one where a signal stops the run: it goes on from there */
@@ -541,6 +612,11 @@ static tsr_err pr_advance(tsr_run_ctx *x, tsr_run_result *res) {
     if (why) break;
   }
   TSR_CALL(tsr_run_agree(p->world, tsr_pr_link_wait(p->link)));
+  if (dropped) {
+    TSR_CALL(stop_dropped(p, x, k, why));
+    res->stopped = why;
+    return TSR_OK;
+  }
   if (!why && !p->converged && p->rank == 0 && !o->quiet) {
     printf("parareal: the changes did not fall below tol %g in %d iterations%s\n",
            p->c->parareal.tol, p->iterations,
@@ -585,6 +661,7 @@ static tsr_err pr_finish(tsr_run_ctx *x, tsr_run_result *res) {
 static void pr_teardown(tsr_run_ctx *x) {
   pr *p = x->method;
   if (!p) return;
+  tsr_pr_halt_end(p);
   tsr_pr_teardown(p);
   if (p->fx) tsr_run_ctx_free(&p->fx[0]);
   free(p->fx);

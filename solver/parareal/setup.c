@@ -125,11 +125,15 @@ static tsr_err new_field(pr *p, tsr_field **f) {
 static tsr_err state(pr *p) {
   const int m = p->m;
   TSR_ALLOC(p->in, (size_t)m + 1, "parareal states");
+  TSR_ALLOC(p->keep, (size_t)m + 1, "parareal states");
   TSR_ALLOC(p->fv, (size_t)m, "parareal states");
   TSR_ALLOC(p->gold, (size_t)m, "parareal states");
   TSR_ALLOC(p->fresh, (size_t)m, "parareal states");
   TSR_ALLOC(p->chg, 2 * (size_t)m, "parareal states");
-  for (int j = 0; j <= m; ++j) TSR_CALL(new_field(p, &p->in[j]));
+  for (int j = 0; j <= m; ++j) {
+    TSR_CALL(new_field(p, &p->in[j]));
+    TSR_CALL(new_field(p, &p->keep[j]));
+  }
   for (int j = 0; j < m; ++j) {
     TSR_CALL(new_field(p, &p->fv[j]));
     TSR_CALL(new_field(p, &p->gold[j]));
@@ -221,6 +225,7 @@ void tsr_pr_teardown(pr *p) {
   tsr_pr_graph_destroy(&p->gc);
   free(p->g);
   for (int j = 0; p->in && j <= p->m; ++j) tsr_field_destroy(&p->in[j]);
+  for (int j = 0; p->keep && j <= p->m; ++j) tsr_field_destroy(&p->keep[j]);
   for (int j = 0; p->fv && j < p->m; ++j) {
     tsr_field_destroy(&p->fv[j]);
     tsr_field_destroy(&p->gold[j]);
@@ -228,7 +233,7 @@ void tsr_pr_teardown(pr *p) {
   tsr_field_destroy(&p->gnew);
   tsr_field_destroy(&p->scratch);
   tsr_pr_link_destroy(&p->link);
-  free(p->in), free(p->fv), free(p->gold), free(p->fresh), free(p->chg);
+  free(p->in), free(p->keep), free(p->fv), free(p->gold), free(p->fresh), free(p->chg);
   free(p->sbuf), free(p->rbuf), free(p->step_of), free(p->cn), free(p->cdt), free(p->hist);
   tsr_run_ctx_free(&p->coarse);
   for (int i = 1; p->fx && i < p->nctx; ++i) tsr_run_ctx_free(&p->fx[i]);

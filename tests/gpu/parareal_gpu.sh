@@ -245,17 +245,19 @@ if [ "$ranks" = 2 ]; then
     else failure "link: NCCL and MPI differ"; fi
   fi
 fi
-# checkpoints on the GPU: 3 iterations straight against a stop after iteration 1 (a signal)
-# continued from its checkpoint, bit for bit
+# checkpoints on the GPU: 3 iterations straight against a signal after iteration 1 (iteration
+# 2 is dropped at its start, the run stops with iteration 1's checkpoint) continued from it,
+# bit for bit
 C="--set decomposition.time_slices=4 --set parareal.slices_per_rank=4 --set parareal.max_iterations=3"
 C="$C --set parareal.tol=1e-300 --set output.checkpoint_every=1 --set output.snapshot_every=1000"
 if run_ok "gpu checkpoints straight" 1 "$work/heat.yaml" --out "$work/cs" --backend cuda $C; then
   "$MPIEXEC" -n 1 "$TESSERA_BIN" run "$work/heat.yaml" --out "$work/ck" --backend cuda $C \
     --inject-fault rank=0,step=1,kind=signal >"$work/ck.log" 2>&1
   rc=$?
-  if [ $rc = 4 ] && run_ok "gpu continued" 1 "$work/heat.yaml" --out "$work/ck" --backend cuda $C \
+  if [ $rc = 4 ] && [ "$(cat "$work/ck/latest")" = parareal_0001.h5 ] &&
+     run_ok "gpu continued" 1 "$work/heat.yaml" --out "$work/ck" --backend cuda $C \
        --restart latest && same "$work/cs/final.h5" "$work/ck/final.h5"; then
-    pass "gpu checkpoints: stopped after an iteration (exit 4), continued, the same bits"
+    pass "gpu checkpoints: iteration 2 dropped on a signal (exit 4), continued from 1, the same bits"
   else tail -3 "$work/ck.log"; failure "gpu checkpoints (rc $rc)"; fi
 fi
 finish

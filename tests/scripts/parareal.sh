@@ -7,6 +7,9 @@
 #   advection-diffusion in single precision with a periodic axis);
 # - convergence: heat and Allen-Cahn stop below tol in far fewer iterations than slices, within
 #   tol of the serial result; the wave equation's iterations are reported;
+# - checkpoints and stops: a rank lost, a signal (on one rank, with or without
+#   checkpoint_every, in the first iteration, and from outside in the middle of a long
+#   iteration) or --walltime drops the iteration in progress; continued, the same bits;
 # - report.json's parareal member, and refusals (rank counts, an unstable coarse step, a
 #   link TESSERA_PARAREAL_LINK cannot give).
 set -u
@@ -189,10 +192,15 @@ then pass "report.json: parareal's settings, iterations, per-slice changes and t
 else failure "report.json: the parareal member is missing or wrong"; fi
 
 # --- checkpoints: 3 iterations straight = killed after 2 (or stopped by a signal, which
-# comes during iteration 2 and stops the run after it) and continued, on another grouping and
-# rank count, bit for bit ----------------------------
-C="--set decomposition.time_slices=4 --set parareal.max_iterations=3 --set parareal.tol=1e-300"
-C="$C --set output.checkpoint_every=1 --set output.snapshot_every=1000"
+# comes after iteration 1: iteration 2 is dropped, the run stops with the states of 1) and
+# continued, on another grouping and rank count, bit for bit ----------------------------
+N="--set decomposition.time_slices=4 --set parareal.max_iterations=3 --set parareal.tol=1e-300"
+N="$N --set output.snapshot_every=1000"
+C="$N --set output.checkpoint_every=1"
+ckpts() { ls "$1" | grep parareal_ | tr '\n' ' '; }
+no_tmp() { [ -z "$(find "$1" -name '*.tmp')" ]; }
+dropped="stopped by a signal during iteration 2, which is dropped; continue from the checkpoint"
+dropped="$dropped of iteration 1"
 if run_ok "checkpoints straight" 2 "$work/heat.yaml" --out "$work/cs" $C --set parareal.slices_per_rank=2; then
   log=$("$TESSERA_BIN" supervise --max-restarts 1 -- "$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/heat.yaml" \
     --out "$work/ck" $C --set parareal.slices_per_rank=2 --inject-fault rank=1,step=2,kind=exit 2>&1); rc=$?
@@ -202,12 +210,49 @@ if run_ok "checkpoints straight" 2 "$work/heat.yaml" --out "$work/cs" $C --set p
   else echo "$log" | tail -5; failure "checkpoints: supervise's relaunch (rc $rc)"; fi
   log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/heat.yaml" --out "$work/sig" $C \
     --set parareal.slices_per_rank=2 --inject-fault rank=0,step=1,kind=signal 2>&1); rc=$?
-  if [ $rc = 4 ] && echo "$log" | grep -q "stopped by a signal after iteration 2, with its checkpoint" &&
+  if [ $rc = 4 ] && echo "$log" | grep -q "$dropped, $work/sig/parareal_0001.h5" &&
+     ! echo "$log" | grep -q "parareal iteration 2" &&
+     [ "$(ckpts "$work/sig")" = "parareal_0001.h5 " ] &&
      run_ok "checkpoints: continued on 1 rank" 1 "$work/heat.yaml" --out "$work/sig" $C \
        --set parareal.slices_per_rank=4 --restart latest &&
      same "$work/cs/final.h5" "$work/sig/final.h5"; then
-    pass "checkpoints: a signal stops the run after the iteration in progress (exit 4); continued on 1 rank, the same bits"
+    pass "checkpoints: a signal drops the iteration in progress (exit 4, no figures or checkpoint" \
+      "of it); continued on 1 rank, the same bits"
   else echo "$log" | tail -5; failure "checkpoints: the signal's stop and continuation (rc $rc)"; fi
+  # the same without output.checkpoint_every, on 2 groups of 2 space ranks, the signal on one
+  # rank (space rank 1 of group 0): the group stops together, tells group 1, and iteration 1,
+  # which had no checkpoint, gets one at the stop
+  log=$("$MPIEXEC" -n 4 "$TESSERA_BIN" run "$work/heat.yaml" --out "$work/sig4" $N \
+    --set parareal.slices_per_rank=2 --inject-fault rank=1,step=1,kind=signal 2>&1); rc=$?
+  if [ $rc = 4 ] && echo "$log" | grep -q "$dropped, $work/sig4/parareal_0001.h5" &&
+     [ "$(ckpts "$work/sig4")" = "parareal_0001.h5 " ] &&
+     [ "$(cat "$work/sig4/latest")" = parareal_0001.h5 ] && no_tmp "$work/sig4" &&
+     run_ok "checkpoints: continued on 2 ranks" 2 "$work/heat.yaml" --out "$work/sig4" $N \
+       --set parareal.slices_per_rank=2 --restart latest &&
+     same "$work/cs/final.h5" "$work/sig4/final.h5"; then
+    pass "checkpoints: a signal on one space rank drops iteration 2 on every group; iteration" \
+      "1's checkpoint written at the stop; continued, the same bits"
+  else
+    echo "$log" | tail -5; ls "$work/sig4"
+    failure "checkpoints: one rank's signal without checkpoint_every (rc $rc)"
+  fi
+  # a signal before the first iteration ends: nothing to continue from
+  log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/heat.yaml" --out "$work/sig0" $N \
+    --set parareal.slices_per_rank=2 --inject-fault rank=1,step=0,kind=signal 2>&1); rc=$?
+  first="before its first iteration ended; nothing to continue from"
+  if [ $rc = 4 ] && echo "$log" | grep -q "stopped by a signal $first" &&
+     [ -z "$(ckpts "$work/sig0")" ] && [ ! -e "$work/sig0/latest" ] &&
+     [ ! -e "$work/sig0/final.h5" ]; then
+    pass "checkpoints: a signal in iteration 1 stops the run at once, nothing written (exit 4)"
+  else echo "$log" | tail -5; failure "checkpoints: a signal in iteration 1 (rc $rc)"; fi
+  # --walltime within the margin a stop keeps (a checkpoint's write, 1 s): polled inside the
+  # iterations, it drops iteration 1 at once rather than letting it run past the limit
+  log=$("$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/heat.yaml" --out "$work/wall" $N \
+    --set parareal.slices_per_rank=2 --walltime 1 2>&1); rc=$?
+  if [ $rc = 4 ] && echo "$log" | grep -q "stopped by the wall-time limit $first" &&
+     ! echo "$log" | grep -q "parareal iteration 1" && [ -z "$(ckpts "$work/wall")" ]; then
+    pass "checkpoints: --walltime shorter than its margin drops iteration 1 (exit 4)"
+  else echo "$log" | tail -5; failure "checkpoints: --walltime in iteration 1 (rc $rc)"; fi
   if [ "$(ls "$work/cs" | grep parareal_ | tr '\n' ' ')" = "parareal_0001.h5 parareal_0002.h5 " ] &&
      [ "$(cat "$work/cs/latest")" = parareal_0002.h5 ]; then
     pass "checkpoints: parareal_0001.h5 and 0002.h5 (none at the last iteration), latest names 0002"
@@ -217,6 +262,52 @@ if run_ok "checkpoints straight" 2 "$work/heat.yaml" --out "$work/cs" $C --set p
     failure "checkpoints: 8 slices from a checkpoint of 4 accepted" ||
     { echo "$log" | grep -q "holds the states of 4 time slices and this run has 8" &&
       pass "checkpoints: another slice count refused" || failure "checkpoints: refusal message"; }
+fi
+
+# --- a stop inside a long iteration: SIGUSR1 to mpirun (which forwards it to the ranks) 0.15 s
+# into iteration 2, whose fine solve takes about 0.8 s here (the same as iteration 1's): the
+# ranks stop within a few fine steps, well before the iteration would have ended, drop it, and
+# write iteration 1's checkpoint; continued, the run equals the serial one (2 slices, 2
+# iterations), computed meanwhile. (Not under the sanitizers: the timing is the point.)
+if [ -z "${TSR_SANITIZED:-}" ]; then
+  sed 's/cells: \[32, 32\]/cells: [128, 128]/; s/steps: 96/steps: 16000/' "$work/heat.yaml" |
+    sed 's/, snapshot_every: 24//' >"$work/long.yaml"
+  L="--set decomposition.time_slices=2 --set parareal.slices_per_rank=1 --set parareal.coarsen=4"
+  L="$L --set parareal.max_iterations=2 --set parareal.tol=1e-300"
+  d=$work/mid
+  "$MPIEXEC" -n 2 "$TESSERA_BIN" run "$work/long.yaml" --out "$d" $L >"$d.log" 2>&1 &
+  pid=$!
+  until grep -q "parareal iteration 1:" "$d.log" || ! kill -0 $pid 2>/dev/null; do
+    sleep 0.02
+  done
+  sleep 0.15
+  t0=$(date +%s.%N)
+  kill -USR1 $pid
+  until grep -q "parareal: stopped" "$d.log" || ! kill -0 $pid 2>/dev/null; do sleep 0.01; done
+  t1=$(date +%s.%N)
+  wait $pid; rc=$?
+  t2=$(date +%s.%N)
+  fine=$(sed -n 's/^parareal iteration 1: .* fine \([0-9.]*\) s,.*/\1/p' "$d.log")
+  lat=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+  end=$(awk -v a="$t0" -v b="$t2" 'BEGIN { printf "%.2f", b - a }')
+  if [ $rc = 4 ] && [ -n "$fine" ] && awk -v l="$lat" -v f="$fine" 'BEGIN { exit !(l < f / 2) }' &&
+     grep -q "$dropped, $d/parareal_0001.h5" "$d.log" && ! grep -q "parareal iteration 2" "$d.log" &&
+     [ "$(cat "$d/latest")" = parareal_0001.h5 ] && [ "$(ckpts "$d")" = "parareal_0001.h5 " ] &&
+     no_tmp "$d"; then
+    pass "a stop inside an iteration: stopped $lat s after SIGUSR1 (an iteration's fine solve:" \
+      "$fine s; mpirun ended $end s after), iteration 2 dropped, latest names parareal_0001.h5"
+  else
+    tail -5 "$d.log"
+    failure "a stop inside an iteration: rc $rc, stopped $lat s after the signal (fine $fine s)"
+  fi
+  "$TESSERA_BIN" run "$work/long.yaml" --out "$work/long_serial" $q >/dev/null 2>&1 &
+  spid=$!
+  run_ok "a stop inside an iteration: continued" 2 "$work/long.yaml" --out "$d" $q $L \
+    --restart latest
+  wait $spid
+  same "$work/long_serial/final.h5" "$d/final.h5" &&
+    pass "a stop inside an iteration: continued from parareal_0001.h5, the serial run's bits" ||
+    failure "a stop inside an iteration: the continuation differs from the serial run"
 fi
 
 # --- refusals ---------------------------------------------------------------------------------
