@@ -138,12 +138,7 @@ tsr_err tsr_pr_checkpoint(pr *p, int k) {
 enum { MAX_CAND = 16 };
 static tsr_err restart_paths(const pr *p, char path[][4200], int *n) {
   const tsr_run_ctx *x = &p->fx[0];
-  const char *spec = x->opts.restart;
   *n = 0;
-  if (strcmp(spec, "latest") != 0) {
-    snprintf(path[(*n)++], sizeof path[0], "%s", spec);
-    return TSR_OK;
-  }
   char name[256] = "";
   int k = 0;
   if (p->rank == 0) tsr_checkpoint_get_latest(x->out_dir, name, sizeof name);
@@ -223,34 +218,38 @@ static tsr_err restart_from(pr *p, const char *path, int *k, int *refused) {
   return TSR_OK;
 }
 
+/* tsr_pr_restart's reader for tsr_checkpoint_first */
+typedef struct {
+  pr *p;
+  int *k;
+} restart_arg;
+
+static tsr_err read_one(const char *path, int *refused, char *at, size_t n, void *arg) {
+  restart_arg *a = arg;
+  tsr_err err = restart_from(a->p, path, a->k, refused);
+  if (!err) snprintf(at, n, "iteration %d", *a->k);
+  return err;
+}
+
 tsr_err tsr_pr_restart(pr *p, int *k) {
+  const char *spec = p->fx[0].opts.restart;
   char(*path)[4200] = malloc(MAX_CAND * sizeof *path);
   TSR_CHECK(path, TSR_ERR_MEMORY, "out of memory");
-  int n = 0, refused = 0, used = -1;
-  tsr_err err = tsr_run_agree(p->world, restart_paths(p, path, &n));
-  char failed[4096] = "";
-  for (int i = 0; !err && i < n && used < 0; ++i) {
-    tsr_err e = restart_from(p, path[i], k, &refused);
-    if (!e) used = i;
-    else if (refused || n == 1) err = e;
-    else {
-      size_t len = strlen(failed);
-      snprintf(failed + len, sizeof failed - len, "\n  %s", tsr_err_message());
-      if (p->rank == 0) {
-        fprintf(stderr, "tessera: restart: skipping %s\n", tsr_err_message());
-        fflush(stderr);
-      }
-    }
+  int n = 0, used = -1, refused = 0;
+  tsr_err err = TSR_OK;
+  if (strcmp(spec, "latest") != 0) {
+    snprintf(path[0], sizeof path[0], "%s", spec);
+    err = restart_from(p, path[0], k, &refused);
+    used = 0;
+  } else {
+    err = tsr_run_agree(p->world, restart_paths(p, path, &n));
+    const char *paths[MAX_CAND];
+    for (int i = 0; i < n; ++i) paths[i] = path[i];
+    restart_arg a = {p, k};
+    if (!err)
+      err = tsr_checkpoint_first(p->rank == 0, p->fx[0].out_dir, n, paths, 1, 1, read_one, &a,
+                                 &used);
   }
-  if (!err && used < 0)
-    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                      "--restart latest: no parareal checkpoint in '%s' reads:%s",
-                      p->fx[0].out_dir, failed);
-  /* latest names it: a stop during the next iteration need not write it again */
-  if (!err && used == 0 && !strcmp(p->fx[0].opts.restart, "latest")) p->ckpt_iteration = *k;
-  if (!err && used > 0 && p->rank == 0)
-    printf("restart: the checkpoint 'latest' names does not read; using the older '%s'\n",
-           path[used]);
   char from[4200] = "";
   if (used >= 0) snprintf(from, sizeof from, "%s", path[used]);
   free(path);
