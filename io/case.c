@@ -18,7 +18,8 @@
  *                            output files in 32 bits (half the memory and traffic); every cell's
  *                            update is still computed in double and rounded once when stored
  *   grid:                    required
- *     cells: [nx, ny(, nz)]  required; 2 or 3 integers >= 1; their count is the dimension
+ *     cells: [nx, ny(, nz)]  required; 2 or 3 integers from 1 to 2^29, at most 2^53 cells in
+ *                            all; their count is the dimension
  *     lo: [..]               optional, default all 0; one number per axis
  *     hi: [..]               optional, default all 1; hi > lo on every axis
  *     periodic: BOOL | [..]  optional, default false; one boolean for all axes or one per axis
@@ -394,6 +395,31 @@ static int read_counts(tsr_vctx *v, const char *key, const tsr_yaml_node *n, int
   return ok;
 }
 
+/* Box corners are int: a periodic image shifts a box by a whole axis and ghosts reach past it,
+ * so an axis of 2 x TSR_CASE_MAX_AXIS_CELLS plus the deepest ghosts still fits. The product is
+ * int64 in the code and a double in its figures (cells/s, partition weights, memory): up to
+ * TSR_CASE_MAX_CELLS it is exact in both. Larger grids wrapped to negative cell counts and
+ * byte counts ("out of memory" for 18446744022169944072 bytes). */
+static int grid_size_ok(tsr_vctx *v, const tsr_yaml_node *n, const int *cells) {
+  int ok = 1;
+  double total = 1.0;
+  for (int i = 0; i < n->n; ++i) {
+    total *= cells[i];
+    if (cells[i] <= TSR_CASE_MAX_AXIS_CELLS) continue;
+    tsr_vat(v, n->items[i], "grid.cells[%d]: at most %d cells per axis (box corners are 32-bit "
+            "integers, with room for ghosts and periodic images), got %d", i,
+            TSR_CASE_MAX_AXIS_CELLS, cells[i]);
+    ok = 0;
+  }
+  if (ok && total > (double)TSR_CASE_MAX_CELLS) {
+    tsr_vat(v, n, "grid.cells: %.4g cells in all, more than tessera counts (at most 2^53 = "
+            "%.4g, exactly as an int64 and a double); give fewer cells", total,
+            (double)TSR_CASE_MAX_CELLS);
+    ok = 0;
+  }
+  return ok;
+}
+
 static void read_grid(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {
   static const char *const keys[] = {"cells", "lo", "hi", "periodic"};
   tsr_case *c = v->c;
@@ -412,7 +438,8 @@ static void read_grid(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_ent
   int cells[3] = {1, 1, 1};
   if (!ce)
     tsr_vkey(v, e, "grid: missing 'cells'; e.g. cells: [64, 64]");
-  else if (read_counts(v, "grid.cells", ce->value, 0, cells)) {
+  else if (read_counts(v, "grid.cells", ce->value, 0, cells) &&
+           grid_size_ok(v, ce->value, cells)) {
     c->dim = ce->value->n;
     memcpy(c->cells, cells, sizeof cells);
   }

@@ -211,6 +211,10 @@ typedef struct {
   } debug;
 } tsr_case;
 
+/* The largest grids a case may give (io/case.c says why): cells per axis, cells in all. */
+#define TSR_CASE_MAX_AXIS_CELLS (1 << 29)
+#define TSR_CASE_MAX_CELLS ((int64_t)1 << 53)
+
 /* The largest case file tsr_case_load reads, in bytes (a case file is a few KB). */
 #define TSR_CASE_MAX_BYTES (64 << 20)
 

@@ -9,7 +9,7 @@
  *                            a whole number of steps lands on T)
  *     adaptive: false        true: PETSc's TS adaptivity chooses each step from dt on,
  *                            keeping the local error estimate within rtol/atol
- *     rtol: 1e-4, atol: 1e-6 > 0; with adaptive: true only
+ *     rtol: 1e-4, atol: 1e-6 in [1e-14, 1) and [1e-100, 1); with adaptive: true only
  *   petsc: {OPTION: VALUE}   optional; PETSc options, the name without or with its dash
  *                            (ksp_type: cg, -pc_type: gamg, ksp_rtol: 1e-8); a value is a
  *                            scalar, or empty/null for an option that takes none
@@ -95,6 +95,14 @@ void tsr_case_read_implicit_time(tsr_vctx *v, const tsr_yaml_node *root, const t
              "give time.end instead");
   static const char *const tols[] = {"rtol", "atol"};
   double *dst[] = {&c->implicit.rtol, &c->implicit.atol};
+  /* the smallest tolerances a double run resolves: a relative error below 1e-14 (about 50
+   * roundings of 2.2e-16) is rounding, not truncation; PETSc's error norm sums the squares of
+   * error / atol, which overflow past 1e154 (1e-300 stopped the run with PETSc's "Infinite or
+   * not-a-number generated in normr", exit 1) */
+  static const double least[] = {1e-14, 1e-100};
+  static const char *const why[] = {
+      "the error estimate cannot resolve a relative error below 50 roundings of double",
+      "PETSc's error norm squares error/atol, which overflows for smaller ones"};
   for (int i = 0; i < 2; ++i) {
     if (!(x = tsr_yaml_find(t, tols[i]))) continue;
     char key[32];
@@ -103,8 +111,11 @@ void tsr_case_read_implicit_time(tsr_vctx *v, const tsr_yaml_node *root, const t
       tsr_vkey(v, x, "%s: a tolerance of the adaptive step; add time.adaptive: true or remove "
                "it", key);
     else if (tsr_vnumber(v, key, x->value, &d)) {
-      if (d > 0.0 && d < 1.0) *dst[i] = d;
-      else tsr_vat(v, x->value, "%s: expected a tolerance in (0, 1), got %g", key, d);
+      if (d >= least[i] && d < 1.0) *dst[i] = d;
+      else if (d > 0.0 && d < least[i])
+        tsr_vat(v, x->value, "%s: expected a tolerance in [%g, 1), got %g: %s", key, least[i], d,
+                why[i]);
+      else tsr_vat(v, x->value, "%s: expected a tolerance in [%g, 1), got %g", key, least[i], d);
     }
   }
 }

@@ -20,7 +20,7 @@
  *       interface: cells     several ranks: points on the faces shared by neighbour boxes,
  *                            cells: the shared face cells' centres (times `times` levels);
  *                            N: N random points per shared face piece, integer >= 1
- *     weights: {pde: 1, boundary: 1, initial: 1}   loss weights, >= 0
+ *     weights: {pde: 1, boundary: 1, initial: 1}   loss weights, >= 0, not all three 0
  *       interface_value: 1   (u - (u + u_nb)/2)^2 at interface points (XPINN)
  *       interface_flux: 1    (n.grad u + n_nb.grad u_nb)^2 (cPINN)
  *       interface_residual: 1  (r - r_nb)^2 (XPINN)
@@ -195,6 +195,14 @@ static void read_weights(tsr_vctx *v, const tsr_yaml_entry *e, int timed) {
     else
       *dst[i] = d;
   }
+  /* the terms that tie the network to the problem (the interface terms only tie subdomains to
+   * each other): all 0, the loss is 0 whatever the network computes, and a run trained on
+   * nothing and ended with exit 0 */
+  if (c->pinn.w_pde == 0.0 && c->pinn.w_boundary == 0.0 && (!timed || c->pinn.w_initial == 0.0))
+    tsr_vat(v, o, "pinn.weights: %s 0: the loss is 0 whatever the network computes, and "
+            "training would change nothing; give one of them a weight > 0",
+            timed ? "pde, boundary and initial are all" : "pde and boundary (a steady model "
+            "has no initial term) are both");
 }
 
 static void read_adam(tsr_vctx *v, const tsr_yaml_entry *e) {

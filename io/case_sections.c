@@ -365,13 +365,21 @@ void tsr_case_read_decomposition(tsr_vctx *v, const tsr_yaml_entry *e) {
       }
       c->decomp.nweights = n->n;
       char k[64];
+      int ok = 1;
+      double sum = 0.0;
       for (int i = 0; i < n->n; ++i) {
         snprintf(k, sizeof k, "decomposition.weights[%d]", i);
         double w;
-        if (!tsr_vnumber(v, k, n->items[i], &w)) continue;
-        if (w > 0.0) c->decomp.weights[i] = w;
-        else tsr_vat(v, n->items[i], "%s: must be > 0, got %g", k, w);
+        if (!tsr_vnumber(v, k, n->items[i], &w)) ok = 0;
+        else if (w > 0.0) c->decomp.weights[i] = w, sum += w;
+        else ok = 0, tsr_vat(v, n->items[i], "%s: must be > 0, got %g", k, w);
       }
+      /* the partitioners cut at each rank's share of the sum (summed in rank order, as here):
+       * an infinite sum made every share NaN and the boxes garbage */
+      if (ok && !isfinite(sum))
+        tsr_vat(v, n, "decomposition.weights: they add up to %g, past double's range: the "
+                "partition divides each rank's weight by the sum; give relative speeds such as "
+                "[1, 2]", sum);
     }
   }
   long ts;

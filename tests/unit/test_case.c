@@ -326,6 +326,12 @@ static const bad_case bad[] = {
     {MODEL GRID INIT "time: {scheme: rk3}\n", {0}, {"c.yaml:4:1: time: missing time.end or time.steps"}},
     /* model and grid shape */
     {"model: haet\n" GRID INIT TIME, {0}, {"c.yaml:1:8: model: unknown value 'haet' (did you mean 'heat'?)"}},
+    /* grids past the code's index types: 2147483647^3 printed negative cells in tessera check
+     * and ran out of memory for a wrapped byte count */
+    {MODEL "grid: {cells: [2147483647, 16]}\n" INIT TIME, {0},
+     {"c.yaml:2:16: grid.cells[0]: at most 536870912 cells per axis", "2147483647"}},
+    {MODEL "grid: {cells: [2097152, 2097152, 4096]}\n" INIT TIME, {0},
+     {"c.yaml:2:15: grid.cells: 1.801e+16 cells in all, more than tessera counts"}},
     {MODEL "grid: {cells: [4, 4, 4, 4]}\n" INIT TIME, {0},
      {"c.yaml:2:15: grid.cells: expected 2 or 3 positive integers, got 4 values"}},
     {MODEL "grid: {cells: [4, 4], lo: [0, 0, 0]}\n" INIT TIME, {0},
@@ -364,7 +370,15 @@ static const bad_case bad[] = {
     {IMPL "time: {dt: 0.1, end: 1, rtol: 1e-3}\n", {0},
      {"c.yaml:5:25: time.rtol: a tolerance of the adaptive step; add time.adaptive: true"}},
     {IMPL "time: {dt: 0.1, steps: 3, adaptive: true}\n", {0}, {"time.steps: an adaptive run takes as many steps"}},
-    {IMPL "time: {dt: 0.1, end: 1, adaptive: true, atol: 2}\n", {0}, {"time.atol: expected a tolerance in (0, 1), got 2"}},
+    {IMPL "time: {dt: 0.1, end: 1, adaptive: true, atol: 2}\n", {0},
+     {"time.atol: expected a tolerance in [1e-100, 1), got 2"}},
+    /* tolerances no double run resolves: 1e-300 stopped the run with PETSc's "Infinite or
+     * not-a-number generated in normr" (internal error, exit 1) */
+    {IMPL "time: {dt: 0.1, end: 1, adaptive: true, rtol: 1e-300}\n", {0},
+     {"c.yaml:5:47: time.rtol: expected a tolerance in [1e-14, 1), got 1e-300"}},
+    {IMPL "time: {dt: 0.1, end: 1, adaptive: true}\n", {"time.atol=1e-300"},
+     {"--set time.atol=1e-300: time.atol: expected a tolerance in [1e-100, 1), got 1e-300",
+      "overflows"}},
     {IMPL "time: {dt: 0.1, end: 1}\npetsc: {ksp_type: {a: 1}}\n", {0},
      {"c.yaml:6:19: petsc.ksp_type: expected one value (a word or a number) or nothing, got a map"}},
     {IMPL "time: {dt: 0.1, end: 1}\npetsc: [ksp_type]\n", {0}, {"c.yaml:6:8: petsc: expected a map"}},
@@ -385,6 +399,11 @@ static const bad_case bad[] = {
      {"output.snapshot_every: {time: T} with time.adaptive"}},
     {MODEL "method: pinn\n" GRID INIT TIME "pinn: {adam: {iterations: 0}}\n", {0},
      {"pinn.adam.iterations: must be an integer from 1"}},
+    /* a loss of nothing trained nothing, with exit 0 */
+    {MODEL "method: pinn\n" GRID INIT TIME "pinn: {weights: {pde: 0, boundary: 0, initial: 0}}\n",
+     {0}, {"c.yaml:6:17: pinn.weights: pde, boundary and initial are all 0"}},
+    {"model: poisson\nmethod: pinn\n" GRID "pinn: {weights: {pde: 0, boundary: 0}}\n", {0},
+     {"pinn.weights: pde and boundary (a steady model has no initial term) are both 0"}},
     /* method explicit checks a pinn: section and leaves it unused (one file, both methods) */
     {MODEL "pinn: {adam: {iterations: 0}}\n" GRID INIT TIME, {0},
      {"pinn.adam.iterations: must be an integer from 1"}},
@@ -417,6 +436,9 @@ static const bad_case bad[] = {
      {"c.yaml:6:1: rebalance: not with parareal"}},
     {MODEL GRID INIT TIME "decomposition: {partition: rcb, ranks: [2, 2]}\n", {0},
      {"c.yaml:5:33: decomposition.ranks: gives a grid partition, but decomposition.partition says rcb"}},
+    /* weights whose sum overflows: every rank's share was NaN, the boxes garbage */
+    {MODEL GRID INIT TIME "decomposition: {weights: [1e308, 1e308]}\n", {0},
+     {"c.yaml:5:26: decomposition.weights: they add up to inf"}},
     {MODEL GRID INIT TIME "decomposition: {ranks: [2, 2], weights: [1, 1, 1, 1]}\n", {0},
      {"c.yaml:5:32: decomposition.weights: only used with partition rcb or slabs"}},
     {MODEL GRID INIT TIME "output: {progress: bars}\n", {0},
