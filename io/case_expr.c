@@ -1,6 +1,7 @@
 #include "io/case_expr.h"
 #include "io/case_validate.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,24 @@ tsr_err tsr_case_compile(const tsr_case *c, const tsr_case_expr *e, tsr_expr **o
                        e->loc.col + col, e->key, msg);
   return tsr_err_set(err, __FILE__, __LINE__, "%s: %s: %s (at column %d of \"%s\")",
                      e->loc.file ? e->loc.file : "?", e->key, msg, col + 1, e->text);
+}
+
+tsr_err tsr_case_nonfinite(const tsr_case *c, const tsr_case_expr *e, double v,
+                           const double xyz[3], int timed, double t) {
+  char at[160] = "", where[600];
+  int w = 0;
+  for (int d = 0; d < c->dim && w < (int)sizeof at; ++d)
+    w += snprintf(at + w, sizeof at - (size_t)w, "%s%c = %.9g", d ? ", " : "", "xyz"[d], xyz[d]);
+  if (timed && w < (int)sizeof at) snprintf(at + w, sizeof at - (size_t)w, ", t = %.9g", t);
+  if (e->loc.line > 0) snprintf(where, sizeof where, "%s:%d:%d", e->loc.file, e->loc.line,
+                                e->loc.col);
+  else if (e->loc.file) snprintf(where, sizeof where, "--set %s", e->loc.file);
+  else snprintf(where, sizeof where, "%s", c->path);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                     "%s: %s: \"%.200s\" is %s at %s: it must be finite at every point of the "
+                     "grid%s; check %s and the params it uses",
+                     where, e->key, e->text, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf", at,
+                     timed ? " and time" : "", e->key);
 }
 
 /* Appends (or sets, for the first) one problem line. */

@@ -14,4 +14,11 @@ tsr_expr_env tsr_case_env(const tsr_case *c);
  * "--set ...: KEY: message (column N of the expression)". *out owned by the caller. */
 tsr_err tsr_case_compile(const tsr_case *c, const tsr_case_expr *e, tsr_expr **out);
 
+/* The error for e, which is not finite (value v) at the point xyz (the grid's dimensions
+ * named x, y, z) and time t (timed 0: a steady case, no time said): TSR_ERR_INPUT with
+ * "POS: KEY: "TEXT" is nan at x = .., y = .., t = ..: ..." and what to check. Returns the code.
+ * For every method's check of a case's values (initial, boundary, source, exact). */
+tsr_err tsr_case_nonfinite(const tsr_case *c, const tsr_case_expr *e, double v,
+                           const double xyz[3], int timed, double t);
+
 #endif

@@ -75,6 +75,14 @@ typedef struct {
  * Errors: TSR_ERR_MEMORY; TSR_ERR_INTERNAL for NULL arguments. n[d] <= 0: nothing done. */
 tsr_err tsr_expr_eval_grid(const tsr_expr *e, const tsr_expr_points *g, double t, double *out);
 
+/* Evaluates e over grid at t as tsr_expr_eval_grid does (its strides are not used) and looks
+ * for a value that is not finite: *found 1 with the first such point's coordinates in xyz (0
+ * where grid has no coordinate) and the value in *value, else *found 0. For messages that name
+ * where a case's expression fails. Scratch: one plane of the grid, freed before return.
+ * Errors: TSR_ERR_MEMORY. */
+tsr_err tsr_expr_find_nonfinite(const tsr_expr *e, const tsr_expr_points *grid, double t,
+                                int *found, double xyz[3], double *value);
+
 /* 1 when the expression mentions name (a variable, param, pi or a function), else 0. */
 int tsr_expr_uses(const tsr_expr *e, const char *name);
 

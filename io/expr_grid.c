@@ -16,6 +16,7 @@
 #include "io/expr.h"
 #include "io/expr_impl.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 
@@ -189,4 +190,33 @@ tsr_err tsr_expr_eval_grid(const tsr_expr *e, const tsr_expr_points *grid, doubl
   free(store);
   free(g);
   return TSR_OK;
+}
+
+tsr_err tsr_expr_find_nonfinite(const tsr_expr *e, const tsr_expr_points *grid, double t,
+                                int *found, double xyz[3], double *value) {
+  *found = 0;
+  const int *n = grid->n;
+  if (n[0] <= 0 || n[1] <= 0 || n[2] <= 0) return TSR_OK;
+  /* a plane at a time: a whole 3D box of scratch would double the memory of a run that just
+   * failed; the search itself runs only where something already went wrong */
+  tsr_expr_points plane = *grid;
+  plane.n[2] = 1;
+  plane.stride[0] = 1, plane.stride[1] = n[0], plane.stride[2] = 0;
+  double *v;
+  TSR_ALLOC(v, (size_t)n[0] * n[1], "an expression's values over a plane");
+  tsr_err err = TSR_OK;
+  for (int k = 0; k < n[2] && !err && !*found; ++k) {
+    plane.coord[2] = grid->coord[2] ? grid->coord[2] + k : NULL;
+    err = tsr_expr_eval_grid(e, &plane, t, v);
+    for (size_t p = 0; !err && p < (size_t)n[0] * n[1]; ++p) {
+      if (isfinite(v[p])) continue;
+      const int idx[3] = {(int)(p % (size_t)n[0]), (int)(p / (size_t)n[0]), k};
+      for (int d = 0; d < 3; ++d) xyz[d] = grid->coord[d] ? grid->coord[d][idx[d]] : 0.0;
+      *value = v[p];
+      *found = 1;
+      break;
+    }
+  }
+  free(v);
+  return err;
 }

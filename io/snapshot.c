@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ struct tsr_snapshot_series {
   int n, cap;
   int dropped; /* entries of an earlier run dropped at open: the file needs rewriting */
   int removed; /* snapshot files past the restart step deleted at open */
+  int warned;  /* values past float32's range were said once (float32 snapshots) */
 };
 
 static void file_name(char *buf, size_t n, int64_t step) {
@@ -192,12 +194,41 @@ tsr_err tsr_snapshot_open(MPI_Comm comm, const char *dir, const tsr_grid_meta *g
   return TSR_OK;
 }
 
+/* float32 snapshots: values the conversion turns into inf (|v| from FLT_MAX plus half its ulp
+ * on round to nearest), counted over every rank; rank 0 says so once a series, with the first
+ * field that has them. A warning, not an error: the run's state is right, only the file is
+ * not (it was inf with exit 0 and nothing said). Collective. */
+static void warn_overflow(tsr_snapshot_series *s, const char *name, const tsr_box *owned,
+                          const double *const *data) {
+  if (!s->opts.single || s->warned) return;
+  enum { MAXF = 64 };
+  long long mine[MAXF] = {0}, all[MAXF] = {0};
+  const int nf = s->nfield < MAXF ? s->nfield : MAXF;
+  const int64_t n = tsr_box_cells(owned);
+  for (int f = 0; f < nf; ++f)
+    for (int64_t i = 0; i < n; ++i)
+      mine[f] += isfinite(data[f][i]) && fabs(data[f][i]) >= 0x1.ffffffp+127;
+  MPI_Allreduce(mine, all, nf, MPI_LONG_LONG, MPI_SUM, s->comm);
+  for (int f = 0; f < nf; ++f) {
+    if (!all[f]) continue;
+    s->warned = 1;
+    if (s->rank == 0)
+      fprintf(stderr, "tessera: warning: %s/%s: %lld value%s of %s past float32's range (about "
+              "3.4e38) written as inf, as output.snapshot_precision: single stores them; use "
+              "output.snapshot_precision: double to keep them (said once for the series; the "
+              "run's state is not affected)\n", s->dir, name, all[f], all[f] == 1 ? "" : "s",
+              s->names[f]);
+    return;
+  }
+}
+
 tsr_err tsr_snapshot_write(tsr_snapshot_series *s, int64_t step, double t, const tsr_box *owned,
                            const double *const *data) {
   TSR_CHECK(s && step >= 0, TSR_ERR_INTERNAL, "tsr_snapshot_write: bad argument");
   char name[64], path[PATH_MAX_ + 64];
   file_name(name, sizeof name, step);
   snprintf(path, sizeof path, "%s/%s", s->dir, name);
+  warn_overflow(s, name, owned, data);
   tsr_grid_meta meta = s->grid;
   meta.time = t;
   meta.step = step;

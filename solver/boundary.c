@@ -109,24 +109,33 @@ static void evaluate_points(tsr_bc *bc, face_bc *fb, int q, double t, double *xy
     }
 }
 
+/* The face's points: the face's coordinate into xyz[axis], the tangential cell centres into
+ * tc (n1 + n2 values; NULL: only xyz), the grid of them into g. */
+static void face_points(const tsr_bc *bc, const face_bc *fb, double *xyz, double *tc,
+                        tsr_expr_points *g) {
+  const tsr_case *c = bc->c;
+  const tsr_bc_face *fi = &fb->info;
+  int d = fi->axis;
+  xyz[d] = d < c->dim ? (fi->side == 0 ? c->lo[d] : c->hi[d]) : 0.0;
+  g->n[d] = 1, g->coord[d] = &xyz[d], g->stride[d] = 0;
+  g->n[fi->t1] = fi->n1, g->coord[fi->t1] = tc, g->stride[fi->t1] = 1;
+  g->n[fi->t2] = fi->n2, g->coord[fi->t2] = tc + fi->n1, g->stride[fi->t2] = fi->n1;
+  for (int a = 0; tc && a < fi->n1; ++a)
+    tc[a] = tsr_cell_center(c, fi->t1, bc->box.lo[fi->t1] + fi->o1 + a);
+  for (int b = 0; tc && b < fi->n2; ++b)
+    tc[fi->n1 + b] = tsr_cell_center(c, fi->t2, bc->box.lo[fi->t2] + fi->o2 + b);
+}
+
 /* The face's values over its cells at once (tsr_expr_eval_grid: the same bits as point by
  * point, each subexpression only as often as its coordinates change). */
 static void evaluate(tsr_bc *bc, face_bc *fb, double t) {
   const tsr_case *c = bc->c;
   const tsr_bc_face *fi = &fb->info;
-  int d = fi->axis;
   double xyz[3];
-  xyz[d] = d < c->dim ? (fi->side == 0 ? c->lo[d] : c->hi[d]) : 0.0;
   size_t n = (size_t)fi->n1 * fi->n2;
   double *tc = malloc(((size_t)fi->n1 + (size_t)fi->n2) * sizeof *tc);
   tsr_expr_points g;
-  g.n[d] = 1, g.coord[d] = &xyz[d], g.stride[d] = 0;
-  g.n[fi->t1] = fi->n1, g.coord[fi->t1] = tc, g.stride[fi->t1] = 1;
-  g.n[fi->t2] = fi->n2, g.coord[fi->t2] = tc + fi->n1, g.stride[fi->t2] = fi->n1;
-  for (int a = 0; tc && a < fi->n1; ++a)
-    tc[a] = tsr_cell_center(c, fi->t1, bc->box.lo[fi->t1] + fi->o1 + a);
-  for (int b = 0; tc && b < fi->n2; ++b)
-    tc[fi->n1 + b] = tsr_cell_center(c, fi->t2, bc->box.lo[fi->t2] + fi->o2 + b);
+  face_points(bc, fb, xyz, tc, &g);
   for (int q = 0; q < c->ncomp; ++q) {
     double *v = fb->val + q * n;
     if (!fb->expr[q])
@@ -137,6 +146,30 @@ static void evaluate(tsr_bc *bc, face_bc *fb, double t) {
   free(tc);
   fb->valid = 1;
   fb->at = t;
+}
+
+tsr_err tsr_bc_check_finite(const tsr_bc *bc, double t) {
+  const tsr_case *c = bc->c;
+  for (int i = 0; i < bc->nface; ++i) {
+    const face_bc *fb = &bc->face[i];
+    const tsr_bc_face *fi = &fb->info;
+    double xyz[3], at[3], v;
+    double *tc;
+    TSR_ALLOC(tc, (size_t)fi->n1 + (size_t)fi->n2, "a boundary face's coordinates");
+    tsr_expr_points g;
+    face_points(bc, fb, xyz, tc, &g);
+    for (int q = 0; q < c->ncomp; ++q) {
+      int found = 0;
+      tsr_err err = fb->expr[q] ? tsr_expr_find_nonfinite(fb->expr[q], &g, t, &found, at, &v)
+                                : TSR_OK;
+      if (!err && !found) continue;
+      free(tc);
+      TSR_CALL(err);
+      return tsr_case_nonfinite(c, &c->bc[2 * fi->axis + fi->side].value[q], v, at, 1, t);
+    }
+    free(tc);
+  }
+  return TSR_OK;
 }
 
 const double *tsr_bc_values(tsr_bc *bc, int i, double t, int *fresh) {

@@ -25,6 +25,12 @@ tsr_err tsr_bc_create(const tsr_case *c, const tsr_box *box, const tsr_box *reac
  * faces' cells that part (TSR_BC_WHOLE, _OWNED, _BEYOND) covers. */
 void tsr_bc_fill(tsr_bc *bc, tsr_field *f, double t, int part);
 
+/* Looks for a boundary value that is not finite at t on this rank's faces (host evaluation,
+ * the cached values untouched): TSR_ERR_INPUT naming the key (boundary.<face>.value.<comp>),
+ * the point and t when one is (tsr_case_nonfinite), else TSR_OK. For the diagnosis of a state
+ * that became non-finite. Not collective. Errors: TSR_ERR_INPUT, TSR_ERR_MEMORY. */
+tsr_err tsr_bc_check_finite(const tsr_bc *bc, double t);
+
 /* Number of this rank's faces on the physical boundary. */
 int tsr_bc_nfaces(const tsr_bc *bc);
 

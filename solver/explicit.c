@@ -247,11 +247,16 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
   TSR_CALL(tsr_run_monitor(x, t, &nm));
   tsr_run_monitor_line(x, first, t, &nm, 0.0, line, sizeof line);
   tsr_progress_line(&pg, line);
-  for (int q = 0; q < c->ncomp && first == 0; ++q) /* no step has run: not the time step's fault */
+  /* no step has run: not the time step's fault. An initial value that is not finite is named
+   * with a point; stored values past single precision's range are not finite either */
+  if (first == 0 && !tsr_run_norms_finite(x, &nm))
+    TSR_CALL(tsr_run_blame_expressions(x, 1, 0.0, 0.0));
+  for (int q = 0; q < c->ncomp && first == 0; ++q)
     TSR_CHECK(isfinite(nm.min[q]) && isfinite(nm.max[q]), TSR_ERR_INPUT,
               "%s: the initial values of %s are not finite (min %g, max %g): check initial.%s "
               "and the params and grid it uses", c->path, tsr_models[c->model].comp[q],
               nm.min[q], nm.max[q], tsr_models[c->model].comp[q]);
+  double t_ok = t; /* the last time the state was seen finite */
   /* a signal (or a wall time spent) stops the run after step `done`, with a checkpoint there;
    * one that came during set-up stops it before its first step */
   int why = 0;
@@ -296,11 +301,15 @@ static tsr_err loop(tsr_run_ctx *x, tsr_run_result *res) {
         tsr_run_monitor_line(x, step + 1, t, &nm, cps, line, sizeof line);
         tsr_progress_line(&pg, line);
       }
-      for (int q = 0; q < c->ncomp; ++q)
-        TSR_CHECK(isfinite(nm.min[q]) && isfinite(nm.max[q]), TSR_ERR_INPUT,
-                  "%s: the solution became non-finite by step %lld (t = %g, dt = %g, stable "
-                  "limit %g): lower time.cfl or time.dt",
-                  c->path, (long long)(step + 1), t, x->dt, x->dt_stable);
+      /* a boundary value or source that is not finite is the case's, not the step's */
+      if (!tsr_run_norms_finite(x, &nm)) {
+        TSR_CALL(tsr_run_blame_expressions(x, 0, t_ok, t));
+        return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                           "%s: the solution became non-finite by step %lld (t = %g, dt = %g, "
+                           "stable limit %g): lower time.cfl or time.dt",
+                           c->path, (long long)(step + 1), t, x->dt, x->dt_stable);
+      }
+      t_ok = t;
     }
     if (x->snap && tsr_schedule_due(&c->output.snapshot_every, step + 1, x->dt))
       TSR_CALL(tsr_run_write_snapshot(x, step + 1, t));

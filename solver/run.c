@@ -123,6 +123,54 @@ tsr_err tsr_run_source_eval(tsr_run_ctx *x, double t) {
 
 typedef tsr_run_norms norms;
 
+/* Looks for a point of this rank's box where e (the case's ce) is not finite at t: the error
+ * naming ce's key, the point and t when there is one. Host evaluation, for diagnoses only. */
+static tsr_err box_finite(const tsr_run_ctx *x, const tsr_expr *e, const tsr_case_expr *ce,
+                          double t) {
+  const tsr_box *b = &x->box;
+  tsr_expr_points g;
+  double *c;
+  int len = tsr_box_len(b, 0) + tsr_box_len(b, 1) + tsr_box_len(b, 2);
+  TSR_ALLOC(c, len, "cell coordinates");
+  double *at = c;
+  for (int d = 0; d < 3; ++d) {
+    g.n[d] = tsr_box_len(b, d);
+    g.coord[d] = at;
+    g.stride[d] = 0; /* unused by the search */
+    for (int i = 0; i < g.n[d]; ++i) *at++ = tsr_cell_center(x->c, d, b->lo[d] + i);
+  }
+  int found = 0;
+  double xyz[3], v;
+  tsr_err err = tsr_expr_find_nonfinite(e, &g, t, &found, xyz, &v);
+  free(c);
+  TSR_CALL(err);
+  return found ? tsr_case_nonfinite(x->c, ce, v, xyz, 1, t) : TSR_OK;
+}
+
+/* The expressions that feed a state at t on this rank (see tsr_run_blame_expressions). */
+static tsr_err expressions_finite(const tsr_run_ctx *x, int initial, double t) {
+  const tsr_case *c = x->c;
+  for (int q = 0; q < c->ncomp && initial; ++q)
+    if (x->init_expr[q]) TSR_CALL(box_finite(x, x->init_expr[q], &c->initial[q], t));
+  if (initial) return TSR_OK;
+  if (x->bc) TSR_CALL(tsr_bc_check_finite(x->bc, t));
+  for (int q = 0; q < c->ncomp; ++q)
+    if (x->src_expr[q]) TSR_CALL(box_finite(x, x->src_expr[q], &c->source[q], t));
+  return TSR_OK;
+}
+
+tsr_err tsr_run_blame_expressions(tsr_run_ctx *x, int initial, double t0, double t1) {
+  tsr_err err = expressions_finite(x, initial, t1);
+  if (!err && !initial && t0 != t1) err = expressions_finite(x, 0, t0);
+  return tsr_run_agree(x->comm, err);
+}
+
+int tsr_run_norms_finite(const tsr_run_ctx *x, const norms *nm) {
+  for (int q = 0; q < x->c->ncomp; ++q)
+    if (!isfinite(nm->min[q]) || !isfinite(nm->max[q])) return 0;
+  return 1;
+}
+
 tsr_err tsr_run_monitor(tsr_run_ctx *x, double t, norms *nm) {
   tsr_expr *const *exact = x->exact_expr;
   double t0 = MPI_Wtime();
@@ -152,11 +200,20 @@ tsr_err tsr_run_monitor(tsr_run_ctx *x, double t, norms *nm) {
   MPI_Allreduce(lemax, nm->emax, nc, MPI_DOUBLE, MPI_MAX, x->comm);
   MPI_Allreduce(lsum, gsum, 3 * nc, MPI_DOUBLE, MPI_SUM, x->comm);
   tsr_watchdog_waiting(0);
+  int bad_error = 0;
   for (int q = 0; q < nc; ++q) {
     nm->sum[q] = gsum[3 * q] * x->cellvol;
     nm->sq[q] = sqrt(gsum[3 * q + 1] * x->cellvol);
     nm->esq[q] = sqrt(gsum[3 * q + 2] * x->cellvol);
+    bad_error |= exact[q] && !isfinite(nm->esq[q]);
   }
+  /* an exact solution that is not finite somewhere made the error sums NaN, and the maximum
+   * skipped those cells: the figures were wrong with exit 0. The sums tell, on every rank
+   * alike, when to look for the point (a solution that is not finite also makes them so) */
+  tsr_err err = TSR_OK;
+  for (int q = 0; q < nc && bad_error && !err; ++q)
+    if (exact[q]) err = box_finite(x, exact[q], &c->exact[q], t);
+  if (bad_error) TSR_CALL(tsr_run_agree(x->comm, err));
   x->phase[PH_MONITOR] += MPI_Wtime() - t0;
   return TSR_OK;
 }
@@ -321,19 +378,45 @@ static tsr_err box_field(tsr_run_ctx *x, tsr_field **f, int need) {
   return tsr_field_create_as(c->dim, &x->box, x->ghost, c->ncomp, x->be->mem, prec, f);
 }
 
+/* The fields of a box too large for the rank's memory: a bare "out of memory allocating a
+ * field of N bytes" named no key and no remedy. Says what the rank needs in all. */
+static tsr_err fields_too_large(const tsr_run_ctx *x, int nfield) {
+  const tsr_case *c = x->c;
+  const tsr_box g = tsr_box_grow(&x->box, c->dim, x->ghost);
+  const tsr_prec prec = c->precision == TSR_PRECISION_SINGLE ? TSR_PREC_SINGLE : TSR_PREC_DOUBLE;
+  const double bytes = (double)tsr_box_cells(&g) * c->ncomp * nfield * (double)tsr_prec_size(prec);
+  char dims[64];
+  int w = 0;
+  for (int d = 0; d < c->dim; ++d)
+    w += snprintf(dims + w, sizeof dims - (size_t)w, "%s%d", d ? ", " : "", c->cells[d]);
+  const int single = c->method == TSR_METHOD_EXPLICIT && c->precision == TSR_PRECISION_DOUBLE;
+  return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__,
+                     "%s: grid.cells [%s]: rank %d cannot allocate its fields: %d fields of %d "
+                     "component%s over its %lld cells and ghosts need %.3g GB (%.0f bytes); use "
+                     "more ranks (each holds its part of the grid)%s or fewer cells",
+                     c->path, dims, x->rank, nfield, c->ncomp, c->ncomp == 1 ? "" : "s",
+                     (long long)tsr_box_cells(&g), bytes / 1e9, bytes,
+                     single ? ", precision: single (half the bytes)" : "");
+}
+
 tsr_err tsr_run_box_fields(tsr_run_ctx *x, unsigned skip) {
   const tsr_case *c = x->c;
-  for (int s = 0; s < TSR_NSLOT; ++s)
-    if (!(skip & 1u << s)) TSR_CALL(box_field(x, &x->slot[s], 1));
-  TSR_CALL(box_field(x, &x->acc, x->scheme.uses_acc));
-  int any_exact = 0, any_src = 0;
+  int any_exact = 0, any_src = 0, nfield = x->scheme.uses_acc;
   for (int q = 0; q < c->ncomp; ++q) {
     any_exact |= c->exact[q].text != NULL;
     any_src |= x->src_expr[q] != NULL;
   }
-  TSR_CALL(box_field(x, &x->exact, any_exact));
+  for (int s = 0; s < TSR_NSLOT; ++s) nfield += !(skip & 1u << s);
+  nfield += any_exact + any_src;
+  tsr_err err = TSR_OK;
+  for (int s = 0; s < TSR_NSLOT && !err; ++s)
+    if (!(skip & 1u << s)) err = box_field(x, &x->slot[s], 1);
+  if (!err) err = box_field(x, &x->acc, x->scheme.uses_acc);
+  if (!err) err = box_field(x, &x->exact, any_exact);
   x->src_valid = 0;
-  TSR_CALL(box_field(x, &x->src, any_src));
+  if (!err) err = box_field(x, &x->src, any_src);
+  if (err == TSR_ERR_MEMORY) return fields_too_large(x, nfield);
+  TSR_CALL(err);
   set_reach(x);
   tsr_bc_destroy(&x->bc);
   TSR_CALL(tsr_bc_create(c, &x->box, &x->reach, x->radius, &x->bc));

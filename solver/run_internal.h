@@ -141,7 +141,17 @@ typedef struct {
   double esq[TSR_MAX_COMP], emax[TSR_MAX_COMP];
   int has_exact;
 } tsr_run_norms;
+/* Errors: as the backend's; TSR_ERR_INPUT when an exact solution is not finite at some cell
+ * (its key, the point, t). Collective. */
 tsr_err tsr_run_monitor(tsr_run_ctx *x, double t, tsr_run_norms *nm);
+/* 1 when every component's min and max are finite. */
+int tsr_run_norms_finite(const tsr_run_ctx *x, const tsr_run_norms *nm);
+/* The case's expressions, when a state became non-finite: a run's state at step 0 (initial 1)
+ * comes from the initial values (at t1 = 0); a later one from the boundary values and sources,
+ * looked at at t1 (the state's time) and t0 (the last time it was finite). One that is not
+ * finite on some rank's part of the grid is TSR_ERR_INPUT naming its key, a point and the
+ * time; TSR_OK when none is: the step is the suspect, which the caller says. Collective. */
+tsr_err tsr_run_blame_expressions(tsr_run_ctx *x, int initial, double t0, double t1);
 /* The monitor line of step (of x->nsteps) at t, into buf. */
 void tsr_run_monitor_line(const tsr_run_ctx *x, int64_t step, double t, const tsr_run_norms *nm,
                           double cps, char *buf, size_t n);

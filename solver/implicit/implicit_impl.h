@@ -28,6 +28,7 @@ typedef struct {
   tsr_progress pg;
   int64_t every;
   double cells, start, t_prev, dt_last;
+  double t_ok;             /* the time of the last monitor line with a finite state */
   PetscInt snes_prev, ksp_prev, snes_max, ksp_max;
   int64_t last_line;       /* the step of the last monitor line */
   tsr_run_norms nm;

@@ -2,8 +2,9 @@
  * over the operator of solver/implicit/operator.h, and the run on the driver's shared pieces
  * (set-up, initial conditions, monitors, snapshots, report). Checkpoints, final.h5 and restart
  * are solver/implicit/state_petsc.c's. */
-#include <math.h>
+#include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <petscts.h>
 #include <petscversion.h>
 #include <stdio.h>
@@ -215,11 +216,23 @@ static tsr_err monitor_line(impl *m, int64_t step, double t) {
              (double)s / (double)(step - m->first), (double)k / (double)(step - m->first));
   tsr_progress_line(&m->pg, line);
   m->last_line = step;
-  for (int q = 0; q < x->c->ncomp; ++q)
+  if (tsr_run_norms_finite(x, &m->nm)) {
+    m->t_ok = t;
+    return TSR_OK;
+  }
+  /* the initial values, a boundary value or a source that is not finite is the case's, not
+   * the step's (step 0 said to lower time.dt) */
+  const int initial = step == 0;
+  TSR_CALL(tsr_run_blame_expressions(x, initial, m->t_ok, t));
+  for (int q = 0; q < x->c->ncomp && initial; ++q)
     TSR_CHECK(isfinite(m->nm.min[q]) && isfinite(m->nm.max[q]), TSR_ERR_INPUT,
-              "%s: the solution became non-finite by step %lld (t = %g, dt = %g): lower "
-              "time.dt, or use time.adaptive: true", x->c->path, (long long)step, t, m->dt_last);
-  return TSR_OK;
+              "%s: the initial values of %s are not finite (min %g, max %g): check initial.%s "
+              "and the params and grid it uses", x->c->path, tsr_models[x->c->model].comp[q],
+              m->nm.min[q], m->nm.max[q], tsr_models[x->c->model].comp[q]);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                     "%s: the solution became non-finite by step %lld (t = %g, dt = %g): lower "
+                     "time.dt, or use time.adaptive: true", x->c->path, (long long)step, t,
+                     m->dt_last);
 }
 
 /* Whether step `step` at t is the run's last. */
@@ -337,6 +350,68 @@ static void clear_case_options(impl *m) {
   }
 }
 
+/* Whether word occurs in text as a whole token (not inside a longer name or number). */
+static int quotes(const char *text, const char *word) {
+  const size_t n = strlen(word);
+  for (const char *p = text; n && (p = strstr(p, word)); ++p) {
+    const char before = p > text ? p[-1] : ' ', after = p[n];
+    if (!isalnum((unsigned char)before) && before != '_' && before != '-' && before != '.' &&
+        !isalnum((unsigned char)after) && after != '_' && after != '.')
+      return 1;
+  }
+  return 0;
+}
+
+/* An error of PETSc reading the options (TSSetFromOptions): an unknown type, a number that does
+ * not parse, a value out of range. The run's options are the case's petsc: section and the
+ * command line's, so it is the user's input (exit 2; it was an "internal error"): named by the
+ * option whose value PETSc's message quotes, its place in the case when it is the case's, with
+ * PETSc's own reason. An allocation failure, or an error with no option given, stays PETSc's. */
+static tsr_err options_refused(impl *m, PetscErrorCode pe, const char *call) {
+  const tsr_case *c = m->x->c;
+  tsr_err err = tsr_petsc_err(pe, call, __FILE__, __LINE__);
+  char *all = NULL;
+  if (pe == PETSC_ERR_MEM || PetscOptionsGetAll(NULL, &all) || !all) return err;
+  const char *text = NULL;
+  char *specific = NULL, reason[1024];
+  PetscErrorMessage(pe, &text, &specific);
+  snprintf(reason, sizeof reason, "%s%s%s", text ? text : "error",
+           specific && *specific ? ": " : "", specific ? specific : "");
+  /* "-name value -flag ...": the option whose value the message quotes (the database holds
+   * what won: the command line's over the case's) */
+  char name[256] = "", value[256] = "";
+  int any = 0;
+  for (char *tok = strtok(all, " "); tok; tok = strtok(NULL, " ")) {
+    if (tok[0] == '-' && isalpha((unsigned char)tok[1])) {
+      any |= strcmp(tok, "-no_signal_handler") != 0;
+      snprintf(name, sizeof name, "%s", tok + 1);
+    } else if (name[0] && specific && quotes(specific, tok)) {
+      snprintf(value, sizeof value, "%s", tok);
+      break;
+    }
+  }
+  PetscFree(all);
+  if (!any) return err;
+  if (!value[0])
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "%s: PETSc refused the options of this run (the case's petsc: section "
+                       "and the command line's): %s; check them (-help lists what PETSc reads)",
+                       c->path, reason);
+  for (int i = 0; i < c->implicit.nopt; ++i) {
+    const char *v = c->implicit.opt_value[i];
+    if (strcmp(c->implicit.opt_name[i], name) || !v || strcmp(v, value)) continue;
+    char at[512];
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "%s: petsc.%s: PETSc refused the value '%s': %s; give a value the option "
+                       "takes (-help lists them)",
+                       tsr_case_loc_str(&c->implicit.opt_loc[i], at, sizeof at), name, value,
+                       reason);
+  }
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                     "command line: -%s %s: PETSc refused the value: %s; give a value the option "
+                     "takes (-help lists them)", name, value, reason);
+}
+
 static tsr_err setup_ts(impl *m) {
   tsr_run_ctx *x = m->x;
   const tsr_case *c = x->c;
@@ -413,7 +488,8 @@ static tsr_err setup_ts(impl *m) {
   TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
   TSR_PETSC(KSPMonitorSet(ksp, ksp_beat, m, NULL));
   TSR_CALL(insert_case_options(m));
-  TSR_PETSC(TSSetFromOptions(ts)); /* the case's petsc: and the command line win */
+  PetscErrorCode pe = TSSetFromOptions(ts); /* the case's petsc: and the command line win */
+  if (pe) return options_refused(m, pe, "TSSetFromOptions(ts)");
   /* GAMG (PETSc 3.18) keeps its interpolation when the matrix changes (a new shift: BDF's
    * start, every adaptive step; a Newton iteration) and with it the smoothers' eigenvalue
    * estimates of the first matrix, which it takes from the smoothed aggregation: once the
@@ -533,7 +609,7 @@ static tsr_err solve(impl *m, tsr_run_result *res) {
   m->dt_last = x->dt;
   PetscReal t0;
   TSR_PETSC(TSGetTime(m->ts, &t0));
-  m->t_prev = t0;
+  m->t_prev = m->t_ok = t0;
   m->beat_step = m->first;
   m->start = MPI_Wtime();
   TSR_CALL(monitor_line(m, m->first, t0));
@@ -562,7 +638,13 @@ static tsr_err solve(impl *m, tsr_run_result *res) {
   if (pe) return tsr_petsc_err(pe, "TSSolve", __FILE__, __LINE__);
   TSConvergedReason reason;
   TSR_PETSC(TSGetConvergedReason(m->ts, &reason));
-  if (reason < 0) return diverged(m, reason);
+  if (reason < 0) { /* a boundary value or source that is not finite fails the solves too */
+    PetscReal tf, dtf;
+    TSR_PETSC(TSGetTime(m->ts, &tf));
+    TSR_PETSC(TSGetTimeStep(m->ts, &dtf));
+    TSR_CALL(tsr_run_blame_expressions(x, 0, m->t_ok, tf + dtf));
+    return diverged(m, reason);
+  }
   PetscReal t;
   TSR_PETSC(TSGetTime(m->ts, &t));
   TSR_PETSC(TSGetStepNumber(m->ts, &m->steps));
@@ -634,6 +716,14 @@ static tsr_err setup(tsr_run_ctx *x) {
             "time.adaptive the steps of the checkpoints are not known in advance)");
   TSR_CHECK(c->precision == TSR_PRECISION_DOUBLE, TSR_ERR_INPUT,
             "%s: method implicit solves in double", c->path);
+  /* PETSc numbers the unknowns with PetscInt: past its range they wrap */
+  double unknowns = c->ncomp;
+  for (int d = 0; d < c->dim; ++d) unknowns *= c->cells[d];
+  TSR_CHECK(unknowns <= (double)PETSC_MAX_INT, TSR_ERR_INPUT,
+            "%s: grid.cells: %.4g unknowns (cells x %d component%s), more than this PETSc's "
+            "%d-bit indices number (%.4g); give fewer cells, or build tessera with a PETSc "
+            "configured --with-64-bit-indices", c->path, unknowns, c->ncomp,
+            c->ncomp == 1 ? "" : "s", (int)sizeof(PetscInt) * 8, (double)PETSC_MAX_INT);
   TSR_CALL(tsr_implicit_init(x->comm, 0, NULL));
   x->be = &tsr_backend_host;
   x->scheme_name = tsr_implicit_scheme_name(c->implicit.scheme);

@@ -1,5 +1,6 @@
 #include "solver/pinn/points.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,13 @@ int tsr_pinn_batch_size(const tsr_case *c, const tsr_pinn_sub *sub, int *nterm, 
   return n > INT32_MAX ? -1 : (int)n;
 }
 
+tsr_err tsr_pinn_batch_fits(const tsr_case *c, int n, int nif) {
+  TSR_CHECK(n > 0 && nif >= 0, TSR_ERR_INPUT, "%s: the PINN's batch would have more than 2^31 "
+            "points: give fewer (pinn.points), or fewer grid.cells or pinn.points.times where "
+            "the interior points are the cell centres", c->path);
+  return TSR_OK;
+}
+
 void tsr_pinn_batch_free(tsr_pinn_batch *b) {
   free(b->X);
   free(b->T);
@@ -263,14 +271,18 @@ static tsr_err targets(const tsr_case *c, const tsr_case_expr *ex, tsr_pinn_batc
   for (int k = 0; k < b->ncomp; ++k) {
     tsr_expr *e = NULL;
     if (ex[k].text) TSR_CALL(tsr_case_compile(c, &ex[k], &e));
-    for (int p = p0; p < p0 + n; ++p) {
+    tsr_err err = TSR_OK;
+    for (int p = p0; p < p0 + n && !err; ++p) {
       const double *x = b->X + (size_t)b->nin * p;
       double t = b->timed && !t_zero ? x[b->nspace] : 0.0;
-      b->T[k + b->ncomp * p] =
-          e ? tsr_expr_eval(e, x[0], b->nspace > 1 ? x[1] : 0.0, b->nspace > 2 ? x[2] : 0.0, t)
-            : 0.0;
+      const double at[3] = {x[0], b->nspace > 1 ? x[1] : 0.0, b->nspace > 2 ? x[2] : 0.0};
+      double v = e ? tsr_expr_eval(e, at[0], at[1], at[2], t) : 0.0;
+      b->T[k + b->ncomp * p] = v;
+      /* a target that is not finite made the loss NaN, blamed on the learning rate */
+      if (!isfinite(v)) err = tsr_case_nonfinite(c, &ex[k], v, at, b->timed, t);
     }
     tsr_expr_destroy(&e);
+    TSR_CALL(err);
   }
   return TSR_OK;
 }
@@ -413,8 +425,7 @@ tsr_err tsr_pinn_batch_build(const tsr_case *c, const tsr_pinn_sub *sub, uint64_
   tsr_pinn_slab_span(c, sub, &b->t0, &b->t1);
   int nif = 0;
   int n = tsr_pinn_batch_size(c, sub, NULL, &nif);
-  TSR_CHECK(n > 0 && nif >= 0, TSR_ERR_INPUT, "%s: the PINN's batch would have more than 2^31 "
-            "points; give fewer (pinn.points)", c->path);
+  TSR_CALL(tsr_pinn_batch_fits(c, n, nif));
   counts k;
   count(c, sub, &k);
   /* a box's random streams are its own (one subdomain: the streams of the whole grid) */

@@ -87,6 +87,11 @@ tsr_err tsr_pinn_batch_build(const tsr_case *c, const tsr_pinn_sub *sub, uint64_
  * its interface points. -1 beyond 2^31 points. */
 int tsr_pinn_batch_size(const tsr_case *c, const tsr_pinn_sub *sub, int *nterm, int *nif);
 
+/* A batch of n points, nif of them on interfaces (tsr_pinn_batch_size's), that fits the int
+ * point indices: TSR_OK, else TSR_ERR_INPUT naming grid.cells and pinn.points. For the run and
+ * tessera check alike (check printed -1 points). */
+tsr_err tsr_pinn_batch_fits(const tsr_case *c, int n, int nif);
+
 void tsr_pinn_batch_free(tsr_pinn_batch *b);
 
 /* The cell centres of the subdomain's box at time t (x fastest), as network inputs

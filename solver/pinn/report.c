@@ -311,6 +311,17 @@ tsr_err tsr_pinn_check(const tsr_case *c, int nranks, FILE *out) {
   double sc[4], sh[4];
   tsr_pinn_shape(c, ps, &nin, sc, sh);
   int npts = tsr_pinn_batch_size(c, ps, &nterm, &nif);
+  tsr_err err = tsr_pinn_batch_fits(c, npts, nif);
+  for (int r = 0; !err && nranks > 1 && r < nranks; ++r) { /* every rank's, before a line */
+    sub.box = tsr_layout_box_of(&L, r % nsp);
+    if (nslab > 1) sub.slab = r / nsp, sub.rank0 = sub.slab * nsp;
+    int n = tsr_pinn_batch_size(c, &sub, NULL, &nif);
+    err = tsr_pinn_batch_fits(c, n, nif);
+  }
+  if (err) {
+    tsr_layout_free(&L);
+    return err;
+  }
   tsr_net_shape s = {.nin = nin, .nout = c->ncomp, .width = c->pinn.width,
                      .depth = c->pinn.depth, .nd1 = nin, .nd2 = c->dim, .lap = 1};
   tsr_net_opts no = {.shape = s, .single = c->precision == TSR_PRECISION_SINGLE, .npts = npts};

@@ -63,13 +63,19 @@ tsr_err tsr_pinn_error_points(tsr_pinn_ctx *x) {
   for (int k = 0; k < c->ncomp; ++k) {
     tsr_expr *e = NULL;
     if (c->exact[k].text) TSR_CALL(tsr_case_compile(c, &c->exact[k], &e));
-    for (int64_t p = 0; p < x->ne; ++p) {
+    tsr_err err = TSR_OK;
+    for (int64_t p = 0; p < x->ne && !err; ++p) {
       const double *X = x->Xe + (size_t)nin * p;
       double t = x->batch.timed ? X[c->dim] : 0.0;
-      x->ue[k + c->ncomp * p] =
-          e ? tsr_expr_eval(e, X[0], c->dim > 1 ? X[1] : 0.0, c->dim > 2 ? X[2] : 0.0, t) : NAN;
+      const double at[3] = {X[0], c->dim > 1 ? X[1] : 0.0, c->dim > 2 ? X[2] : 0.0};
+      double v = e ? tsr_expr_eval(e, at[0], at[1], at[2], t) : NAN;
+      x->ue[k + c->ncomp * p] = v;
+      /* NaN stands for a component without exact below: one of exact's would be skipped, and
+       * the error computed over the other points (0 where none is left) */
+      if (e && !isfinite(v)) err = tsr_case_nonfinite(c, &c->exact[k], v, at, x->batch.timed, t);
     }
     tsr_expr_destroy(&e);
+    TSR_CALL(err);
   }
   return TSR_OK;
 }

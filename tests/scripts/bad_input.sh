@@ -141,11 +141,70 @@ long=$work/$(printf '%0250d' 0)
 if "$TESSERA_BIN" run "$work/long.yaml" --out "$long" >"$work/long.log" 2>&1 && [ -f "$long/final.h5" ]
 then pass "a 270-byte --out: runs"; else tail -3 "$work/long.log"; failure "a 270-byte --out"; fi
 rm -rf "$long"
-# initial values that are not finite are the case's, not the time step's (it said lower dt)
-want_rc=2 expect_fail "initial not finite" 1 "the initial values of u are not finite" 'model: heat
+# initial values that are not finite are the case's, not the time step's (it said lower dt),
+# named with a point where they are not
+want_rc=2 expect_fail "initial not finite" 1 'initial.u: "log(x-0.5)" is nan at x = 0.0625' \
+  'model: heat
 grid: {cells: [8, 8]}
 initial: {u: "log(x-0.5)"}
 time: {end: 0.01}' run @CASE@ --out @OUT@
+# a grid past the index types: tessera check printed negative cells and memory (exit 0)
+want_rc=2 expect_fail "grid past 32-bit box corners (check)" 1 \
+  "grid.cells[0]: at most 536870912 cells per axis" 'model: heat
+grid: {cells: [2147483647, 2147483647, 2147483647]}
+initial: {u: "0"}
+time: {end: 0.01}' check @CASE@
+# method pinn's check printed "points: -1" for a batch past int's range (the run refused it)
+want_rc=2 expect_fail "pinn: batch past 2^31 points (check)" 1 \
+  "the PINN's batch would have more than 2^31 points" 'model: heat
+method: pinn
+grid: {cells: [100000, 100000]}
+initial: {u: "0"}
+time: {end: 0.1}' check @CASE@
+# a grid too large for a rank's memory names the key and the bytes (it was "out of memory
+# allocating a field of N bytes"); exit 1: whether it fits depends on the machine
+want_rc=1 expect_fail "grid too large for one rank" 1 \
+  "grid.cells [100000, 100000, 100000]: rank 0 cannot allocate its fields" 'model: heat
+grid: {cells: [100000, 100000, 100000]}
+initial: {u: "0"}
+time: {steps: 1}' run @CASE@ --out @OUT@
+# an exact solution that is not finite: the errors skipped those cells (errL2 nan, exit 0)
+want_rc=2 expect_fail "exact not finite" 1 \
+  'exact.u: "sqrt(x - 0.5)" is nan at x = 0.0625, y = 0.0625, t = 0' "$good
+exact: {u: \"sqrt(x - 0.5)\"}" run @CASE@ --out @OUT@
+# a boundary value or source that is not finite is the case's, not the step's (it said lower
+# time.cfl or time.dt)
+want_rc=2 expect_fail "boundary value not finite" 1 \
+  'boundary.xlo.value: "sqrt(0.005 - t)" is nan at x = 0, y = 0.0625, t = 0.00666666667' "$good
+boundary: {xlo: {type: dirichlet, value: \"sqrt(0.005 - t)\"}}" run @CASE@ --out @OUT@
+want_rc=2 expect_fail "source not finite" 1 'source.u: "log(0.005 - t)" is nan at' "$good
+source: {u: \"log(0.005 - t)\"}" run @CASE@ --out @OUT@
+# method pinn: initial values that are not finite (it said the loss became NaN: lower
+# pinn.adam.lr), and an exact one (relative error computed without those points, exit 0)
+pinn_nf='model: heat
+method: pinn
+grid: {cells: [8, 8]}
+time: {end: 0.1}
+pinn: {network: {width: 8, depth: 2}, adam: {iterations: 10}}'
+want_rc=2 expect_fail "pinn: initial not finite" 1 'initial.u: "log(x - 0.5)" is nan at' \
+  "$pinn_nf
+initial: {u: \"log(x - 0.5)\"}" run @CASE@ --out @OUT@
+want_rc=2 expect_fail "pinn: exact not finite" 1 'exact.u: "sqrt(x - 0.5)" is nan at x = 0.0625' \
+  "$pinn_nf
+initial: {u: \"sin(pi*x)\"}
+exact: {u: \"sqrt(x - 0.5)\"}" run @CASE@ --out @OUT@
+# float32 snapshots of values past float32's range are inf: said once (nothing was said); the
+# run itself is right, exit 0
+printf '%s\n' "${good%time:*}time: {steps: 2}" \
+  'output: {snapshot_every: 1, snapshot_precision: single}' |
+  sed 's/sin(pi\*x)/1e39*sin(pi*x)/' >"$work/f32.yaml"
+said='warning: .*/snapshot_00000000.h5: 48 values of u past float32.*snapshot_precision: double'
+if log=$("$TESSERA_BIN" run "$work/f32.yaml" --out "$work/f32" 2>&1) &&
+  [ "$(grep -c "$said" <<<"$log")" = 1 ] && [ "$(grep -c warning <<<"$log")" = 1 ]; then
+  pass "float32 snapshots past float32's range: one warning"
+else
+  failure "float32 snapshots past float32's range: not one warning"; printf '%s\n' "$log" | tail -3
+fi
 # a coarse propagator dearer than the fine one (a tiny coarse_dt overflowed its step count)
 want_rc=2 expect_fail "parareal: coarse_dt 1e-14" 1 "cost more than its" "$good
 decomposition: {time_slices: 2}

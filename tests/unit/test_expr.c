@@ -631,8 +631,39 @@ static void test_grid_misuse(void **state) {
   tsr_expr_destroy(&e);
 }
 
+/* tsr_expr_find_nonfinite: the first point, x fastest, where a value is not finite, in a later
+ * plane too; none where all are finite; a coordinate without values reads as 0 */
+static void test_find_nonfinite(void **state) {
+  (void)state;
+  const double xs[4] = {0.125, 0.375, 0.625, 0.875}, ys[3] = {0.0, 0.5, 1.0},
+               zs[2] = {0.25, 0.75};
+  tsr_expr_points g = {{4, 3, 2}, {xs, ys, zs}, {0, 0, 0}};
+  double at[3], v = 0.0;
+  int found = -1;
+  tsr_expr *e = compile_ok("sqrt(0.5 - x) + y");
+  assert_int_equal(tsr_expr_find_nonfinite(e, &g, 0.0, &found, at, &v), TSR_OK);
+  assert_int_equal(found, 1);
+  assert_true(at[0] == 0.625 && at[1] == 0.0 && at[2] == 0.25 && isnan(v));
+  tsr_expr_destroy(&e);
+  e = compile_ok("(y + 1) / (z - 0.75) + t");
+  assert_int_equal(tsr_expr_find_nonfinite(e, &g, 2.0, &found, at, &v), TSR_OK);
+  assert_int_equal(found, 1);
+  assert_true(at[0] == 0.125 && at[1] == 0.0 && at[2] == 0.75 && isinf(v) && v > 0);
+  tsr_expr_destroy(&e);
+  e = compile_ok("x * y - z");
+  assert_int_equal(tsr_expr_find_nonfinite(e, &g, 0.0, &found, at, &v), TSR_OK);
+  assert_int_equal(found, 0);
+  g.coord[2] = NULL; /* z is 0: log(z) is -inf at the first point */
+  tsr_expr_destroy(&e);
+  e = compile_ok("log(z)");
+  assert_int_equal(tsr_expr_find_nonfinite(e, &g, 0.0, &found, at, &v), TSR_OK);
+  assert_true(found == 1 && at[0] == 0.125 && at[2] == 0.0 && isinf(v) && v < 0);
+  tsr_expr_destroy(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_find_nonfinite),
       cmocka_unit_test(test_fixed_points),   cmocka_unit_test(test_random_points),
       cmocka_unit_test(test_optimiser_traps), cmocka_unit_test(test_constants_and_literals),
       cmocka_unit_test(test_uses),           cmocka_unit_test(test_to_c),
