@@ -144,6 +144,11 @@ typedef struct {
 /* Errors: as the backend's; TSR_ERR_INPUT when an exact solution is not finite at some cell
  * (its key, the point, t). Collective. */
 tsr_err tsr_run_monitor(tsr_run_ctx *x, double t, tsr_run_norms *nm);
+/* Looks for a point of this rank's box where e (the case's ce) is not finite at t: the error
+ * naming ce's key, the point and t when there is one. Host evaluation, for diagnoses only.
+ * solver/run_finite.c, as the two below. */
+tsr_err tsr_run_find_nonfinite(const tsr_run_ctx *x, const tsr_expr *e, const tsr_case_expr *ce,
+                               double t);
 /* 1 when every component's min and max are finite. */
 int tsr_run_norms_finite(const tsr_run_ctx *x, const tsr_run_norms *nm);
 /* The case's expressions, when a state became non-finite: a run's state at step 0 (initial 1)
