@@ -40,11 +40,16 @@ tsr_err tsr_pr_groups(pr *p) {
 
 /* The coarse grid's partition, and the fine one as its boxes times r (so that restriction and
  * prolongation stay on each rank). */
-static tsr_err layouts(pr *p) {
+static void coarse_case(pr *p) {
   const tsr_case *c = p->c;
   p->cc = *c;
   for (int d = 0; d < c->dim; ++d) p->cc.cells[d] = c->cells[d] / p->r;
   p->cc.time.scheme = c->parareal.coarse_scheme;
+}
+
+static tsr_err layouts(pr *p) {
+  const tsr_case *c = p->c;
+  coarse_case(p);
   tsr_part_opts po = tsr_run_part_opts(c);
   tsr_err err = tsr_partition(c->dim, p->cc.cells, c->periodic, p->nspace, &po,
                               &p->coarse.layout);
@@ -65,10 +70,10 @@ static tsr_err layouts(pr *p) {
   return TSR_OK;
 }
 
-/* Slice boundaries in fine steps, and each slice's coarse steps at the coarse grid's limit. */
-static tsr_err time_plan(pr *p) {
+/* Slice boundaries in fine steps, and each slice's coarse steps at the coarse grid's limit,
+ * for N fine steps of dt (p->cc's cells and scheme set). */
+static tsr_err time_plan(pr *p, int64_t N, double dt) {
   const tsr_case *c = p->c;
-  const int64_t N = p->fx[0].nsteps;
   TSR_CHECK(N >= p->P, TSR_ERR_INPUT,
             "%s: decomposition.time_slices: %d slices of a run of %" PRId64 " steps; each slice "
             "needs a step at least: use at most %" PRId64 " slices", c->path, p->P, N, N);
@@ -97,7 +102,7 @@ static tsr_err time_plan(pr *p) {
   for (int d = 0; d < c->dim; ++d) cheaper *= (double)c->cells[d] / p->cc.cells[d];
   for (int n = 0; n < p->P; ++n) {
     const int64_t fine = p->step_of[n + 1] - p->step_of[n];
-    const double span = (double)fine * p->fx[0].dt;
+    const double span = (double)fine * dt;
     double k = ceil(span / p->dtc_max * (1.0 - 1e-12));
     /* a coarse propagator that costs more than the fine one cannot make the run faster than
      * one serial run (a tiny coarse_dt overflowed the step count, or ran for hours) */
@@ -108,7 +113,7 @@ static tsr_err time_plan(pr *p) {
               "than its %" PRId64 " fine steps of dt %g: the coarse propagator must be the "
               "cheaper one; give a larger coarse dt or parareal.coarse_cfl", c->path,
               c->parareal.coarse_dt > 0.0 ? "parareal.coarse_dt" : "parareal.coarse_cfl", k,
-              p->dtc_max, n + 1, fine, p->fx[0].dt);
+              p->dtc_max, n + 1, fine, dt);
     p->cn[n] = k < 1.0 ? 1 : (int64_t)k;
     p->cdt[n] = span / (double)p->cn[n];
   }
@@ -205,7 +210,7 @@ tsr_err tsr_pr_setup(pr *p, const tsr_run_opts *opts) {
     TSR_CALL(tsr_run_setup(x));
   }
   coarse_fuse_after(p);
-  TSR_CALL(time_plan(p));
+  TSR_CALL(time_plan(p, p->fx[0].nsteps, p->fx[0].dt));
   TSR_ALLOC(p->g, (size_t)p->nctx, "parareal's CUDA graphs");
   for (int i = 0; i < p->nctx; ++i) TSR_CALL(tsr_pr_graph_create(&p->fx[i], GRAPH_CHUNK, &p->g[i]));
   /* the coarse steps replay graphs when every slice has the same steps: then coarse step k
@@ -246,6 +251,17 @@ tsr_err tsr_parareal_plan(const tsr_case *c, int nranks, int *nspace, FILE *out)
   p.size = nranks;
   TSR_CALL(tsr_pr_groups(&p));
   *nspace = p.nspace;
+  /* the time plan the run makes, and refuses as it would (a coarse dt past the coarse grid's
+   * limit, or coarse steps costing more than the fine ones) */
+  coarse_case(&p);
+  double dt, stable;
+  int64_t N;
+  TSR_CALL(tsr_integrate_time_plan(c, &dt, &N, &stable));
+  tsr_err err = time_plan(&p, N, dt);
+  const int64_t cn = p.cn ? p.cn[0] : 0;
+  const double cdt = p.cdt ? p.cdt[0] : 0.0;
+  free(p.step_of), free(p.cn), free(p.cdt);
+  TSR_CALL(err);
   fprintf(out, "parareal: %d time slices on %d rank group%s of %d rank%s (%d slice%s per rank "
           "in turn); coarse propagator: grid.cells / %d, %s, %s; tol %g, at most %d "
           "iterations\n", p.P, p.ngroup, p.ngroup == 1 ? "" : "s", p.nspace,
@@ -253,5 +269,8 @@ tsr_err tsr_parareal_plan(const tsr_case *c, int nranks, int *nspace, FILE *out)
           tsr_integrate_plan(c->parareal.coarse_scheme).name,
           c->parareal.coarse_dt > 0.0 ? "coarse_dt as given" : "coarse_cfl x its stable step",
           c->parareal.tol, c->parareal.max_iterations);
+  fprintf(out, "parareal: %" PRId64 " fine steps of dt %.6g in all, %" PRId64 " a slice; the "
+          "first slice's %" PRId64 " coarse steps of dt %.6g (the coarse grid's stable limit "
+          "%.6g)\n", N, dt, N / p.P, cn, cdt, p.limit);
   return TSR_OK;
 }

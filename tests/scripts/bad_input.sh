@@ -209,6 +209,10 @@ fi
 want_rc=2 expect_fail "parareal: coarse_dt 1e-14" 1 "cost more than its" "$good
 decomposition: {time_slices: 2}
 parareal: {coarse_dt: 1e-14, slices_per_rank: 2}" run @CASE@ --out @OUT@
+# and tessera check says so before a job is submitted (it planned the ranks only)
+want_rc=2 expect_fail "parareal: coarse_dt 1e-14 (check)" 1 "cost more than its" "$good
+decomposition: {time_slices: 2}
+parareal: {coarse_dt: 1e-14, slices_per_rank: 2}" check @CASE@
 expect_fail "override value" 1 "--set time.end=abc" "$good" run @CASE@ --out @OUT@ --set time.end=abc
 expect_fail "fuse out of range" 1 "t$((n + 1)).yaml:4:" 'model: heat
 grid: {cells: [8, 8]}
