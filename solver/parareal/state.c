@@ -8,6 +8,7 @@
  * run goes on exactly as the uninterrupted one would have, on any rank count, partitioner and
  * grouping. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,34 @@ static void free_names(char **names, int n) {
   free(names);
 }
 
+static int newest_first(const void *a, const void *b) {
+  const int x = *(const int *)a, y = *(const int *)b;
+  return (x < y) - (x > y);
+}
+
+/* Removes the parareal checkpoints of dir older than the newest keep, k (just written) among
+ * them: listed, not stepped back from k by checkpoint_every, since a stop writes the
+ * checkpoint of whichever iteration it kept (and a restart goes on from there). */
+static void prune(const char *dir, int k, int keep) {
+  DIR *d = opendir(dir);
+  int *it = malloc(sizeof *it * 4096), n = 0;
+  for (struct dirent *e; d && it && (e = readdir(d)) && n < 4096;) {
+    int v, len = 0;
+    if (sscanf(e->d_name, "parareal_%d.h5%n", &v, &len) == 1 && len > 0 &&
+        e->d_name[len] == '\0' && v >= 1 && v <= k)
+      it[n++] = v;
+  }
+  if (d) closedir(d);
+  if (it) qsort(it, (size_t)n, sizeof *it, newest_first);
+  for (int i = keep < 1 ? 1 : keep; i < n; ++i) {
+    char o[4200], on[64];
+    file_name(on, sizeof on, it[i]);
+    snprintf(o, sizeof o, "%s/%s", dir, on);
+    unlink(o);
+  }
+  free(it);
+}
+
 static tsr_err write_file(pr *p, int k, double *all) {
   tsr_run_ctx *x = &p->fx[0];
   const tsr_case *c = p->c;
@@ -78,14 +107,7 @@ static tsr_err write_file(pr *p, int k, double *all) {
                                          (const char *const *)names, data, NULL, NULL, &more, 1);
   if (!err && x->rank == 0) {
     err = tsr_checkpoint_set_latest(x->out_dir, name);
-    const int every = (int)c->output.checkpoint_every.steps > 0 ? (int)c->output.checkpoint_every.steps : 1;
-    for (int old = k - every * c->output.keep; old >= 1 && old > k - every * (c->output.keep + 8);
-         old -= every) { /* the checkpoints older than the newest keep */
-      char o[4200], on[64];
-      file_name(on, sizeof on, old);
-      snprintf(o, sizeof o, "%s/%s", x->out_dir, on);
-      unlink(o);
-    }
+    prune(x->out_dir, k, c->output.keep);
   }
   free_names(names, nf);
   free(data);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "solver/fault.h"
+#include "solver/run.h"
 #include "solver/watchdog.h"
 #include "solver/pinn/train_impl.h"
 
@@ -100,8 +101,10 @@ tsr_err tsr_pinn_loop(tsr_pinn_ctx *x, tsr_run_result *res) {
       continue;
     }
     /* new points every resample_every iterations, and where Adam's phase follows L-BFGS's */
+    /* agreed: a draw can fail on one rank (a target not finite at one of its new points), and
+     * the others would wait in the next iteration's exchange until the watchdog fired */
     if (re && it > x->it0 && (it % re == 0 || it == p.start))
-      err = tsr_pinn_set_draw(x, tsr_pinn_draw_at(x, it));
+      err = tsr_run_agree(x->comm, tsr_pinn_set_draw(x, tsr_pinn_draw_at(x, it)));
     /* a causal run: slab k starts from slab k - 1's values at its face and its weights */
     if (!err && x->causal && it > 0 && it % x->slab_len == 0)
       err = tsr_pinn_handoff(x, (int)(it / x->slab_len), 1);

@@ -228,10 +228,12 @@ if run_ok "checkpoints straight" 2 "$work/heat.yaml" --out "$work/cs" $C --set p
      [ "$(ckpts "$work/sig4")" = "parareal_0001.h5 " ] &&
      [ "$(cat "$work/sig4/latest")" = parareal_0001.h5 ] && no_tmp "$work/sig4" &&
      run_ok "checkpoints: continued on 2 ranks" 2 "$work/heat.yaml" --out "$work/sig4" $N \
-       --set parareal.slices_per_rank=2 --restart latest &&
-     same "$work/cs/final.h5" "$work/sig4/final.h5"; then
+       --set parareal.slices_per_rank=2 --restart latest --set output.checkpoint_every=2 \
+       --set output.keep=1 &&
+     same "$work/cs/final.h5" "$work/sig4/final.h5" &&
+     [ "$(ckpts "$work/sig4")" = "parareal_0002.h5 " ]; then
     pass "checkpoints: a signal on one space rank drops iteration 2 on every group; iteration" \
-      "1's checkpoint written at the stop; continued, the same bits"
+      "1's checkpoint written at the stop; continued, the same bits; keep 1 removed it"
   else
     echo "$log" | tail -5; ls "$work/sig4"
     failure "checkpoints: one rank's signal without checkpoint_every (rc $rc)"
