@@ -425,11 +425,15 @@ tsr_err tsr_run_setup(tsr_run_ctx *x) {
   x->radius = tsr_models[c->model].ghost;
   x->ghost = tsr_run_ghost_width(c);
   x->fuse = x->ghost > x->radius && c->time.fuse != TSR_FUSE_AUTO ? c->time.fuse : 1;
+  /* under parareal x is one time-slice group's, whose ranks split the grid */
+  const int slices = c->decomp.time_slices > 1;
   if (c->decomp.nweights && c->decomp.nweights != x->size)
     return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                       "%s: decomposition.weights: %d weights given but the run has %d ranks; "
-                       "give one weight per rank",
-                       c->path, c->decomp.nweights, x->size);
+                       "%s: decomposition.weights: %d weights given but %s %d ranks; give one "
+                       "weight per rank%s",
+                       c->path, c->decomp.nweights,
+                       slices ? "each time-slice group (which splits the grid) has" : "the run has",
+                       x->size, slices ? " of a group" : "");
   if (!x->layout.nbox) {
     tsr_part_opts po = tsr_run_part_opts(c);
     TSR_CALL(tsr_partition(c->dim, c->cells, c->periodic, x->size, &po, &x->layout));

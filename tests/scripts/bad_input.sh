@@ -115,6 +115,11 @@ initial: {u: "0"}
 time: {end: 0.01}' run @CASE@ --out @OUT@
 expect_fail "weights per rank" 2 "weights" "$good
 decomposition: {weights: [1, 2, 3]}" run @CASE@ --out @OUT@
+# under parareal one weight per rank of a time-slice group (it said "the run has 1 ranks")
+want_rc=2 expect_fail "parareal: weights per group rank" 1 \
+  "3 weights given but each time-slice group (which splits the grid) has 1 ranks" "$good
+decomposition: {time_slices: 2, weights: [1, 2, 3]}
+parareal: {slices_per_rank: 2}" run @CASE@ --out @OUT@
 # an output directory that cannot be made is the user's to change: exit 2 (supervise would only
 # fail again), one message naming the path and what was wrong
 want_rc=2 expect_fail "unwritable output" 1 \
