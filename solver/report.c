@@ -140,13 +140,15 @@ static void print_rebalance(const tsr_case *c, int nranks, FILE *out) {
 
 tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
   if (c->method == TSR_METHOD_PINN) return tsr_pinn_check(c, nranks, out);
+  if (c->method == TSR_METHOD_IMPLICIT) TSR_CALL(tsr_implicit_check(c));
   if (c->decomp.time_slices > 1) { /* the plan below is one time slice group's */
     TSR_CALL(tsr_parareal_plan(c, nranks, &nranks, out));
   }
   tsr_part_opts po = tsr_run_part_opts(c);
   TSR_CHECK(!c->decomp.nweights || c->decomp.nweights == nranks, TSR_ERR_INPUT,
-            "%s: decomposition.weights: %d weights given for %d ranks; give one per rank",
-            c->path, c->decomp.nweights, nranks);
+            "%s: decomposition.weights: %d weights given for %d ranks%s; give one per rank",
+            c->path, c->decomp.nweights, nranks,
+            c->decomp.time_slices > 1 ? " of each time-slice group (which split the grid)" : "");
   TSR_CALL(tsr_case_check_ranks(c, nranks));
   tsr_layout L = {0};
   if (c->decomp.time_slices > 1) { /* parareal cuts the coarse grid and refines its boxes */

@@ -24,6 +24,11 @@ static const char no_petsc[] =
 
 int tsr_implicit_available(void) { return 0; }
 
+tsr_err tsr_implicit_check(const tsr_case *c) {
+  (void)c;
+  return TSR_OK;
+}
+
 const char *tsr_implicit_describe(char *buf, size_t size) {
   snprintf(buf, size, "none (built without PETSc: method implicit is refused)");
   return buf;

@@ -20,6 +20,11 @@ const char *tsr_implicit_scheme_name(tsr_implicit_scheme s);
 /* 1 when this tessera was built with PETSc. */
 int tsr_implicit_available(void);
 
+/* What this PETSc cannot solve for case c, as `tessera check` and the run refuse it: single
+ * precision, more unknowns than its indices number. TSR_OK without PETSc (check plans the
+ * case; the run refuses it). */
+tsr_err tsr_implicit_check(const tsr_case *c);
+
 /* PETSc's version and configuration for `tessera info` ("3.18.5, real double scalars, 32-bit
  * indices, hypre yes, CUDA no"), or why there is none, into buf. Returns buf. */
 const char *tsr_implicit_describe(char *buf, size_t size);

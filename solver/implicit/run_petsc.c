@@ -29,6 +29,20 @@ static int petsc_ours; /* 1: tsr_implicit_init called PetscInitialize */
 
 int tsr_implicit_available(void) { return 1; }
 
+tsr_err tsr_implicit_check(const tsr_case *c) {
+  TSR_CHECK(c->precision == TSR_PRECISION_DOUBLE, TSR_ERR_INPUT,
+            "%s: method implicit solves in double", c->path);
+  /* PETSc numbers the unknowns with PetscInt: past its range they wrap */
+  double unknowns = c->ncomp;
+  for (int d = 0; d < c->dim; ++d) unknowns *= c->cells[d];
+  TSR_CHECK(unknowns <= (double)PETSC_MAX_INT, TSR_ERR_INPUT,
+            "%s: grid.cells: %.4g unknowns (cells x %d component%s), more than this PETSc's "
+            "%d-bit indices number (%.4g); give fewer cells, or build tessera with a PETSc "
+            "configured --with-64-bit-indices", c->path, unknowns, c->ncomp,
+            c->ncomp == 1 ? "" : "s", (int)sizeof(PetscInt) * 8, (double)PETSC_MAX_INT);
+  return TSR_OK;
+}
+
 const char *tsr_implicit_describe(char *buf, size_t size) {
   snprintf(buf, size, "%d.%d.%d, %s scalars, %d-bit indices, hypre %s, CUDA %s",
            PETSC_VERSION_MAJOR, PETSC_VERSION_MINOR, PETSC_VERSION_SUBMINOR,
@@ -714,16 +728,7 @@ static tsr_err setup(tsr_run_ctx *x) {
   TSR_CHECK(!f || !c->implicit.adaptive || fk != TSR_FAULT_CORRUPT, TSR_ERR_INPUT,
             "--inject-fault: kind=corrupt needs a fixed time.dt with method implicit (with "
             "time.adaptive the steps of the checkpoints are not known in advance)");
-  TSR_CHECK(c->precision == TSR_PRECISION_DOUBLE, TSR_ERR_INPUT,
-            "%s: method implicit solves in double", c->path);
-  /* PETSc numbers the unknowns with PetscInt: past its range they wrap */
-  double unknowns = c->ncomp;
-  for (int d = 0; d < c->dim; ++d) unknowns *= c->cells[d];
-  TSR_CHECK(unknowns <= (double)PETSC_MAX_INT, TSR_ERR_INPUT,
-            "%s: grid.cells: %.4g unknowns (cells x %d component%s), more than this PETSc's "
-            "%d-bit indices number (%.4g); give fewer cells, or build tessera with a PETSc "
-            "configured --with-64-bit-indices", c->path, unknowns, c->ncomp,
-            c->ncomp == 1 ? "" : "s", (int)sizeof(PetscInt) * 8, (double)PETSC_MAX_INT);
+  TSR_CALL(tsr_implicit_check(c));
   TSR_CALL(tsr_implicit_init(x->comm, 0, NULL));
   x->be = &tsr_backend_host;
   x->scheme_name = tsr_implicit_scheme_name(c->implicit.scheme);

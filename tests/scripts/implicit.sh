@@ -320,5 +320,10 @@ np=1 expect bad_number_cmdline 2 \
 # initial values that are not finite are the case's (it said lower time.dt)
 np=1 expect initial_not_finite 2 'initial.u: "log(x-0.5)" is nan at x = ' "$work/ac.yaml" \
   --set 'initial.u=log(x-0.5)'
+# more unknowns than PETSc's indices number: tessera check refuses them as the run does
+log=$("$TESSERA_BIN" check "$work/ac.yaml" --set 'grid.cells=[60000, 60000]' 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "unknowns (cells x 1 component), more than this PETSc's" <<<"$log" &&
+  pass "check: more unknowns than PETSc's indices (exit 2)" ||
+  { echo "$log" | tail -3; failure "check: PETSc's index limit (rc $rc)"; }
 
 finish
