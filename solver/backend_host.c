@@ -32,12 +32,7 @@ static tsr_err eval(tsr_run_ctx *x, tsr_expr *e, tsr_field *f, int comp, double 
                     const tsr_box *region) {
   const tsr_box *b = region ? region : &x->box;
   tsr_expr_points g;
-  double *c = x->coords;
-  for (int d = 0; d < 3; ++d) {
-    g.n[d] = tsr_box_len(b, d);
-    g.coord[d] = c;
-    for (int i = 0; i < g.n[d]; ++i) *c++ = tsr_cell_center(x->c, d, b->lo[d] + i);
-  }
+  tsr_box_centres(x->c, b, x->coords, &g);
   if (f->prec == TSR_PREC_DOUBLE) {
     g.stride[0] = 1, g.stride[1] = f->sy, g.stride[2] = f->sz;
     return tsr_expr_eval_grid(e, &g, t,

@@ -24,6 +24,14 @@ struct tsr_bc {
   face_bc face[TSR_NFACE];
 };
 
+void tsr_box_centres(const tsr_case *c, const tsr_box *b, double *coords, tsr_expr_points *g) {
+  for (int d = 0; d < 3; ++d) {
+    g->n[d] = tsr_box_len(b, d);
+    g->coord[d] = coords;
+    for (int i = 0; i < g->n[d]; ++i) *coords++ = tsr_cell_center(c, d, b->lo[d] + i);
+  }
+}
+
 double tsr_cell_center(const tsr_case *c, int d, int i) {
   if (d >= c->dim) return 0.0;
   if (c->periodic[d]) {

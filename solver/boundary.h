@@ -55,4 +55,8 @@ void tsr_bc_destroy(tsr_bc **bc);
  * everywhere, so every rank computes the same coordinates bit for bit. */
 double tsr_cell_center(const tsr_case *c, int d, int i);
 
+/* The cell centres of box b along each axis into coords (the box's three lengths summed), as
+ * g's counts and coordinates; g's strides are the caller's. */
+void tsr_box_centres(const tsr_case *c, const tsr_box *b, double *coords, tsr_expr_points *g);
+
 #endif

@@ -10,17 +10,11 @@
 tsr_err tsr_run_find_nonfinite(const tsr_run_ctx *x, const tsr_expr *e, const tsr_case_expr *ce,
                                double t) {
   const tsr_box *b = &x->box;
-  tsr_expr_points g;
+  tsr_expr_points g = {0}; /* strides: unused by the search */
   double *c;
   int len = tsr_box_len(b, 0) + tsr_box_len(b, 1) + tsr_box_len(b, 2);
   TSR_ALLOC(c, len, "cell coordinates");
-  double *at = c;
-  for (int d = 0; d < 3; ++d) {
-    g.n[d] = tsr_box_len(b, d);
-    g.coord[d] = at;
-    g.stride[d] = 0; /* unused by the search */
-    for (int i = 0; i < g.n[d]; ++i) *at++ = tsr_cell_center(x->c, d, b->lo[d] + i);
-  }
+  tsr_box_centres(x->c, b, c, &g);
   int found = 0;
   double xyz[3], v;
   tsr_err err = tsr_expr_find_nonfinite(e, &g, t, &found, xyz, &v);

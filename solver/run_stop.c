@@ -8,9 +8,6 @@
 #include "solver/run_internal.h"
 #include "solver/watchdog.h"
 
-/* Before the first checkpoint has been timed, a write is assumed to go at 200 MB/s (a slow
- * shared file system) plus half a second to open, sync and rename. */
-#define EST_BYTES_PER_S 2.0e8
 
 tsr_err tsr_run_stop_poll(tsr_run_ctx *x, int now, int *why) {
   if (x->stop.comm == MPI_COMM_NULL) {
@@ -23,7 +20,7 @@ tsr_err tsr_run_stop_poll(tsr_run_ctx *x, int now, int *why) {
   if (x->rank == 0) {
     double bytes = (double)tsr_box_cells(&x->layout.global) * x->c->ncomp *
                    (x->c->precision == TSR_PRECISION_SINGLE ? 4.0 : 8.0);
-    tsr_stop_margin(&x->stop, tsr_ckpt_writer_longest(x->ckpt), bytes / EST_BYTES_PER_S + 0.5,
+    tsr_stop_margin(&x->stop, tsr_ckpt_writer_longest(x->ckpt), bytes,
                     x->stop_gap);
   }
   tsr_watchdog_waiting(TSR_WATCHDOG_PEERS);

@@ -131,8 +131,12 @@ tsr_err tsr_stop_begin(tsr_stop *s, MPI_Comm comm) {
   return TSR_OK;
 }
 
-void tsr_stop_margin(tsr_stop *s, double measured_write, double est_write, double step_time) {
-  double w = measured_write > 0.0 ? measured_write : est_write;
+/* Before the first checkpoint has been timed, a write is assumed to go at 200 MB/s (a slow
+ * shared file system) plus half a second to open, sync and rename. */
+#define EST_BYTES_PER_S 2.0e8
+
+void tsr_stop_margin(tsr_stop *s, double measured_write, double bytes, double step_time) {
+  double w = measured_write > 0.0 ? measured_write : bytes / EST_BYTES_PER_S + 0.5;
   s->margin = 1.5 * w + 2.0 * step_time + 1.0;
 }
 

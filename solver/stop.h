@@ -60,8 +60,9 @@ typedef struct {
 tsr_err tsr_stop_begin(tsr_stop *s, MPI_Comm comm);
 
 /* The seconds to keep before the wall-time limit: a checkpoint write (the longest measured,
- * else est_write), two steps, and a second to end. Called on rank 0, which decides. */
-void tsr_stop_margin(tsr_stop *s, double measured_write, double est_write, double step_time);
+ * else a guess for one of `bytes`), two steps, and a second to end. Called on rank 0, which
+ * decides. */
+void tsr_stop_margin(tsr_stop *s, double measured_write, double bytes, double step_time);
 
 /* Whether the run stops now, the same answer on every rank: *why is the reason (a signal, or
  * TSR_STOP_WALLTIME) or 0. now = 1 decides on the spot with a blocking allreduce (before the

@@ -24,9 +24,6 @@ enum { NOTICE_TAG = 11 };
 #define POLL_CELLS (1 << 18)
 #define POLL_MOST 16
 
-/* Before the first checkpoint has been timed, a write is assumed to go at 200 MB/s plus half a
- * second, as solver/run_stop.c assumes for the explicit method's */
-#define EST_BYTES_PER_S 2.0e8
 
 static tsr_err mpi_fail(const char *what) {
   return tsr_err_set(TSR_ERR_MPI, __FILE__, __LINE__, "parareal's stop: %s failed", what);
@@ -83,7 +80,7 @@ tsr_err tsr_pr_halt_poll(pr *p, int now) {
     const tsr_case *c = p->c;
     const double bytes = (double)tsr_box_cells(&x->layout.global) * c->ncomp * (p->P + 1) *
                          (c->precision == TSR_PRECISION_SINGLE ? 4.0 : 8.0);
-    tsr_stop_margin(&x->stop, h->write_longest, bytes / EST_BYTES_PER_S + 0.5, h->gap);
+    tsr_stop_margin(&x->stop, h->write_longest, bytes, h->gap);
   }
   int why = 0;
   TSR_CALL(tsr_stop_poll(&x->stop, now, &why));
