@@ -304,4 +304,11 @@ tsr_err tsr_case_load_record(const char *name, const char *record, tsr_case **ou
 /* Frees the case and sets *c to NULL; accepts NULL. */
 void tsr_case_destroy(tsr_case **c);
 
+/* A PETSc option (name without its dash, value or NULL) that would change the time plan that
+ * method implicit sets from time: (its step, end, adaptivity): TS would end elsewhere than
+ * time.end while the run reports it done, or step where checkpoints and snapshots do not
+ * expect. What sets it instead (a sentence), or NULL for an option PETSc may take. Refused in
+ * the case's petsc: section (io/case_implicit.c) and on the command line (the run). */
+const char *tsr_case_petsc_owned(const char *name, const char *value, int adaptive);
+
 #endif

@@ -15,6 +15,8 @@
  *                            scalar, or empty/null for an option that takes none
  *                            (ksp_monitor:). Checked by PETSc itself when the run starts: an
  *                            option that no solver object reads is refused with its position.
+ *                            The TS options of the time plan (-ts_dt, -ts_max_time, ...:
+ *                            tsr_case_petsc_owned) are refused: time: sets them.
  *                            Options on the command line after the case win over these.
  *
  * Not with method implicit: time.cfl and dt: auto, precision: single (PETSc's scalars are
@@ -128,6 +130,30 @@ static int option_name_ok(const char *s) {
   return 1;
 }
 
+const char *tsr_case_petsc_owned(const char *name, const char *value, int adaptive) {
+  static const char *const owned[][2] = {
+      {"ts_dt", "time.dt sets the step (the first step with time.adaptive)"},
+      {"ts_max_time", "time.end sets where the run ends"},
+      {"ts_final_time", "time.end sets where the run ends"},
+      {"ts_max_steps", "time.end or time.steps sets how many steps the run takes"},
+      {"ts_init_time", "a run starts at t = 0, a restart at its checkpoint's time"},
+      {"ts_exact_final_time", "the steps land on time.end (whole steps of time.dt, or the "
+                              "adaptive step matched to it)"},
+      {"ts_time_span", "output.snapshot_every sets the times of the output"},
+      {"ts_rtol", "time.rtol sets the adaptive step's relative tolerance"},
+      {"ts_atol", "time.atol sets the adaptive step's absolute tolerance"}};
+  for (size_t i = 0; i < sizeof owned / sizeof *owned; ++i)
+    if (strcmp(name, owned[i][0]) == 0) return owned[i][1];
+  if (strcmp(name, "ts_adapt_type") == 0) {
+    const int none = value && strcmp(value, "none") == 0;
+    if (!adaptive && !none)
+      return "time.adaptive: true turns PETSc's adaptive step on (with time.rtol and time.atol); "
+             "without it the steps are time.dt's";
+    if (adaptive && none) return "time.adaptive: false (or no time.adaptive) takes fixed steps";
+  }
+  return NULL;
+}
+
 static void read_options(tsr_vctx *v, const tsr_yaml_entry *e) {
   tsr_case *c = v->c;
   /* a null is an empty section; anything else but a map is reported by tsr_vmap */
@@ -162,6 +188,13 @@ static void read_options(tsr_vctx *v, const tsr_yaml_entry *e) {
         break;
       }
     if (!name) continue;
+    const char *use = tsr_case_petsc_owned(name, val && !tsr_yaml_is_null(val) ? val->text : NULL,
+                                           c->implicit.adaptive);
+    if (use) {
+      tsr_vkey(v, x, "petsc.%s: tessera sets this from the case: %s; remove the option and "
+               "use the key", x->key, use);
+      continue;
+    }
     int k = c->implicit.nopt;
     c->implicit.opt_name[k] = tsr_vstrdup(v, name);
     c->implicit.opt_value[k] = val && !tsr_yaml_is_null(val) ? tsr_vstrdup(v, val->text) : NULL;

@@ -68,4 +68,21 @@ tsr_err tsr_implicit_checkpoint(impl *m, int64_t step, double t);
  * next dt; BDF's history into TS (after TSSetUp). Collective. */
 tsr_err tsr_implicit_restart(impl *m, double *t0, double *next_dt);
 
+/* PETSc's options (solver/implicit/options_petsc.c). The case's petsc: options into PETSc's
+ * database, unless the command line gave them (those win); cleared at the end. */
+tsr_err tsr_implicit_options_insert(impl *m);
+void tsr_implicit_options_clear(impl *m);
+/* The command line's options of the time plan (tsr_case_petsc_owned), refused: before
+ * TSSetFromOptions reads them. */
+tsr_err tsr_implicit_options_owned(impl *m);
+/* An error of TSSetFromOptions: the option whose value PETSc refused, named where it was given
+ * (exit 2); PETSc's own error when no option of the user's is in question. */
+tsr_err tsr_implicit_options_refused(impl *m, PetscErrorCode pe, const char *call);
+/* An option that no PETSc object has read after the first step, named where it was given. */
+tsr_err tsr_implicit_options_left(impl *m);
+/* An error of PETSc setting up or running the solvers (call: "TSSetUp", "TSSolve") that the
+ * user's solver options can cause: input (exit 2), with the options and where each was given;
+ * otherwise, or with no option given, PETSc's error as it is. */
+tsr_err tsr_implicit_options_failed(impl *m, PetscErrorCode pe, const char *call);
+
 #endif

@@ -2,7 +2,6 @@
  * over the operator of solver/implicit/operator.h, and the run on the driver's shared pieces
  * (set-up, initial conditions, monitors, snapshots, report). Checkpoints, final.h5 and restart
  * are solver/implicit/state_petsc.c's. */
-#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <petscts.h>
@@ -154,52 +153,6 @@ static PetscErrorCode ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal s
   return 0;
 }
 
-/* Options read only after the first step's solves, or at the end of the run, or at
- * PetscFinalize: the check after the first step does not count them as unused. */
-static int read_later(const char *name) {
-  static const char *const later[] = {"log_view", "log_view_memory", "log_view_gpu_time",
-                                      "log_all", "log_trace", "options_left", "options_view",
-                                      "malloc_dump", "malloc_view", "memory_view",
-                                      "objects_dump", "ts_view", "ts_view_solution",
-                                      "ts_view_pre", "help", "info"};
-  for (size_t i = 0; i < sizeof later / sizeof *later; ++i)
-    if (strcmp(name, later[i]) == 0) return 1;
-  return 0;
-}
-
-/* PETSc's "options left": an option that no solver object has read after the first step is
- * misspelled or for an object this run does not have. The case's are named by position. */
-static tsr_err options_left(impl *m) {
-  const tsr_case *c = m->x->c;
-  PetscInt n = 0;
-  char **names = NULL, **values = NULL;
-  TSR_PETSC(PetscOptionsLeftGet(NULL, &n, &names, &values));
-  tsr_err err = TSR_OK;
-  for (PetscInt i = 0; i < n && !err; ++i) {
-    if (read_later(names[i])) continue;
-    int k = -1;
-    for (int j = 0; j < c->implicit.nopt; ++j)
-      if (strcmp(c->implicit.opt_name[j], names[i]) == 0) k = j;
-    if (k >= 0) {
-      char at[512];
-      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                        "%s: petsc.%s: no PETSc object of this run read the option -%s "
-                        "(misspelled, or for a solver this run does not use: ts %s, snes %s, "
-                        "ksp %s, pc %s); run with -help to see the options PETSc reads",
-                        tsr_case_loc_str(&c->implicit.opt_loc[k], at, sizeof at), names[i],
-                        names[i], m->ts_type, m->snes_type, m->ksp_type, m->pc_type);
-    } else {
-      err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                        "command line: -%s: no PETSc object of this run read the option "
-                        "(misspelled, or for a solver this run does not use: ts %s, snes %s, "
-                        "ksp %s, pc %s); run with -help to see the options PETSc reads",
-                        names[i], m->ts_type, m->snes_type, m->ksp_type, m->pc_type);
-    }
-  }
-  PetscOptionsLeftRestore(NULL, &n, &names, &values);
-  return err;
-}
-
 /* The stop at step `step` (a signal, --walltime): a checkpoint there, unless it was just
  * written, and rank 0 says why and how to continue (as solver/run_stop.c). Collective. */
 static tsr_err stop_here(impl *m, int64_t step, double t, int why) {
@@ -270,7 +223,7 @@ static tsr_err after_step(impl *m, PetscInt step, double t) {
   m->ksp_prev = k;
   if (!m->checked) {
     m->checked = 1;
-    TSR_CALL(tsr_run_agree(x->comm, options_left(m)));
+    TSR_CALL(tsr_run_agree(x->comm, tsr_implicit_options_left(m)));
   }
   tsr_watchdog_beat(step);
   m->beat_step = step;
@@ -333,97 +286,6 @@ static const char *obj_type(PetscObject o, char *buf, size_t size) {
   PetscObjectGetType(o, &t);
   snprintf(buf, size, "%s", t ? t : "?");
   return buf;
-}
-
-/* The case's petsc: options into PETSc's database, unless the command line (or PETSc's
- * environment) gave them: those win. */
-static tsr_err insert_case_options(impl *m) {
-  const tsr_case *c = m->x->c;
-  for (int i = 0; i < c->implicit.nopt; ++i) {
-    char name[300];
-    snprintf(name, sizeof name, "-%s", c->implicit.opt_name[i]);
-    PetscBool has;
-    TSR_PETSC(PetscOptionsHasName(NULL, NULL, name, &has));
-    if (has) continue;
-    TSR_PETSC(PetscOptionsSetValue(NULL, name, c->implicit.opt_value[i]));
-    m->ninserted = i + 1;
-    /* -log_view is read when PETSc starts: from a case, logging starts here (and
-     * PetscFinalize prints the summary) */
-    if (strncmp(c->implicit.opt_name[i], "log_view", 8) == 0) TSR_PETSC(PetscLogDefaultBegin());
-  }
-  return TSR_OK;
-}
-
-static void clear_case_options(impl *m) {
-  const tsr_case *c = m->x->c;
-  for (int i = 0; i < m->ninserted; ++i) {
-    if (strncmp(c->implicit.opt_name[i], "log_view", 8) == 0) continue;
-    char name[300];
-    snprintf(name, sizeof name, "-%s", c->implicit.opt_name[i]);
-    PetscOptionsClearValue(NULL, name);
-  }
-}
-
-/* Whether word occurs in text as a whole token (not inside a longer name or number). */
-static int quotes(const char *text, const char *word) {
-  const size_t n = strlen(word);
-  for (const char *p = text; n && (p = strstr(p, word)); ++p) {
-    const char before = p > text ? p[-1] : ' ', after = p[n];
-    if (!isalnum((unsigned char)before) && before != '_' && before != '-' && before != '.' &&
-        !isalnum((unsigned char)after) && after != '_' && after != '.')
-      return 1;
-  }
-  return 0;
-}
-
-/* An error of PETSc reading the options (TSSetFromOptions): an unknown type, a number that does
- * not parse, a value out of range. The run's options are the case's petsc: section and the
- * command line's, so it is the user's input (exit 2; it was an "internal error"): named by the
- * option whose value PETSc's message quotes, its place in the case when it is the case's, with
- * PETSc's own reason. An allocation failure, or an error with no option given, stays PETSc's. */
-static tsr_err options_refused(impl *m, PetscErrorCode pe, const char *call) {
-  const tsr_case *c = m->x->c;
-  tsr_err err = tsr_petsc_err(pe, call, __FILE__, __LINE__);
-  char *all = NULL;
-  if (pe == PETSC_ERR_MEM || PetscOptionsGetAll(NULL, &all) || !all) return err;
-  const char *text = NULL;
-  char *specific = NULL, reason[1024];
-  PetscErrorMessage(pe, &text, &specific);
-  snprintf(reason, sizeof reason, "%s%s%s", text ? text : "error",
-           specific && *specific ? ": " : "", specific ? specific : "");
-  /* "-name value -flag ...": the option whose value the message quotes (the database holds
-   * what won: the command line's over the case's) */
-  char name[256] = "", value[256] = "";
-  int any = 0;
-  for (char *tok = strtok(all, " "); tok; tok = strtok(NULL, " ")) {
-    if (tok[0] == '-' && isalpha((unsigned char)tok[1])) {
-      any |= strcmp(tok, "-no_signal_handler") != 0;
-      snprintf(name, sizeof name, "%s", tok + 1);
-    } else if (name[0] && specific && quotes(specific, tok)) {
-      snprintf(value, sizeof value, "%s", tok);
-      break;
-    }
-  }
-  PetscFree(all);
-  if (!any) return err;
-  if (!value[0])
-    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                       "%s: PETSc refused the options of this run (the case's petsc: section "
-                       "and the command line's): %s; check them (-help lists what PETSc reads)",
-                       c->path, reason);
-  for (int i = 0; i < c->implicit.nopt; ++i) {
-    const char *v = c->implicit.opt_value[i];
-    if (strcmp(c->implicit.opt_name[i], name) || !v || strcmp(v, value)) continue;
-    char at[512];
-    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                       "%s: petsc.%s: PETSc refused the value '%s': %s; give a value the option "
-                       "takes (-help lists them)",
-                       tsr_case_loc_str(&c->implicit.opt_loc[i], at, sizeof at), name, value,
-                       reason);
-  }
-  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
-                     "command line: -%s %s: PETSc refused the value: %s; give a value the option "
-                     "takes (-help lists them)", name, value, reason);
 }
 
 static tsr_err setup_ts(impl *m) {
@@ -501,9 +363,10 @@ static tsr_err setup_ts(impl *m) {
     TSR_PETSC(PCSetType(pc, PCGAMG));
   TSR_PETSC(TSMonitorSet(ts, ts_monitor, m, NULL));
   TSR_PETSC(KSPMonitorSet(ksp, ksp_beat, m, NULL));
-  TSR_CALL(insert_case_options(m));
+  TSR_CALL(tsr_implicit_options_insert(m));
+  TSR_CALL(tsr_implicit_options_owned(m));
   PetscErrorCode pe = TSSetFromOptions(ts); /* the case's petsc: and the command line win */
-  if (pe) return options_refused(m, pe, "TSSetFromOptions(ts)");
+  if (pe) return tsr_implicit_options_refused(m, pe, "TSSetFromOptions(ts)");
   /* GAMG (PETSc 3.18) keeps its interpolation when the matrix changes (a new shift: BDF's
    * start, every adaptive step; a Newton iteration) and with it the smoothers' eigenvalue
    * estimates of the first matrix, which it takes from the smoothed aggregation: once the
@@ -519,7 +382,8 @@ static tsr_err setup_ts(impl *m) {
   if (gamg && !has_esteig && (m->linear || m->adaptive))
     TSR_PETSC(PCGAMGSetUseSAEstEig(pc, PETSC_FALSE));
   TSR_PETSC(TSSetSolution(ts, m->U));
-  TSR_PETSC(TSSetUp(ts));
+  pe = TSSetUp(ts);
+  if (pe) return tsr_implicit_options_failed(m, pe, "TSSetUp");
   TSR_PETSC(TSGetSNES(ts, &snes));
   TSR_PETSC(SNESGetKSP(snes, &ksp));
   TSR_PETSC(KSPGetPC(ksp, &pc));
@@ -649,7 +513,7 @@ static tsr_err solve(impl *m, tsr_run_result *res) {
     res->dt = m->dt_last;
     return TSR_OK;
   }
-  if (pe) return tsr_petsc_err(pe, "TSSolve", __FILE__, __LINE__);
+  if (pe) return tsr_implicit_options_failed(m, pe, "TSSolve");
   TSConvergedReason reason;
   TSR_PETSC(TSGetConvergedReason(m->ts, &reason));
   if (reason < 0) { /* a boundary value or source that is not finite fails the solves too */
@@ -781,7 +645,7 @@ static void teardown(tsr_run_ctx *x) {
   if (m->Jrhs) MatDestroy(&m->Jrhs);
   tsr_implicit_op_destroy(&m->op);
   free(m->state_buf);
-  clear_case_options(m);
+  tsr_implicit_options_clear(m);
   free(m);
   x->method = NULL;
 }

@@ -317,6 +317,25 @@ np=1 expect bad_type_case 2 \
 np=1 expect bad_number_cmdline 2 \
   "command line: -ksp_rtol abc: PETSc refused the value: Argument out of range: Input string abc" \
   "$work/ac.yaml" -ksp_rtol abc
+# the time plan is the case's: TS options that would end the run elsewhere than time.end (it
+# said "done" at t = 0.01 with -ts_dt, or at 0.033 with -ts_adapt_type basic) are refused,
+# from the command line and from the case (with its line, by tessera check too)
+np=1 expect ts_dt_cmdline 2 "command line: -ts_dt: tessera sets this from the case: time.dt" \
+  "$work/ac.yaml" -ts_dt 0.001
+np=1 expect ts_adapt_fixed 2 "command line: -ts_adapt_type: tessera sets this from the case: time.adaptive: true" \
+  "$work/ac.yaml" -ts_adapt_type basic
+printf 'petsc:\n  ts_max_time: 1\n' >"$work/owned.yaml"
+cat "$work/order.yaml" "$work/owned.yaml" >"$work/owned_case.yaml"
+log=$("$TESSERA_BIN" check "$work/owned_case.yaml" 2>&1); rc=$?
+[ $rc = 2 ] && grep -qF "owned_case.yaml:11:3: petsc.ts_max_time: tessera sets this from the case: time.end" <<<"$log" &&
+  pass "check: petsc.ts_max_time in the case refused with its line" ||
+  { echo "$log" | tail -3; failure "check: petsc.ts_max_time (rc $rc)"; }
+# PETSc failing with the user's solver choice is input, with the options and where each came
+# from (it was an "internal error", exit 1): an explicit TS type; PETSc's own ILU on 2 ranks
+np=1 expect explicit_ts_type 2 "-ts_type euler (command line)" \
+  "$work/ac.yaml" -ts_type euler
+expect ilu_two_ranks 2 "Could not locate a solver type for factorization type ILU and matrix type mpiaij; on more than one rank PETSc factors with a parallel package only: use -pc_type bjacobi" \
+  "$work/ac.yaml" -pc_type ilu
 # initial values that are not finite are the case's (it said lower time.dt)
 np=1 expect initial_not_finite 2 'initial.u: "log(x-0.5)" is nan at x = ' "$work/ac.yaml" \
   --set 'initial.u=log(x-0.5)'
