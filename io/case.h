@@ -18,6 +18,10 @@
 
 /* Where a value came from: a file position (line >= 1), an override (file = the override text
  * "time.end=2", line 0, col: 1-based column inside that text), or a default (file NULL). */
+/* The most steps a run takes (time.steps, or time.end / dt): 2^62, so that a step count and
+ * its sums stay inside int64_t. */
+#define TSR_CASE_MAX_STEPS ((int64_t)1 << 62)
+
 typedef struct {
   const char *file; /* borrowed from the case (its path or the override text); NULL: default */
   int line, col;    /* 1-based; line 0 for overrides and defaults */
@@ -105,7 +109,7 @@ typedef struct {
     int has_end;
     double end;        /* stop at this time (dt shrunk so a whole number of steps lands on it) */
     int has_steps;
-    long steps;        /* or after this many steps */
+    long steps;        /* or after this many steps (at most TSR_CASE_MAX_STEPS) */
     int fuse;          /* time.fuse: steps per halo exchange (deep halos); 1 = every stage;
                           TSR_FUSE_AUTO: measured at start-up (solver/fuse_auto.c) */
   } time;

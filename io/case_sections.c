@@ -232,13 +232,14 @@ const tsr_yaml_entry *tsr_case_read_time_span(tsr_vctx *v, const tsr_yaml_entry 
       tsr_vat(v, ee->value, "time.end: must be > 0, got %g", d);
     }
   }
-  long n;
-  if (se && tsr_vint(v, "time.steps", se->value, &n)) {
+  /* as many as time.end may derive (solver/integrate.c), past int's 2^31 */
+  int64_t n;
+  if (se && tsr_vint64(v, "time.steps", se->value, TSR_CASE_MAX_STEPS, &n)) {
     if (n >= 1) {
       c->time.has_steps = 1;
-      c->time.steps = n;
+      c->time.steps = (long)n;
     } else {
-      tsr_vat(v, se->value, "time.steps: must be >= 1, got %ld", n);
+      tsr_vat(v, se->value, "time.steps: must be >= 1, got %lld", (long long)n);
     }
   }
   return se;

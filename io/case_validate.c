@@ -201,10 +201,27 @@ int tsr_vint(tsr_vctx *v, const char *key, const tsr_yaml_node *n, long *out) {
     return 1;
   }
   if (*s && !*end) {
-    tsr_vat(v, n, "%s: integer out of range, got '%s'", key, s);
+    tsr_vat(v, n, "%s: integer out of range [-2147483647, 2147483647], got '%s'", key, s);
     return 0;
   }
   tsr_vat(v, n, "%s: expected an integer, got '%s'", key, s);
+  return 0;
+}
+
+int tsr_vint64(tsr_vctx *v, const char *key, const tsr_yaml_node *n, int64_t max, int64_t *out) {
+  const char *s = plain(v, key, n, "an integer");
+  if (!s) return 0;
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (*s && !*end && errno == 0 && x >= -max && x <= max) {
+    *out = (int64_t)x;
+    return 1;
+  }
+  if (*s && !*end)
+    tsr_vat(v, n, "%s: integer out of range [%lld, %lld], got '%s'", key, -(long long)max,
+            (long long)max, s);
+  else tsr_vat(v, n, "%s: expected an integer, got '%s'", key, s);
   return 0;
 }
 

@@ -59,6 +59,8 @@ void tsr_vkeys(tsr_vctx *v, const char *path, const tsr_yaml_node *map,
  * node ("KEY: expected ..., got ...") and return 0. */
 int tsr_vnumber(tsr_vctx *v, const char *key, const tsr_yaml_node *n, double *out);
 int tsr_vint(tsr_vctx *v, const char *key, const tsr_yaml_node *n, long *out);
+/* As tsr_vint, for counts past int's range (at most max in magnitude). */
+int tsr_vint64(tsr_vctx *v, const char *key, const tsr_yaml_node *n, int64_t max, int64_t *out);
 int tsr_vbool(tsr_vctx *v, const char *key, const tsr_yaml_node *n, int *out);
 int tsr_vstring(tsr_vctx *v, const char *key, const tsr_yaml_node *n, const char **out);
 /* One of names[0..n-1]; unknown words get a suggestion among them. */

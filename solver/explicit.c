@@ -166,9 +166,9 @@ static tsr_err continue_with_dt(tsr_run_ctx *x, double dt) {
   int64_t n = c->time.steps;
   if (!c->time.has_steps) {
     double v = ceil(c->time.end / dt * (1.0 - 1e-12));
-    TSR_CHECK(v >= 1.0 && v < 4.6e18, TSR_ERR_INPUT,
-              "%s: time.end = %g with the checkpoint's dt = %g needs %.3g steps", c->path,
-              c->time.end, dt, v);
+    TSR_CHECK(v >= 1.0 && v <= (double)TSR_CASE_MAX_STEPS, TSR_ERR_INPUT,
+              "%s: time.end = %g with the checkpoint's dt = %g needs %.3g steps, more than "
+              "%.3g; shorten time.end", c->path, c->time.end, dt, v, (double)TSR_CASE_MAX_STEPS);
     n = (int64_t)v;
   }
   x->dt = dt;

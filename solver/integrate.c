@@ -50,9 +50,9 @@ tsr_err tsr_integrate_time_plan(const tsr_case *c, double *dt, int64_t *nsteps, 
     return TSR_OK;
   }
   double n = ceil(c->time.end / want * (1.0 - 1e-12));
-  TSR_CHECK(n >= 1.0 && n < 4.6e18, TSR_ERR_INPUT,
-            "%s: time.end = %g with dt = %g needs %.3g steps; shorten time.end or raise dt",
-            c->path, c->time.end, want, n);
+  TSR_CHECK(n >= 1.0 && n <= (double)TSR_CASE_MAX_STEPS, TSR_ERR_INPUT,
+            "%s: time.end = %g with dt = %g needs %.3g steps, more than %.3g; shorten time.end "
+            "or raise dt", c->path, c->time.end, want, n, (double)TSR_CASE_MAX_STEPS);
   *nsteps = (int64_t)n;
   *dt = c->time.end / n;
   return TSR_OK;

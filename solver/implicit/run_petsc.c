@@ -39,6 +39,15 @@ tsr_err tsr_implicit_check(const tsr_case *c) {
             "%d-bit indices number (%.4g); give fewer cells, or build tessera with a PETSc "
             "configured --with-64-bit-indices", c->path, unknowns, c->ncomp,
             c->ncomp == 1 ? "" : "s", (int)sizeof(PetscInt) * 8, (double)PETSC_MAX_INT);
+  /* TS counts steps with PetscInt too (TSSetMaxSteps): past it the count wrapped, and the run
+   * ended early as if done */
+  const double steps = c->implicit.adaptive ? 0.0
+                       : c->time.has_steps  ? (double)c->time.steps
+                                            : ceil(c->time.end / c->time.dt * (1.0 - 1e-12));
+  TSR_CHECK(steps <= (double)PETSC_MAX_INT, TSR_ERR_INPUT,
+            "%s: time: %.4g steps of dt = %g, more than this PETSc's %d-bit step count holds "
+            "(%.4g); raise time.dt, or use time.adaptive: true", c->path, steps, c->time.dt,
+            (int)sizeof(PetscInt) * 8, (double)PETSC_MAX_INT);
   return TSR_OK;
 }
 

@@ -266,6 +266,21 @@ expect_fail "slowdown steps" 1 "debug.slowdown.steps: expected [a, b]" "$good
 debug: {slowdown: {rank: 0, factor: 2, steps: [5]}}" run @CASE@ --out @OUT@
 expect_fail "slowdown rank beyond the ranks (check)" 1 ":5:26: debug.slowdown.rank: rank 3, but the run has 2 ranks" "$good
 debug: {slowdown: {rank: 3, factor: 2, steps: [1, 5]}}" check @CASE@ --ranks 2
+# step counts: time.steps past int (3e9) is taken, as time.end derives such counts; past 2^62
+# neither is; method implicit, whose PETSc counts steps in 32 bits, refuses more (the count
+# wrapped and the run ended early, saying done)
+if log=$("$TESSERA_BIN" check <(printf '%s\n' "${good/end: 0.01/steps: 3000000000}") 2>&1) &&
+   grep -q ", 3000000000 steps of dt" <<<"$log"; then pass "time.steps 3000000000 taken"
+else failure "time.steps 3000000000"; printf '%s\n' "$log" | tail -3; fi
+expect_fail "time.steps past 2^62" 1 "time.steps: integer out of range [-4611686018427387904, 4611686018427387904]" \
+  "${good/end: 0.01/steps: 5000000000000000000}" check @CASE@
+expect_fail "time.end derives past 2^62 steps" 1 "needs 2.84e+22 steps, more than 4.61e+18" "$good" check @CASE@ --set time.end=1e20
+expect_fail "implicit: steps past PetscInt" 1 "time: 1e+10 steps of dt = 1e-12, more than this PETSc's 32-bit step count" \
+  "model: heat
+method: implicit
+grid: {cells: [8, 8]}
+initial: {u: \"sin(pi*x)\"}
+time: {dt: 1e-12, end: 0.01}" run @CASE@ --out @OUT@
 # refused in a method's set-up, before the driver makes the output directory (solver/driver.c):
 # the PINN made it first and left it behind
 pinn='model: heat
