@@ -23,8 +23,7 @@ tsr_err tsr_run_find_nonfinite(const tsr_run_ctx *x, const tsr_expr *e, const ts
   return found ? tsr_case_nonfinite(x->c, ce, v, xyz, 1, t) : TSR_OK;
 }
 
-/* The expressions that feed a state at t on this rank (see tsr_run_blame_expressions). */
-static tsr_err expressions_finite(const tsr_run_ctx *x, int initial, double t) {
+tsr_err tsr_run_expressions_finite(const tsr_run_ctx *x, int initial, double t) {
   const tsr_case *c = x->c;
   for (int q = 0; q < c->ncomp && initial; ++q)
     if (x->init_expr[q]) TSR_CALL(tsr_run_find_nonfinite(x, x->init_expr[q], &c->initial[q], t));
@@ -36,8 +35,8 @@ static tsr_err expressions_finite(const tsr_run_ctx *x, int initial, double t) {
 }
 
 tsr_err tsr_run_blame_expressions(tsr_run_ctx *x, int initial, double t0, double t1) {
-  tsr_err err = expressions_finite(x, initial, t1);
-  if (!err && !initial && t0 != t1) err = expressions_finite(x, 0, t0);
+  tsr_err err = tsr_run_expressions_finite(x, initial, t1);
+  if (!err && !initial && t0 != t1) err = tsr_run_expressions_finite(x, 0, t0);
   return tsr_run_agree(x->comm, err);
 }
 

@@ -157,6 +157,9 @@ int tsr_run_norms_finite(const tsr_run_ctx *x, const tsr_run_norms *nm);
  * finite on some rank's part of the grid is TSR_ERR_INPUT naming its key, a point and the
  * time; TSR_OK when none is: the step is the suspect, which the caller says. Collective. */
 tsr_err tsr_run_blame_expressions(tsr_run_ctx *x, int initial, double t0, double t1);
+/* The expressions that feed a state at t on this rank's box (initial: the initial values;
+ * else the boundary values and sources), as tsr_run_blame_expressions but not collective. */
+tsr_err tsr_run_expressions_finite(const tsr_run_ctx *x, int initial, double t);
 /* The monitor line of step (of x->nsteps) at t, into buf. */
 void tsr_run_monitor_line(const tsr_run_ctx *x, int64_t step, double t, const tsr_run_norms *nm,
                           double cps, char *buf, size_t n);

@@ -288,6 +288,17 @@ static tsr_err gather(pr *p, int k, int *stop_why, int *dropped) {
   free(mine), free(all);
   p->nhist = k;
   p->iterations = k;
+  if (!isfinite(worst)) { /* a boundary value or source that is not finite at the start or end
+                            of a slice that went wrong is the case's, not the step's; every
+                            group's rank covers the same box, so each looks at every such
+                            slice */
+    tsr_err bad = TSR_OK;
+    for (int n = 0; n < P && !bad; ++n)
+      if (!isfinite(row[n]))
+        for (int e = 0; e < 2 && !bad; ++e)
+          bad = tsr_run_expressions_finite(&p->fx[0], 0, (double)p->step_of[n + e] * p->fx[0].dt);
+    TSR_CALL(tsr_run_agree(p->world, bad));
+  }
   TSR_CHECK(isfinite(worst), TSR_ERR_INPUT,
             "%s: parareal: a slice's state became non-finite at iteration %d (fine dt %g, "
             "stable limit %g; coarse dt up to %g, limit %g): lower time.cfl, "

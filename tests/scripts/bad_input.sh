@@ -184,6 +184,10 @@ want_rc=2 expect_fail "boundary value not finite" 1 \
 boundary: {xlo: {type: dirichlet, value: \"sqrt(0.005 - t)\"}}" run @CASE@ --out @OUT@
 want_rc=2 expect_fail "source not finite" 1 'source.u: "log(0.005 - t)" is nan at' "$good
 source: {u: \"log(0.005 - t)\"}" run @CASE@ --out @OUT@
+# under parareal too (it said a slice's state became non-finite: lower time.cfl)
+want_rc=2 expect_fail "parareal: source not finite" 2 'source.u: "log(0.005 - t)" is nan at' "$good
+source: {u: \"log(0.005 - t)\"}
+decomposition: {time_slices: 2}" run @CASE@ --out @OUT@
 # method pinn: initial values that are not finite (it said the loss became NaN: lower
 # pinn.adam.lr), and an exact one (relative error computed without those points, exit 0)
 pinn_nf='model: heat
