@@ -207,6 +207,11 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
   int has_src = 0;
   for (int q = 0; q < c->ncomp; ++q) has_src |= c->source[q].text != NULL;
   nfield += has_src;
+  /* parareal's states of a rank's m slices: their starts and the group's end, F and G of each,
+   * the copy of the starts an iteration may drop back to, two scratch fields
+   * (solver/parareal/setup.c); the coarse grid's and the transfer buffers are small beside them */
+  if (c->decomp.time_slices > 1) nfield += 4 * c->parareal.slices_per_rank + 4;
+  const int esize = c->precision == TSR_PRECISION_SINGLE ? 4 : 8;
   int64_t total = tsr_box_cells(&L.global), maxc = 0;
   fprintf(out, "%5s  %-28s %12s  %-24s %14s %12s\n", "rank", "box [lo, hi)", "cells",
           "neighbours", "halo B/step", "memory");
@@ -226,10 +231,10 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
       w += (size_t)snprintf(nb + w, sizeof nb - w, "%s%d", p ? "," : "", hp.peers[p].peer);
     if (!hp.npeer) snprintf(nb, sizeof nb, "-");
     int64_t halo =
-        (int64_t)((double)tsr_halo_bytes_sent(&hp, c->ncomp, (int)sizeof(double)) * per_step);
+        (int64_t)((double)tsr_halo_bytes_sent(&hp, c->ncomp, esize) * per_step);
     tsr_box g = tsr_box_grow(b, c->dim, ghost);
-    double mem = (double)tsr_box_cells(&g) * c->ncomp * sizeof(double) * nfield +
-                 2.0 * (double)tsr_halo_bytes_sent(&hp, c->ncomp, (int)sizeof(double));
+    double mem = (double)tsr_box_cells(&g) * c->ncomp * esize * nfield +
+                 2.0 * (double)tsr_halo_bytes_sent(&hp, c->ncomp, esize);
     fprintf(out, "%5d  %-28s %12lld  %-24s %14lld %9.1f MiB\n", r, bs,
             (long long)tsr_box_cells(b), nb, (long long)halo, mem / 1048576.0);
     if (tsr_box_cells(b) > maxc) maxc = tsr_box_cells(b);

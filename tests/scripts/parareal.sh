@@ -37,6 +37,18 @@ source: {u: "sin(2*pi*t)*x*y"}
 time: {scheme: ssp_rk3, dt: auto, steps: 96}
 output: {progress: none, snapshot_every: 24}
 YAML
+# --- tessera check's memory column counts parareal's states (4 per slice of a rank and 4 more:
+# it showed the plain run's) and the stored precision (it counted doubles) -------------------
+mem() { # the memory of rank 0 in check's table, MiB
+  "$TESSERA_BIN" check "$work/heat.yaml" --set 'grid.cells=[1024, 1024]' "$@" |
+    awk '$1 == "0" && $NF == "MiB" { print $(NF - 1) }'
+}
+plain=$(mem --ranks 2) single=$(mem --ranks 2 --set precision=single)
+pr=$(mem --ranks 4 --set decomposition.time_slices=4 --set parareal.slices_per_rank=2)
+if [ -n "$plain" ] && [ -n "$single" ] && [ -n "$pr" ] &&
+   $py -c "import sys; p, s, q = map(float, sys.argv[1:]); sys.exit(0 if abs(s / p - 0.5) < 0.01 and abs(q / p - 16 / 4) < 0.05 else 1)" "$plain" "$single" "$pr"; then
+  pass "check's memory: $plain MiB a rank, $single in single precision, $pr with 2 parareal slices a rank"
+else failure "check's memory: '$plain' MiB, '$single' single, '$pr' with parareal"; fi
 run_ok "serial heat" 1 "$work/heat.yaml" --out "$work/serial" || exit 1
 snap() { printf '%s/snapshot_%08d.h5' "$1" "$2"; }
 
