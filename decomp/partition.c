@@ -259,10 +259,17 @@ static tsr_err validate(int dim, const int cells[3], int nranks, const tsr_part_
               "product equal the rank count",
               o->grid[0], o->grid[1], o->grid[2], (long long)prod, nranks);
   } else if (o->weights) {
-    for (int r = 0; r < nranks; ++r)
+    double sum = 0.0;
+    for (int r = 0; r < nranks; ++r) {
       TSR_CHECK(isfinite(o->weights[r]) && o->weights[r] > 0.0, TSR_ERR_INPUT,
                 "the weight of rank %d is %g; weights must be positive and finite", r,
                 o->weights[r]);
+      sum += o->weights[r];
+    }
+    /* an infinite sum makes every share inf / inf: NaN cuts */
+    TSR_CHECK(isfinite(sum), TSR_ERR_INPUT,
+              "the weights of the %d ranks sum past the range of double; scale them down",
+              nranks);
   }
   return TSR_OK;
 }

@@ -290,6 +290,10 @@ static void test_bad_options(void **state) {
   assert_int_equal(tsr_partition(3, c, NULL, 2, &o, &L), TSR_ERR_INPUT);
   w[1] = 0;
   assert_int_equal(tsr_partition(3, c, NULL, 2, &o, &L), TSR_ERR_INPUT);
+  /* each finite, the sum not: every share was NaN */
+  w[0] = w[1] = 1e308;
+  assert_int_equal(tsr_partition(3, c, NULL, 2, &o, &L), TSR_ERR_INPUT);
+  assert_non_null(strstr(tsr_err_message(), "sum past the range of double"));
   o.weights = NULL;
   assert_int_equal(tsr_partition(3, c, NULL, 0, &o, &L), TSR_ERR_INPUT);
   assert_int_equal(tsr_partition(4, c, NULL, 2, &o, &L), TSR_ERR_INPUT);
