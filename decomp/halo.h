@@ -43,6 +43,15 @@ tsr_err tsr_halo_plan_build(const tsr_layout *layout, int rank, int ghost, tsr_h
 /* Releases the plan's arrays; safe on a zeroed plan. */
 void tsr_halo_plan_free(tsr_halo_plan *plan);
 
+/* Every rank's plan, one at a time, for a caller that needs them all (tessera check): the
+ * layout is checked once and each box's possible peers are found through a grid of buckets,
+ * so n ranks cost about n plans' work, not n^2 box pairs (32000 ranks took 8.8 s). The plans
+ * are tsr_halo_plan_build's. The index borrows the layout. Errors as tsr_halo_plan_build. */
+typedef struct tsr_halo_index tsr_halo_index;
+tsr_err tsr_halo_index_create(const tsr_layout *layout, int ghost, tsr_halo_index **index);
+tsr_err tsr_halo_index_plan(tsr_halo_index *index, int rank, tsr_halo_plan *plan);
+void tsr_halo_index_free(tsr_halo_index **index);
+
 /* The exchange engine over a plan for fields of ncomp components. One handle type, two
  * backends: tsr_halo_create gives the host backend (MPI point-to-point on host fields),
  * tsr_halo_create_nccl the device backend (pack kernels and NCCL on device fields). Both

@@ -215,11 +215,13 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
   int64_t total = tsr_box_cells(&L.global), maxc = 0;
   fprintf(out, "%5s  %-28s %12s  %-24s %14s %12s\n", "rank", "box [lo, hi)", "cells",
           "neighbours", "halo B/step", "memory");
+  tsr_halo_index *hx = NULL;
+  err = tsr_halo_index_create(&L, ghost, &hx);
   for (int r = 0; r < nranks && !err; ++r) {
     tsr_halo_plan hp = {0};
-    err = tsr_halo_plan_build(&L, r, ghost, &hp);
+    err = tsr_halo_index_plan(hx, r, &hp);
     if (err) break;
-    const tsr_box *b = &L.boxes[tsr_layout_box_of(&L, r)];
+    const tsr_box *b = &hp.owned;
     char bs[64], nb[256] = "";
     if (c->dim == 2)
       snprintf(bs, sizeof bs, "[%d,%d)x[%d,%d)", b->lo[0], b->hi[0], b->lo[1], b->hi[1]);
@@ -240,6 +242,7 @@ tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out) {
     if (tsr_box_cells(b) > maxc) maxc = tsr_box_cells(b);
     tsr_halo_plan_free(&hp);
   }
+  tsr_halo_index_free(&hx);
   if (!err)
     fprintf(out, "imbalance (max/mean cells): %.4f\n", (double)maxc * nranks / (double)total);
   if (!err) print_rebalance(c, nranks, out);

@@ -82,7 +82,38 @@ static void check_pair(const tsr_layout *L, const tsr_halo_plan *plans, int a, i
   assert_true(sent == ab->send_cells);
 }
 
+/* The index's plans (tessera check's) are tsr_halo_plan_build's, peer by peer, segment by
+ * segment. */
+static void check_index(const tsr_layout *L, int ghost) {
+  tsr_halo_index *ix = NULL;
+  assert_int_equal(tsr_halo_index_create(L, ghost, &ix), TSR_OK);
+  for (int r = 0; r < L->nbox; ++r) {
+    tsr_halo_plan a, b;
+    assert_int_equal(tsr_halo_plan_build(L, r, ghost, &a), TSR_OK);
+    assert_int_equal(tsr_halo_index_plan(ix, r, &b), TSR_OK);
+    assert_int_equal(a.rank, b.rank);
+    assert_true(tsr_box_equal(&a.owned, &b.owned));
+    if (a.npeer != b.npeer)
+      fail_msg("rank %d of %d, ghost %d: %d peers, the index found %d", r, L->nbox, ghost,
+               a.npeer, b.npeer);
+    for (int i = 0; i < a.npeer; ++i) {
+      const tsr_halo_peer *p = &a.peers[i], *q = &b.peers[i];
+      assert_int_equal(p->peer, q->peer);
+      assert_int_equal(p->nseg, q->nseg);
+      for (int k = 0; k < p->nseg; ++k) {
+        assert_true(tsr_box_equal(&p->send[k], &q->send[k]));
+        assert_true(tsr_box_equal(&p->recv[k], &q->recv[k]));
+      }
+    }
+    tsr_halo_plan_free(&a), tsr_halo_plan_free(&b);
+  }
+  assert_int_equal(tsr_halo_index_plan(ix, L->nbox, &(tsr_halo_plan){0}), TSR_ERR_INPUT);
+  tsr_halo_index_free(&ix);
+  assert_null(ix);
+}
+
 static void check_layout(const tsr_layout *L, int ghost) {
+  check_index(L, ghost);
   tsr_halo_plan *plans = calloc((size_t)L->nbox, sizeof *plans);
   assert_non_null(plans);
   for (int r = 0; r < L->nbox; ++r) {
@@ -127,6 +158,30 @@ static void test_many_layouts(void **state) {
   check_layout(&L, 2);
   tsr_layout_free(&L);
   assert_true(nlayout > 300);
+}
+
+/* Many boxes, so that the index has many buckets: grids whose sides the buckets do not divide,
+ * periodic or not, weighted, ghosts up to 3 (deep halos reach past the next box) */
+static void test_index_many_boxes(void **state) {
+  (void)state;
+  static const int shapes[][4] = {{2, 97, 61, 1}, {3, 29, 31, 23}, {3, 64, 8, 40}};
+  double w[150];
+  for (int i = 0; i < 150; ++i) w[i] = 1.0 + (i * 7 % 5);
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
+    int dim = shapes[s][0], cells[3] = {shapes[s][1], shapes[s][2], shapes[s][3]};
+    for (int per = 0; per < (1 << dim); per += (1 << dim) - 1) {
+      int periodic[3] = {per & 1, (per >> 1) & 1, (per >> 2) & 1};
+      for (int ghost = 1; ghost <= 3; ++ghost)
+        for (int n = 37; n <= 150; n += 113) {
+          tsr_part_opts o = {ghost == 2 ? TSR_PART_SLABS : TSR_PART_RCB, ghost, {1, 1, 1},
+                             ghost == 3 ? w : NULL};
+          tsr_layout L;
+          if (tsr_partition(dim, cells, periodic, n, &o, &L) != TSR_OK) continue;
+          check_index(&L, ghost);
+          tsr_layout_free(&L);
+        }
+    }
+  }
 }
 
 /* 3 ranks on 120x60: rank 0 is [0,120) x [0,20) (a cut across x counts as one across an axis
@@ -224,6 +279,7 @@ static void test_bytes_and_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_many_layouts),
+      cmocka_unit_test(test_index_many_boxes),
       cmocka_unit_test(test_two_neighbours_on_one_face),
       cmocka_unit_test(test_self_peer),
       cmocka_unit_test(test_bytes_and_errors),
