@@ -98,8 +98,10 @@ static tsr_err write_file(pr *p, int k, double *all) {
   char name[64], path[4200];
   file_name(name, sizeof name, k);
   snprintf(path, sizeof path, "%s/%s", x->out_dir, name);
-  const int64_t ints[2] = {p->P, k};
-  const tsr_output_attr more = {"parareal", NULL, 0.0, ints, 2};
+  /* the slices, the iteration, and the time plan the slices cut (fine steps, dt's bits) */
+  int64_t ints[4] = {p->P, k, p->step_of[p->P], 0};
+  memcpy(&ints[3], &x->dt, sizeof x->dt);
+  const tsr_output_attr more = {"parareal", NULL, 0.0, ints, 4};
   tsr_grid_meta meta = meta_of(p, k);
   if (!err)
     err = tsr_checkpoint_write_file_more(x->comm, path, &meta, TSR_OUTPUT_IO_SERIAL, 1, x->dt,
@@ -165,6 +167,21 @@ static tsr_err restart_paths(const pr *p, char path[][4200], int *n) {
   int k = 0;
   if (p->rank == 0) tsr_checkpoint_get_latest(x->out_dir, name, sizeof name);
   MPI_Bcast(name, (int)sizeof name, MPI_CHAR, 0, p->world);
+  /* a finished run's final.h5 (which the explicit method continues) holds one state at the
+   * end: parareal's slices start from the case's initial values at t = 0 */
+  int final = 0;
+  if (p->rank == 0 && !name[0]) {
+    char f[4200];
+    snprintf(f, sizeof f, "%s/final.h5", x->out_dir);
+    final = access(f, F_OK) == 0;
+  }
+  MPI_Bcast(&final, 1, MPI_INT, 0, p->world);
+  TSR_CHECK(name[0] || !final, TSR_ERR_INPUT,
+            "--restart latest: '%s' holds final.h5 of a run that ended and no parareal "
+            "checkpoint: a parareal run starts from the initial values at t = 0 and continues "
+            "only its own parareal_<iteration>.h5; continue the ended run without time slices "
+            "(--set decomposition.time_slices=1 with the later time.end or time.steps), or run "
+            "the case again from the start", x->out_dir);
   TSR_CHECK(name[0], TSR_ERR_INPUT,
             "--restart latest: no checkpoint in '%s' (its file latest is missing); run the case "
             "from the start without --restart", x->out_dir);
@@ -196,13 +213,13 @@ static tsr_err restart_from(pr *p, const char *path, int *k, int *refused) {
   tsr_run_ctx *x = &p->fx[0];
   const int nc = p->c->ncomp, m = p->m;
   *refused = 0;
-  int64_t ints[2] = {0, 0};
+  int64_t ints[4] = {0, 0, 0, 0};
   int nint = 0;
-  tsr_err err = tsr_output_read_ints(p->world, path, "parareal", ints, 2, &nint);
+  tsr_err err = tsr_output_read_ints(p->world, path, "parareal", ints, 4, &nint);
   if (err)
     return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
                        "'%s' is not a valid parareal checkpoint (%s)", path, tsr_err_message());
-  TSR_CHECK(nint == 2, TSR_ERR_INPUT,
+  TSR_CHECK(nint == 2 || nint == 4, TSR_ERR_INPUT,
             "'%s' is not a parareal checkpoint (no attribute parareal); a parareal run continues "
             "only from its own parareal_<iteration>.h5", path);
   /* an iteration's checkpoint is written after it, at most the last (stopped there) */
@@ -215,6 +232,19 @@ static tsr_err restart_from(pr *p, const char *path, int *k, int *refused) {
             "checkpoint '%s' holds the states of %" PRId64 " time slices and this run has %d "
             "(decomposition.time_slices); restart with time_slices: %" PRId64 ", or run from "
             "the start", path, ints[0], p->P, ints[0]);
+  /* the states are at the slices' start times, which the time plan sets: another end (or
+   * step) would take them for other times. (Files of session 39 and before lack the plan.) */
+  double dt = 0.0;
+  memcpy(&dt, &ints[3], sizeof dt);
+  const int64_t steps = p->step_of[p->P];
+  if (nint == 4 && (ints[2] != steps || dt != x->dt)) *refused = 1;
+  TSR_CHECK(nint < 4 || (ints[2] == steps && dt == x->dt), TSR_ERR_INPUT,
+            "checkpoint '%s' holds the slice starts of a run of %" PRId64 " fine steps of dt %.9g "
+            "(to t = %.9g) and this run takes %" PRId64 " of dt %.9g: the slices cut the run's "
+            "time span, so a parareal checkpoint continues only with the time.end (or "
+            "time.steps) and time.dt that wrote it; to go past the end, continue the ended "
+            "run's final.h5 without time slices (--set decomposition.time_slices=1)", path,
+            ints[2], dt, (double)ints[2] * dt, steps, x->dt);
   /* this group's start states and end: slices s0 .. s0 + m */
   const int64_t cells = tsr_box_cells(&x->box);
   char **names = field_names(p, p->s0, m + 1);

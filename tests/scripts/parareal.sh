@@ -276,7 +276,20 @@ if run_ok "checkpoints straight" 2 "$work/heat.yaml" --out "$work/cs" $C --set p
     failure "checkpoints: 8 slices from a checkpoint of 4 accepted" ||
     { echo "$log" | grep -q "holds the states of 4 time slices and this run has 8" &&
       pass "checkpoints: another slice count refused" || failure "checkpoints: refusal message"; }
+  # another end: the states would be taken for other times (it ran on and said done)
+  log=$("$TESSERA_BIN" run "$work/heat.yaml" --out "$work/cs" $q $N --set time.steps=192 \
+    --set parareal.slices_per_rank=4 --restart latest 2>&1) &&
+    failure "checkpoints: time.steps 192 from a checkpoint of 96 accepted" ||
+    { echo "$log" | grep -q "holds the slice starts of a run of 96 fine steps of dt .* and this run takes 192 of dt" &&
+      pass "checkpoints: another time.steps refused" || { echo "$log" | tail -2; failure "checkpoints: time plan refusal"; }; }
 fi
+# a run that ended without checkpoints: its final.h5 continues without time slices, not with
+log=$("$TESSERA_BIN" run "$work/heat.yaml" --out "$work/serial" $q --set decomposition.time_slices=2 \
+  --set parareal.slices_per_rank=2 --restart latest 2>&1) &&
+  failure "final.h5 continued by parareal" ||
+  { echo "$log" | grep -q "holds final.h5 of a run that ended and no parareal checkpoint" &&
+    pass "final.h5 and no parareal checkpoint: refused, saying how to continue" ||
+    { echo "$log" | tail -2; failure "final.h5: refusal message"; }; }
 
 # --- a stop inside a long iteration: SIGUSR1 to mpirun (which forwards it to the ranks) 0.15 s
 # into iteration 2, whose fine solve takes about 0.8 s here (the same as iteration 1's): the
