@@ -28,6 +28,8 @@ static tsr_err drive(tsr_run_ctx *x, tsr_run_result *res) {
   TSR_CALL(tsr_run_agree(x->comm, watch(x)));
   if (x->opts.write_output) TSR_CALL(tsr_run_prepare_outdir_ctx(x));
   if (tsr_run_relaunch_fresh(x->comm, x->opts.restart, x->out_dir)) x->opts.restart = NULL;
+  if (x->opts.write_output && !x->opts.restart)
+    TSR_CALL(tsr_run_refuse_earlier(x->comm, x->out_dir));
   TSR_CALL(tsr_run_agree(x->comm, m->start(x)));
   TSR_CALL(m->advance(x, res));
   /* stopped early: the checkpoint holds the state; final.h5 and the report are the end's */

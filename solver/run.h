@@ -113,6 +113,14 @@ void tsr_run_outdir_end(tsr_run_outdir *od, int failed);
  * method. Collective. */
 int tsr_run_relaunch_fresh(MPI_Comm comm, const char *restart, const char *dir);
 
+/* A run started from the initial conditions (no --restart) into a directory that holds an
+ * earlier run's checkpoints (checkpoint_<step>.h5, or what dir/latest names) is refused
+ * (TSR_ERR_INPUT, saying how to continue that run or start elsewhere): it would replace
+ * latest, and output.keep would prune by step among both runs' files, keeping the earlier
+ * run's newer steps over this run's own. A final.h5 alone (an ended run's output) is
+ * overwritten as before. Collective. */
+tsr_err tsr_run_refuse_earlier(MPI_Comm comm, const char *dir);
+
 /* Prints the plan for nranks ranks without running: box per rank, cells, neighbours, halo
  * bytes per step, memory per rank. Not collective. Errors: TSR_ERR_INPUT (too many ranks). */
 tsr_err tsr_run_check(const tsr_case *c, int nranks, FILE *out);

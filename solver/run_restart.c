@@ -140,3 +140,33 @@ tsr_err tsr_run_restart_within(const tsr_run_ctx *x, const tsr_checkpoint_info *
             (long long)x->nsteps);
   return TSR_OK;
 }
+
+tsr_err tsr_run_refuse_earlier(MPI_Comm comm, const char *dir) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  char latest[256] = "", newest[64] = "";
+  if (rank == 0) {
+    char name[1][64];
+    int named = 0;
+    tsr_checkpoint_get_latest(dir, latest, sizeof latest);
+    if (tsr_checkpoint_candidates(dir, name, 1, &named) > 0)
+      snprintf(newest, sizeof newest, "%s", name[0]);
+  }
+  MPI_Bcast(latest, (int)sizeof latest, MPI_CHAR, 0, comm);
+  MPI_Bcast(newest, (int)sizeof newest, MPI_CHAR, 0, comm);
+  if (!latest[0] && !newest[0]) return TSR_OK;
+  char what[400];
+  if (latest[0] && (!newest[0] || strcmp(latest, newest) == 0))
+    snprintf(what, sizeof what, "latest names %s", latest);
+  else if (latest[0])
+    snprintf(what, sizeof what, "latest names %s; the newest step is %s", latest, newest);
+  else snprintf(what, sizeof what, "the newest is %s", newest);
+  return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                     "output directory '%s' holds the checkpoints of an earlier run (%s): a run "
+                     "started over there would replace latest and mix its checkpoints with "
+                     "those (output.keep would count theirs); continue that run with --restart "
+                     "latest, start this one in another directory (--out DIR), or remove them "
+                     "first (rm %s/latest %s/%s_*.h5)",
+                     dir, what, dir, dir,
+                     strncmp(latest, "parareal_", 9) == 0 ? "parareal" : "checkpoint");
+}

@@ -245,6 +245,21 @@ else echo "$log" | grep -v '^step' | tail -5; failure "latest not updatable: rc 
 run_ok "restart from the checkpoint latest missed" 2 "$case" --out "$work/latestdir2" --restart "$lt/checkpoint_00000003.h5" &&
   same "restart from the checkpoint latest missed = uninterrupted" "$work/heat2d-ref/final.h5" "$work/latestdir2/final.h5"
 
+# a run started over where an earlier run's checkpoints lie is refused, leaving them as they
+# were: it replaced latest and kept the earlier run's newer steps over its own (output.keep);
+# a final.h5 alone is overwritten (rerunning a case into its directory)
+d=$work/heat2d-ref
+before=$(ls -l --time-style=+%s.%N "$d" | md5sum)
+log=$("$TESSERA_BIN" run "$work/heat2d.yaml" --out "$d" 2>&1); rc=$?
+if [ $rc = 2 ] && grep -qF "output directory '$d' holds the checkpoints of an earlier run (latest names checkpoint_00000009.h5): a run started over there would replace latest" <<<"$log" &&
+   grep -qF "continue that run with --restart latest, start this one in another directory (--out DIR), or remove them first (rm $d/latest $d/checkpoint_*.h5)" <<<"$log" &&
+   [ "$(ls -l --time-style=+%s.%N "$d" | md5sum)" = "$before" ]; then
+  pass "a fresh run where checkpoints lie: refused (exit 2), the directory untouched"
+else echo "$log" | tail -3; failure "a fresh run where checkpoints lie: rc $rc"; fi
+rm "$d"/latest "$d"/checkpoint_*.h5
+run_ok "a fresh run over final.h5 alone" 1 "$work/heat2d.yaml" --out "$d" --set output.checkpoint_every=none &&
+  same "a fresh run over final.h5 alone: the same result" "$work/heat2d-ckpt/final.h5" "$d/final.h5"
+
 # a case file of over 64 KiB (comments, here): its text, an attribute of every checkpoint, is
 # stored whole (dense attribute storage), and the restart reads it back and accepts it
 long=$work/long.yaml
