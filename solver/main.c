@@ -140,7 +140,8 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       double sec;
       if (!o->walltime || tsr_stop_parse_walltime(o->walltime, &sec))
         return say(rank, EXIT_BAD_INPUT, "--walltime: expected [D-]HH:MM:SS, MM:SS or seconds "
-                   "(the job's time limit, e.g. 01:30:00), got '%s'%s",
+                   "(the job's time limit, e.g. 01:30:00: more than 0, minutes and seconds below "
+                   "60, hours after days below 24, each number below 100000000), got '%s'%s",
                    o->walltime ? o->walltime : "", "");
     } else if (!strcmp(a, "--set") || !strcmp(a, "--out") || !strcmp(a, "--ranks")) {
       if (i + 1 >= argc)
@@ -151,7 +152,7 @@ static int parse(int argc, char **argv, int rank, cli *o) {
       else {
         long n;
         if (!tsr_text_count(v, 1, 1000000, &n))
-          return say(rank, EXIT_BAD_INPUT, "--ranks: expected a positive integer, got '%s'%s", v, "");
+          return say(rank, EXIT_BAD_INPUT, "--ranks: expected a whole number from 1 to 1000000, got '%s'%s", v, "");
         o->ranks = (int)n;
       }
     } else if (!strncmp(a, "--set=", 6)) {

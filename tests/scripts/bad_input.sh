@@ -243,7 +243,7 @@ expect_fail "unknown command" 1 "unknown command" "$good" fly @CASE@
 expect_fail "no case file given" 1 "needs a case file" - run
 expect_fail "--ranks with run" 1 "--ranks" "$good" run @CASE@ --ranks 2
 expect_fail "--ranks not a number" 1 "--ranks" "$good" check @CASE@ --ranks two
-expect_fail "--ranks with a sign" 1 "--ranks: expected a positive integer, got '+2'" "$good" \
+expect_fail "--ranks with a sign" 1 "--ranks: expected a whole number from 1 to 1000000, got '+2'" "$good" \
   check @CASE@ --ranks +2
 expect_fail "duplicate key" 1 "duplicate" "$good
 model: wave" run @CASE@ --out @OUT@
