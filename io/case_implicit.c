@@ -21,8 +21,8 @@
  *
  * Not with method implicit: time.cfl and dt: auto, precision: single (PETSc's scalars are
  * double), backend: cuda (Debian's PETSc is host-only), the rebalance:, debug: and gpu:
- * sections, output.snapshot_every and output.checkpoint_every as {time: T} with
- * time.adaptive, models without a pointwise Jacobian (tsr_models[].methods). */
+ * sections, models without a pointwise Jacobian (tsr_models[].methods). With time.adaptive,
+ * output.*_every: {time: T} writes after the step that crosses each multiple of T. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <stdio.h>
@@ -228,16 +228,6 @@ static void check_method_keys(tsr_vctx *v, const tsr_yaml_node *root) {
     if ((x = tsr_yaml_find(root, explicit_only[i])))
       tsr_vkey(v, x, "%s: a section of the explicit method; method implicit has no %s: remove "
                "it", explicit_only[i], explicit_only[i]);
-  const tsr_yaml_entry *oe = tsr_yaml_find(root, "output");
-  const tsr_yaml_node *on = oe && oe->value && oe->value->kind == TSR_YAML_MAP ? oe->value : NULL;
-  if ((x = tsr_yaml_find(on, "checkpoint_every")) && c->implicit.adaptive &&
-      c->output.checkpoint_every.time > 0.0)
-    tsr_vkey(v, x, "output.checkpoint_every: {time: T} with time.adaptive: the adaptive steps "
-             "do not land on multiples of T; give a number of steps");
-  if ((x = tsr_yaml_find(on, "snapshot_every")) && c->implicit.adaptive &&
-      c->output.snapshot_every.time > 0.0)
-    tsr_vkey(v, x, "output.snapshot_every: {time: T} with time.adaptive: the adaptive steps "
-             "do not land on multiples of T; give a number of steps");
 }
 
 void tsr_case_read_implicit(tsr_vctx *v, const tsr_yaml_node *root, const tsr_yaml_entry *e) {

@@ -18,3 +18,10 @@ int tsr_schedule_due(const tsr_case_every *e, int64_t step, double dt) {
 }
 
 int tsr_schedule_any(const tsr_case_every *e) { return e && (e->steps > 0 || e->time > 0.0); }
+
+int tsr_schedule_due_after(const tsr_case_every *e, int64_t step, double t0, double t1) {
+  if (!e || step < 1) return 0;
+  if (e->steps > 0) return step % e->steps == 0;
+  if (!(e->time > 0.0) || !(t1 > t0)) return 0;
+  return reached(t1, e->time) > reached(t0, e->time);
+}

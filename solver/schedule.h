@@ -18,6 +18,12 @@
  * despite rounding (0.1 * 3 is 0.30000000000000004). Never due for step < 1 or an empty e. */
 int tsr_schedule_due(const tsr_case_every *e, int64_t step, double dt);
 
+/* As tsr_schedule_due for steps whose sizes vary (method implicit's adaptive steps): the
+ * step `step` runs from t0 to t1, and a write by time is due when t1 reaches a multiple of
+ * e->time that t0 had not. A restart that goes on with the same steps writes where the
+ * uninterrupted run wrote. */
+int tsr_schedule_due_after(const tsr_case_every *e, int64_t step, double t0, double t1);
+
 /* 1 when e asks for any writes at all. */
 int tsr_schedule_any(const tsr_case_every *e);
 

@@ -221,6 +221,7 @@ static int last_step(const impl *m, int64_t step, double t) {
 static tsr_err after_step(impl *m, PetscInt step, double t) {
   tsr_run_ctx *x = m->x;
   const tsr_case *c = x->c;
+  const double t_before = m->t_prev;
   m->dt_last = m->adaptive ? t - m->t_prev : m->x->dt;
   m->t_prev = t;
   PetscInt s, k;
@@ -240,7 +241,14 @@ static tsr_err after_step(impl *m, PetscInt step, double t) {
   tsr_progress_step(&m->pg, step, t,
                     el > 0 ? m->cells * (double)(step - m->first) / el : 0.0);
   if (step % m->every == 0) TSR_CALL(monitor_line(m, step, t));
-  if (x->snap && tsr_schedule_due(&c->output.snapshot_every, step, m->dt_last)) {
+  /* by step and dt, as the explicit method; adaptive steps by the times they span */
+  const int snap_due = m->adaptive
+                           ? tsr_schedule_due_after(&c->output.snapshot_every, step, t_before, t)
+                           : tsr_schedule_due(&c->output.snapshot_every, step, m->dt_last);
+  const int ckpt_due = m->adaptive
+                           ? tsr_schedule_due_after(&c->output.checkpoint_every, step, t_before, t)
+                           : tsr_schedule_due(&c->output.checkpoint_every, step, m->dt_last);
+  if (x->snap && snap_due) {
     TSR_CALL(tsr_implicit_op_from_vec(m->op, m->U, x->slot[TSR_SLOT_U]));
     TSR_CALL(tsr_run_write_snapshot(x, step, t));
   }
@@ -252,8 +260,7 @@ static tsr_err after_step(impl *m, PetscInt step, double t) {
   /* none at the last step: final.h5 holds it. Here TSBDF holds the history of the step it
    * takes next (bdf_history) */
   const int last = last_step(m, step, t);
-  if (x->opts.write_output && !last &&
-      tsr_schedule_due(&c->output.checkpoint_every, step, m->dt_last)) {
+  if (x->opts.write_output && !last && ckpt_due) {
     TSR_CALL(tsr_implicit_checkpoint(m, step, t));
     if (fault_now) TSR_CALL(tsr_ckpt_writer_wait(x->ckpt));
   }

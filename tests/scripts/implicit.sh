@@ -193,13 +193,38 @@ PY
 ); then pass "restart bdf2 without its history: said, and differs by $r (> 1e-6: the history is what makes it equal)"
 else failure "restart bdf2 without history: ${r:-run failed}"; echo "$log" | tail -3; fi
 # adaptive: TS's next step and BDF's history and times go on
-sed 's/^time: .*/time: {scheme: bdf2, dt: 0.002, end: 0.04, adaptive: true, rtol: 1e-3}/; s/checkpoint_every: 4}/checkpoint_every: 6, keep: 100}/' \
+# (snapshots by simulated time: after the adaptive step that crosses each multiple of 0.005)
+sed 's/^time: .*/time: {scheme: bdf2, dt: 0.002, end: 0.04, adaptive: true, rtol: 1e-3}/; s/checkpoint_every: 4}/checkpoint_every: 6, keep: 100, snapshot_every: {time: 0.005}}/' \
   "$work/ck.yaml" >"$work/cka.yaml"
 run_ok "ck adaptive np2" 2 "$work/cka.yaml" --out "$work/cka" &&
   run_ok "ck adaptive restart np3" 3 "$work/cka.yaml" --out "$work/ckar" \
     --restart "$work/cka/checkpoint_00000006.h5" &&
   [ "$(field "$work/cka/report.json" "['steps']")" = "$(field "$work/ckar/report.json" "['steps']")" ] &&
   same "$work/cka" "$work/ckar" "restart adaptive bdf2: the same $(field "$work/cka/report.json" "['steps']") steps, 2 ranks = 6 + restart on 3 ranks"
+if r=$($py - "$work/cka" "$work/ckar" <<'PY'
+import glob, math, sys, h5py
+def snaps(d):
+    out = {}
+    for f in sorted(glob.glob(d + "/snapshot_*.h5")):
+        with h5py.File(f, "r") as h:
+            out[int(h.attrs["step"])] = float(h.attrs["time"])
+    return out
+a, b = snaps(sys.argv[1]), snaps(sys.argv[2])
+T, steps = 0.005, sorted(a)
+times = [a[s] for s in steps]
+# one snapshot at 0, then one per multiple of T, each the first step at or past it
+assert times[0] == 0.0 and len(times) == 9, times
+for k, t in enumerate(times[1:], 1):
+    assert math.floor(t / T + 1e-9) == k, (k, t)
+# the step before each did not reach its multiple: the uninterrupted run's steps are all
+# written between, so the restart (same steps) writes the same ones after step 6
+after = {s: t for s, t in a.items() if s > 6}
+assert sorted(after) == sorted(s for s in b if s > 6), (sorted(after), sorted(b))
+assert all(abs(after[s] - b[s]) <= 1e-9 * after[s] for s in after)
+print("steps %s at times %s" % (steps, ", ".join("%.4g" % t for t in times)))
+PY
+); then pass "adaptive snapshots by time: $r; the restart writes the same after step 6"
+else failure "adaptive snapshots by time: $r"; fi
 # final.h5 is a checkpoint too: 4 steps, then continued to 8 on 3 ranks = 8 straight
 run_ok "ck to 4" 1 "$work/ck.yaml" --out "$work/ckf" --set time.steps=4 &&
   run_ok "ck continued to 8" 3 "$work/ck.yaml" --out "$work/ckf" --restart latest &&
