@@ -76,6 +76,27 @@ static void test_time_between(void **state) {
 }
 
 /* a restart at step s writes exactly the uninterrupted run's writes after s */
+/* varying steps (method implicit's adaptive ones): due after the step that crosses each
+ * multiple, once, whatever the steps' sizes; by steps as tsr_schedule_due */
+static void test_time_varying_steps(void **state) {
+  (void)state;
+  tsr_case_every e = {0, 0.1};
+  const double t[] = {0.0, 0.03, 0.07, 0.1 * 3 / 3, 0.13, 0.25, 0.31, 0.3999999999999, 0.55};
+  const int want[] = {0, 0, 1, 0, 1, 1, 1, 1}; /* 0.1 * 3 / 3 reaches 0.1 (rounding) */
+  int n = 0;
+  for (int i = 1; i < 9; ++i) {
+    assert_int_equal(tsr_schedule_due_after(&e, i, t[i - 1], t[i]), want[i - 1]);
+    n += want[i - 1];
+  }
+  assert_int_equal(n, 5); /* 0.1, 0.2, 0.3, 0.4 (0.3999999999999 counts), 0.5 */
+  assert_false(tsr_schedule_due_after(&e, 0, 0.0, 0.2)); /* the initial state is no step */
+  assert_false(tsr_schedule_due_after(&e, 3, 0.2, 0.2));
+  tsr_case_every by_steps = {2, 0.0};
+  assert_true(tsr_schedule_due_after(&by_steps, 4, 0.0, 1e-9));
+  assert_false(tsr_schedule_due_after(&by_steps, 5, 0.0, 10.0));
+  assert_false(tsr_schedule_due_after(NULL, 4, 0.0, 1.0));
+}
+
 static void test_restart_independent(void **state) {
   (void)state;
   const tsr_case_every sched[] = {{0, 0.3}, {0, 1.0}, {4, 0.0}, {0, 0.07}};
@@ -174,6 +195,7 @@ int main(void) {
       cmocka_unit_test(test_steps),
       cmocka_unit_test(test_time_dividing),
       cmocka_unit_test(test_time_between),
+      cmocka_unit_test(test_time_varying_steps),
       cmocka_unit_test(test_restart_independent),
       cmocka_unit_test(test_case_keys),
       cmocka_unit_test(test_case_keys_refused),
