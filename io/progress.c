@@ -70,15 +70,31 @@ static void fmt_time(char *buf, size_t n, double s) {
   else snprintf(buf, n, "%02d:%02d", (int)(s / 60), (int)s % 60);
 }
 
-/* The time left at the rate of the steps this process made (a restart's start excluded). */
+void tsr_progress_by_time(tsr_progress *p, double t_start, double end) {
+  p->end_time = end > 0.0 ? end : 0.0;
+  p->t_start = p->t_now = t_start;
+}
+
+/* The time left at the rate of the steps this process made (a restart's start excluded): by
+ * steps, or by simulated time. */
 static double eta(const tsr_progress *p, double elapsed) {
+  if (p->end_time > 0.0) {
+    const double done = p->t_now - p->t_start, left = p->end_time - p->t_now;
+    return p->step >= 0 && done > 0.0 ? elapsed * (left > 0.0 ? left : 0.0) / done : -1.0;
+  }
   int64_t done = p->step - p->first;
   return p->step >= 0 && done > 0 ? elapsed * (double)(p->total - p->step) / (double)done : -1.0;
 }
 
+/* Whether steps remain after the last one given. */
+static int more(const tsr_progress *p, int64_t step) {
+  return p->end_time > 0.0 ? p->t_now < p->end_time * (1.0 - 1e-12) : step < p->total;
+}
+
 static void draw(tsr_progress *p, double t, double cps) {
   const int width = 30;
-  double frac = (double)p->step / (double)p->total;
+  double frac = p->end_time > 0.0 ? p->t_now / p->end_time : (double)p->step / (double)p->total;
+  if (frac > 1.0) frac = 1.0;
   int fill = (int)(frac * width + 0.5);
   char bar[64];
   for (int i = 0; i < width; ++i) bar[i] = i < fill ? '#' : '.';
@@ -89,6 +105,9 @@ static void draw(tsr_progress *p, double t, double cps) {
     fprintf(p->out, "\r[%s] %3d%% %s %lld/%lld loss %.4e ETA %s %.4g %s\033[K", bar,
             (int)(100.0 * frac), p->unit, (long long)p->step, (long long)p->total, t, left, cps,
             p->per_s);
+  else if (p->end_time > 0.0)
+    fprintf(p->out, "\r[%s] %3d%% step %lld t=%.4e of %.4g ETA %s %.3g cells/s\033[K", bar,
+            (int)(100.0 * frac), (long long)p->step, t, p->end_time, left, cps);
   else
     fprintf(p->out, "\r[%s] %3d%% step %lld/%lld t=%.4e ETA %s %.3g cells/s\033[K", bar,
             (int)(100.0 * frac), (long long)p->step, (long long)p->total, t, left, cps);
@@ -100,19 +119,23 @@ static void draw(tsr_progress *p, double t, double cps) {
 void tsr_progress_step(tsr_progress *p, int64_t step, double t, double cps) {
   if (p->first < 0) p->first = step - 1;
   p->step = step;
-  if (p->style == TSR_PROGRESS_STYLE_LINES && step < p->total &&
+  if (p->end_time > 0.0) p->t_now = t;
+  if (p->style == TSR_PROGRESS_STYLE_LINES && more(p, step) &&
       now() - p->last_line >= (p->eta_shown ? 30.0 : 1.0) * p->quiet_s) {
     char text[160];
     if (p->per_s)
       snprintf(text, sizeof text, "%s %lld/%lld loss %.4e | %.4g %s", p->unit, (long long)step,
                (long long)p->total, t, cps, p->per_s);
+    else if (p->end_time > 0.0)
+      snprintf(text, sizeof text, "step %lld t=%.6e of %.6g | %.3g cells/s", (long long)step, t,
+               p->end_time, cps);
     else
       snprintf(text, sizeof text, "step %lld/%lld t=%.6e | %.3g cells/s", (long long)step,
                (long long)p->total, t, cps);
     tsr_progress_line(p, text);
   }
   if (p->style != TSR_PROGRESS_STYLE_BAR) return;
-  if (step < p->total && now() - p->last_draw < 0.1) return;
+  if (more(p, step) && now() - p->last_draw < 0.1) return;
   draw(p, t, cps);
 }
 

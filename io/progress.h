@@ -26,6 +26,8 @@ typedef struct {
   double last_line;   /* wall clock of the last line */
   double quiet_s;     /* lines style: a step line after this long without a line */
   int eta_shown;      /* a line with an ETA was printed */
+  double end_time;    /* > 0 (tsr_progress_by_time): progress is t against this end */
+  double t_start, t_now; /* with end_time: t before the first step, and at the last */
 } tsr_progress;
 
 /* Chooses the style: mode 0 auto, 1 bar, 2 lines, 3 none. Auto is the bar when out is a
@@ -33,6 +35,12 @@ typedef struct {
  * the environment the process started with, which Open MPI's singleton start changes in
  * MPI_Init) and is alone in MPI_COMM_WORLD; lines otherwise. Not collective. */
 void tsr_progress_init(tsr_progress *p, int mode, FILE *out, int64_t total);
+
+/* Progress by simulated time where the step count is not known in advance (method
+ * implicit's adaptive steps): the bar's fraction and the ETA go by how far t has come from
+ * t_start (a restart's time) to end, the bar and step lines say "step N t=T of END", and
+ * total is unused. After tsr_progress_init. */
+void tsr_progress_by_time(tsr_progress *p, double t_start, double end);
 
 /* Called after every step with the steps done so far (counted from the run's start, so a
  * restart's first call gives its first step + 1): redraws the bar (at most 10 times a second);

@@ -173,8 +173,10 @@ tsr_err tsr_run_monitor(tsr_run_ctx *x, double t, norms *nm) {
 void tsr_run_monitor_line(const tsr_run_ctx *x, int64_t step, double t, const norms *nm,
                           double cps, char *buf, size_t n) {
   const tsr_case *c = x->c;
-  size_t w = (size_t)snprintf(buf, n, "step %lld/%lld t=%.6e dt=%.3e", (long long)step,
-                              (long long)x->nsteps, t, x->dt);
+  size_t w = x->steps_by_time
+                 ? (size_t)snprintf(buf, n, "step %lld t=%.6e dt=%.3e", (long long)step, t, x->dt)
+                 : (size_t)snprintf(buf, n, "step %lld/%lld t=%.6e dt=%.3e", (long long)step,
+                                    (long long)x->nsteps, t, x->dt);
   for (int q = 0; q < c->ncomp && w < n; ++q) {
     w += (size_t)snprintf(buf + w, n - w, " | %s min=%.6e max=%.6e L2=%.6e",
                           tsr_models[c->model].comp[q], nm->min[q], nm->max[q], nm->sq[q]);

@@ -71,6 +71,9 @@ typedef struct tsr_run_ctx {
   double h[3], cellvol;
   double dt, dt_stable;
   int64_t nsteps;
+  int steps_by_time;    /* 1: the step count is not known in advance (method implicit's
+                           adaptive steps): nsteps is time.end / time.dt, a guess, and monitor
+                           lines and progress go by t against time.end */
   int64_t start_step;   /* 0, or the checkpoint's step on a restart */
   double phase[PH_COUNT];
   tsr_run_outdir outdir; /* the directories made for out_dir (rank 0), removed on failure */

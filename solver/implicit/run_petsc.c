@@ -503,6 +503,10 @@ static tsr_err solve(impl *m, tsr_run_result *res) {
   m->dt_last = x->dt;
   PetscReal t0;
   TSR_PETSC(TSGetTime(m->ts, &t0));
+  if (m->adaptive) { /* the steps are TS's to choose: x->nsteps (end / dt) was a guess */
+    x->steps_by_time = 1;
+    tsr_progress_by_time(&m->pg, t0, c->time.end);
+  }
   m->t_prev = m->t_ok = t0;
   m->beat_step = m->first;
   m->start = MPI_Wtime();

@@ -225,6 +225,16 @@ print("steps %s at times %s" % (steps, ", ".join("%.4g" % t for t in times)))
 PY
 ); then pass "adaptive snapshots by time: $r; the restart writes the same after step 6"
 else failure "adaptive snapshots by time: $r"; fi
+# adaptive progress goes by t against time.end: the steps are TS's to choose, so the monitor
+# lines name no step count (they said "step 40/160" of a run that took 62) and the bar shows
+# the fraction of time.end
+log=$("$TESSERA_BIN" run "$work/cka.yaml" --out "$work/ckp" --set output.progress=bar \
+      --set output.monitor_every=5 --set output.checkpoint_every=none 2>&1 | tr '\r' '\n' |
+      sed 's/\x1b\[K//g')
+if grep -qE '^step 5 t=[^ ]+ dt=' <<<"$log" && ! grep -qE '^step [0-9]+/' <<<"$log" &&
+   grep -qE '^\[#{30}\] 100% step [0-9]+ t=4\.0000e-02 of 0\.04 ETA 00:00' <<<"$log"; then
+  pass "adaptive progress: monitor lines without a step count, the bar by t of time.end"
+else echo "$log" | grep -E '^step|%' | head -5; failure "adaptive progress"; fi
 # final.h5 is a checkpoint too: 4 steps, then continued to 8 on 3 ranks = 8 straight
 run_ok "ck to 4" 1 "$work/ck.yaml" --out "$work/ckf" --set time.steps=4 &&
   run_ok "ck continued to 8" 3 "$work/ck.yaml" --out "$work/ckf" --restart latest &&
