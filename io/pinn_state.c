@@ -278,6 +278,40 @@ static tsr_err read_lbfgs(hid_t f, const char *path, tsr_pinn_state *st) {
   return TSR_OK;
 }
 
+/* A checkpoint of another case, with the keys that differ from the case it records (for a
+ * PINN time.end too: the time domain the network was trained on); the hashes alone when that
+ * case does not read or no listed key differs (a key of pinn:). */
+static tsr_err another_case(hid_t f, const tsr_case *c, const char *path, const char *hash,
+                            const char *want) {
+  char *text = NULL, name[4200];
+  tsr_case *old = NULL;
+  tsr_case_changes d = {0};
+  snprintf(name, sizeof name, "%s (its case_text)", path);
+  int listed = tsr_output_read_string(f, path, "case_text", &text) == TSR_OK && text &&
+               tsr_case_load_record(name, text, &old) == TSR_OK &&
+               tsr_case_diff(old, c, &d) == TSR_OK && d.n > 0;
+  free(text);
+  tsr_case_destroy(&old);
+  tsr_err_clear();
+  if (!listed) {
+    tsr_case_changes_free(&d);
+    return tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+                       "'%s' is a checkpoint of another case (its case hash %s, this case's %s; "
+                       "no key outside pinn: differs, so one of pinn:'s does, or the case it "
+                       "records does not read); restart with the case file and --set options "
+                       "that wrote it, or run without --restart", path, hash ? hash : "none",
+                       want);
+  }
+  tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__,
+              "'%s' is a checkpoint of another case; these keys differ%s:", path,
+              d.nstop ? " (time.end is the time domain the network was trained on)" : "");
+  tsr_case_changes_append(&d, "checkpoint", "this case", 24);
+  tsr_err_append("restart with the case file and --set options that wrote it, or run without "
+                 "--restart");
+  tsr_case_changes_free(&d);
+  return TSR_ERR_INPUT;
+}
+
 static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[4],
                          tsr_pinn_state *st, int *refused) {
   *refused = 0;
@@ -297,9 +331,7 @@ static tsr_err read_file(const tsr_case *c, const char *path, const int64_t net[
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is not a checkpoint of method "
                       "pinn; restart a PINN case from its own checkpoints", path);
   else if (!hash || strcmp(hash, want) != 0)
-    err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' is a checkpoint of another case "
-                      "(its case hash %s, this case's %s); restart from this case's output "
-                      "directory or run without --restart", path, hash ? hash : "none", want);
+    err = another_case(f, c, path, hash, want);
   else if (!read_ints(f, "network", got, 4) || memcmp(got, net, sizeof got) != 0)
     err = tsr_err_set(TSR_ERR_INPUT, __FILE__, __LINE__, "'%s' holds another network (width, "
                       "depth, activation or precision differ); keep pinn.network and precision "

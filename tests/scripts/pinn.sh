@@ -156,6 +156,15 @@ else
   echo "$log" | tail -3; failure "lbfgs: the refusal of a restart past its iterations lacks why"
 fi
 
+# a checkpoint of another case names the keys that differ (it gave the two hashes), time.end
+# with what it means to a PINN
+log=$("$TESSERA_BIN" run "$cases/pinn_heat2d.yaml" --out "$work/lbx" $lbx --set time.end=0.2 \
+        --restart latest 2>&1) && failure "another time.end: accepted" ||
+  { grep -qF "is a checkpoint of another case; these keys differ (time.end is the time domain the network was trained on):" <<<"$log" &&
+    grep -qF "  time.end: checkpoint 0.1, this case 0.2" <<<"$log" &&
+    pass "another case's checkpoint: refused, naming time.end and its values" ||
+    { echo "$log" | tail -3; failure "another case's checkpoint: the keys are not named"; }; }
+
 # --- SIGTERM: a checkpoint, exit 4, and the continuation ends as the run that was not stopped --
 # (the stopped run asks for far more iterations than it gets; its continuation and the straight
 # run stop 500 after the stop: pinn.adam.iterations says where training ends, not where it goes)
