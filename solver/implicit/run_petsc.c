@@ -52,7 +52,7 @@ tsr_err tsr_implicit_check(const tsr_case *c) {
 }
 
 const char *tsr_implicit_describe(char *buf, size_t size) {
-  snprintf(buf, size, "%d.%d.%d, %s scalars, %d-bit indices, hypre %s, CUDA %s",
+  snprintf(buf, size, "%d.%d.%d, %s scalars, %d-bit indices, hypre %s, MUMPS %s, CUDA %s",
            PETSC_VERSION_MAJOR, PETSC_VERSION_MINOR, PETSC_VERSION_SUBMINOR,
 #if defined(PETSC_USE_COMPLEX)
            "complex",
@@ -62,6 +62,11 @@ const char *tsr_implicit_describe(char *buf, size_t size) {
            (int)sizeof(PetscInt) * 8,
 #if defined(PETSC_HAVE_HYPRE)
            "yes",
+#else
+           "no",
+#endif
+#if defined(PETSC_HAVE_MUMPS)
+           "yes (parallel LU and Cholesky)",
 #else
            "no",
 #endif
