@@ -160,6 +160,51 @@ static void cmp_time(differ *d, const tsr_case *a, const tsr_case *b) {
   cmp(d, 0, va, vb, "time.steps");
 }
 
+/* The pinn: keys that decide the network a checkpoint holds and where its training goes,
+ * when both are method pinn: not pinn.adam.iterations, pinn.lbfgs.iterations or
+ * pinn.log_every (where training stops, how often it logs: a restart may change them). Other
+ * methods' pinn: sections are checked and unused, so they do not count. */
+static void cmp_pinn(differ *d, const tsr_case *a, const tsr_case *b) {
+  if (a->method != TSR_METHOD_PINN || b->method != TSR_METHOD_PINN) return;
+  const tsr_case *side[2] = {a, b};
+  char v[2][64];
+#define PINN_INT(key, field)                                                                  \
+  do {                                                                                        \
+    for (int s = 0; s < 2; ++s) snprintf(v[s], sizeof v[s], "%lld", (long long)side[s]->field); \
+    cmp(d, 0, v[0], v[1], key);                                                               \
+  } while (0)
+#define PINN_NUM(key, field)                                                                  \
+  do {                                                                                        \
+    for (int s = 0; s < 2; ++s) num(v[s], sizeof v[s], side[s]->field);                      \
+    cmp(d, 0, v[0], v[1], key);                                                               \
+  } while (0)
+  PINN_INT("pinn.network.width", pinn.width);
+  PINN_INT("pinn.network.depth", pinn.depth);
+  static const char *const act[] = {"tanh", "sin", "?"}, *const slabs[] = {"all", "causal"};
+  cmp(d, 0, act[a->pinn.act <= 1 ? a->pinn.act : 2], act[b->pinn.act <= 1 ? b->pinn.act : 2],
+      "pinn.network.activation");
+  PINN_INT("pinn.points.interior (0: cells)", pinn.interior);
+  PINN_INT("pinn.points.times", pinn.times);
+  PINN_INT("pinn.points.resample_every", pinn.resample_every);
+  PINN_INT("pinn.points.boundary", pinn.boundary);
+  PINN_INT("pinn.points.initial", pinn.initial);
+  PINN_INT("pinn.points.seed", pinn.seed);
+  PINN_INT("pinn.points.interface (0: cells)", pinn.iface);
+  PINN_NUM("pinn.weights.pde", pinn.w_pde);
+  PINN_NUM("pinn.weights.boundary", pinn.w_boundary);
+  PINN_NUM("pinn.weights.initial", pinn.w_initial);
+  PINN_NUM("pinn.weights.interface_value", pinn.w_iface[0]);
+  PINN_NUM("pinn.weights.interface_flux", pinn.w_iface[1]);
+  PINN_NUM("pinn.weights.interface_residual", pinn.w_iface[2]);
+  PINN_NUM("pinn.adam.lr", pinn.lr);
+  PINN_NUM("pinn.adam.decay", pinn.decay);
+  PINN_INT("pinn.adam.decay_every", pinn.decay_every);
+  PINN_INT("pinn.lbfgs.history", pinn.lbfgs_history);
+  cmp(d, 0, slabs[a->pinn.causal != 0], slabs[b->pinn.causal != 0], "pinn.slabs");
+#undef PINN_INT
+#undef PINN_NUM
+}
+
 tsr_err tsr_case_diff(const tsr_case *a, const tsr_case *b, tsr_case_changes *out) {
   memset(out, 0, sizeof *out);
   differ d = {out, 0, 0};
@@ -189,6 +234,7 @@ tsr_err tsr_case_diff(const tsr_case *a, const tsr_case *b, tsr_case_changes *ou
   cmp_exprs(&d, "exact", a, a->exact, b, b->exact);
   cmp_boundary(&d, a, b);
   cmp_time(&d, a, b);
+  cmp_pinn(&d, a, b);
   if (d.oom) {
     tsr_case_changes_free(out);
     return tsr_err_set(TSR_ERR_MEMORY, __FILE__, __LINE__, "out of memory comparing cases");

@@ -393,10 +393,13 @@ static const bad_case bad[] = {
      {"c.yaml:5:10: backend: cuda: method implicit solves on CPU ranks", "Debian's petsc-dev"}},
     {IMPL "time: {dt: 0.1, end: 1}\nrebalance: {every: 5}\n", {0},
      {"c.yaml:6:1: rebalance: a section of the explicit method; method implicit has no rebalance"}},
-    {IMPL "time: {dt: 0.1, end: 1, adaptive: true}\noutput: {checkpoint_every: {time: 0.5}}\n", {0},
-     {"c.yaml:6:10: output.checkpoint_every: {time: T} with time.adaptive"}},
-    {IMPL "time: {dt: 0.1, end: 1, adaptive: true}\noutput: {snapshot_every: {time: 0.5}}\n", {0},
-     {"output.snapshot_every: {time: T} with time.adaptive"}},
+    /* the time plan's TS options are time:'s (PETSc ended the run elsewhere than time.end) */
+    {IMPL "time: {dt: 0.1, end: 1}\npetsc: {ts_dt: 0.01}\n", {0},
+     {"c.yaml:6:9: petsc.ts_dt: tessera sets this from the case: time.dt sets the step"}},
+    {IMPL "time: {dt: 0.1, end: 1, adaptive: true}\npetsc: {-ts_adapt_type: none}\n", {0},
+     {"petsc.-ts_adapt_type: tessera sets this from the case: time.adaptive: false"}},
+    {IMPL "time: {dt: 0.1, end: 1}\n", {"petsc.ts_adapt_type=basic"},
+     {"petsc.ts_adapt_type: tessera sets this from the case: time.adaptive: true turns"}},
     {MODEL "method: pinn\n" GRID INIT TIME "pinn: {adam: {iterations: 0}}\n", {0},
      {"pinn.adam.iterations: must be an integer from 1"}},
     /* a loss of nothing trained nothing, with exit 0 */

@@ -209,9 +209,41 @@ static void test_record(void **state) {
   assert_null(b);
 }
 
+/* pinn: keys count between two PINN cases (a PINN checkpoint's refusal lists them), except
+ * where training stops and how often it logs; in an explicit case they are unused */
+static void test_pinn_keys(void **state) {
+  (void)state;
+  static const char pinn[] = "model: heat\nmethod: pinn\ngrid: {cells: [8, 8]}\n"
+                             "initial: {u: \"sin(pi*x)\"}\ntime: {end: 0.1}\n"
+                             "boundary: {default: {type: dirichlet, value: 0}}\n"
+                             "pinn: {network: {width: 8, depth: 2}}\n";
+  char *set[] = {"pinn.adam.lr=0.5", "pinn.network.activation=sin", "pinn.slabs=causal",
+                 "pinn.adam.iterations=7", "pinn.log_every=3", "decomposition.time_slices=2"};
+  tsr_case *a = load(pinn, 0, NULL), *b = load(pinn, 6, set);
+  tsr_case_changes d;
+  assert_int_equal(tsr_case_diff(a, b, &d), TSR_OK);
+  assert_int_equal(d.n, 3);
+  expect(&d, 0, "pinn.network.activation", "tanh", "sin", 0);
+  expect(&d, 1, "pinn.adam.lr", "0.001", "0.5", 0);
+  expect(&d, 2, "pinn.slabs", "all", "causal", 0);
+  tsr_case_changes_free(&d);
+  tsr_case_destroy(&a);
+  tsr_case_destroy(&b);
+  /* an explicit case's pinn: section is checked and unused */
+  char *lr[] = {"pinn.adam.lr=0.5"};
+  a = load(base, 0, NULL);
+  b = load(base, 1, lr);
+  assert_int_equal(tsr_case_diff(a, b, &d), TSR_OK);
+  assert_int_equal(d.n, 0);
+  tsr_case_changes_free(&d);
+  tsr_case_destroy(&a);
+  tsr_case_destroy(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same),
+      cmocka_unit_test(test_pinn_keys),
       cmocka_unit_test(test_params_and_exprs),
       cmocka_unit_test(test_time_end_and_steps),
       cmocka_unit_test(test_fatal),
