@@ -158,8 +158,11 @@ void tsr_output_inject_enospc(void);
  * that tsr_output_remove_tmp_files removes; every writer of io/ notes its own. Thread-safe. */
 void tsr_output_tmp_track(const char *tmp);
 
-/* Removes the temporary files of the newest writes of this process (unlink only, so it may be
- * called from a signal handler that ends the process at once: nothing half-written stays). */
+/* Removes the temporary files of the newest writes of this process (unlink and nanosleep only,
+ * so it may be called from a signal handler that ends the process at once: nothing
+ * half-written stays). From the call on, a thread that asks for a temporary name waits for the
+ * process's end; the names given just before get a second pass 0.1 s later, after their files
+ * may have been created by other threads. */
 void tsr_output_remove_tmp_files(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/output.h"
@@ -20,7 +21,12 @@ static char tmp_slot[TMP_SLOTS][4200];
 static volatile sig_atomic_t tmp_ready[TMP_SLOTS];
 static unsigned tmp_next;
 
+/* 1 once tsr_output_remove_tmp_files began: the process is ending, and no new temporary name
+ * is given out (a thread asking for one waits for the end instead of creating the file). */
+static volatile sig_atomic_t tmp_frozen;
+
 void tsr_output_tmp_track(const char *tmp) {
+  while (tmp_frozen) pause();
   unsigned i = __atomic_fetch_add(&tmp_next, 1u, __ATOMIC_RELAXED) % TMP_SLOTS;
   tmp_ready[i] = 0;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -30,9 +36,16 @@ void tsr_output_tmp_track(const char *tmp) {
 }
 
 void tsr_output_remove_tmp_files(void) {
-  /* a name already renamed into place, or removed, is gone: unlink fails harmlessly */
-  for (int i = 0; i < TMP_SLOTS; ++i)
-    if (tmp_ready[i]) unlink(tmp_slot[i]);
+  tmp_frozen = 1;
+  /* a name already renamed into place, or removed, is gone: unlink fails harmlessly. Another
+   * thread may have taken its name just before and create the file only now (a background
+   * checkpoint's latest.tmp outlived the first pass in CI): a second pass after it had the
+   * time (nanosleep and unlink are async-signal-safe) */
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < TMP_SLOTS; ++i)
+      if (tmp_ready[i]) unlink(tmp_slot[i]);
+    if (pass == 0) nanosleep(&(struct timespec){0, 100000000}, NULL);
+  }
 }
 
 char *tsr_output_tmp_name(const char *path) {
